@@ -1,0 +1,119 @@
+"""Risk-based calibration: RC on pooled data (Algorithm 1) and local RC (Algorithm 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from crc.models.base import GenerativeModel, one_hot
+
+DEFAULT_LR = 0.05
+DEFAULT_ITERATIONS = 64
+
+
+def soft_zero_one(posteriors: np.ndarray, y: np.ndarray) -> float:
+    """Mean soft 0-1 loss ``1 - p(y|x)`` of posteriors (m, r) against labels (m,)."""
+    return float(1.0 - np.take_along_axis(posteriors, y[:, None], axis=1).mean())
+
+
+@dataclass
+class RCResult:
+    """Outcome of RC.
+
+    Attributes
+    ----------
+    stats : ndarray of shape (size,)
+        Statistics of the returned classifier.
+    best_iteration : int
+        Iteration whose statistics were returned (0 is the start).
+    losses : list of float
+        Training soft 0-1 loss of iterations 0 .. iterations.
+    """
+
+    stats: np.ndarray
+    best_iteration: int
+    losses: list = field(default_factory=list)
+
+
+def rc(
+    model: GenerativeModel,
+    phi: np.ndarray,
+    y: np.ndarray,
+    *,
+    lr: float = DEFAULT_LR,
+    iterations: int = DEFAULT_ITERATIONS,
+    init: np.ndarray | None = None,
+    select_best: bool = True,
+    callback: Callable[[int, np.ndarray], None] | None = None,
+) -> RCResult:
+    """Algorithm 1: ``s <- s + lr (s(X,Y) - s(X, theta(s)))``.
+
+    Parameters
+    ----------
+    phi : ndarray of shape (m, k)
+        Feature map of the pooled training data.
+    y : ndarray of shape (m,)
+    init : ndarray of shape (size,), optional
+        Starting statistics; the ML statistics ``s(X, Y)`` by default.
+    select_best : bool
+        Return the iterate with the lowest training soft 0-1 loss (True) or the last.
+    callback : callable(iteration, stats), optional
+        Called for every iterate, 0 included.
+    """
+    target = model.fit_ml(phi, y)
+    stats = target.copy() if init is None else np.array(init, dtype=np.float64)
+    best, best_loss, best_iteration, losses = stats, np.inf, 0, []
+    for iteration in range(iterations + 1):
+        posteriors = model.posteriors(model.theta(stats), phi)
+        loss = soft_zero_one(posteriors, y)
+        losses.append(loss)
+        if callback is not None:
+            callback(iteration, stats)
+        if loss < best_loss:
+            best, best_loss, best_iteration = stats, loss, iteration
+        if iteration == iterations:
+            break
+        stats = stats + lr * (target - model.statistics(phi, posteriors))
+    if not select_best:
+        best, best_iteration = stats, iterations
+    return RCResult(stats=best, best_iteration=best_iteration, losses=losses)
+
+
+def lrc(
+    model: GenerativeModel,
+    stats: np.ndarray,
+    phi: np.ndarray,
+    target: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    iterations: int = 1,
+) -> np.ndarray:
+    """Algorithm 3, batched over nodes: ``iterations`` times ``s <- s + s(X_v,Y_v) - s(X_v, theta(s))``.
+
+    Parameters
+    ----------
+    stats : ndarray of shape (..., size)
+        Aggregated statistics, one row per node.
+    phi : ndarray of shape (..., m, k)
+        Each node's local feature map, padded to a common ``m``.
+    target : ndarray of shape (..., size)
+        Each node's labelled statistics ``s(X_v, Y_v)``.
+    mask : ndarray of shape (..., m), optional
+        1 for a real instance, 0 for padding.
+    """
+    for _ in range(iterations):
+        posteriors = model.posteriors(model.theta(stats), phi)
+        if mask is not None:
+            posteriors = posteriors * mask[..., None]
+        stats = stats + target - model.statistics(phi, posteriors)
+    return stats
+
+
+def labelled_statistics(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``s(X, Y)`` with optional padding mask; phi (..., m, k), y (..., m) -> (..., size)."""
+    weights = one_hot(y, model.n_classes)
+    if mask is not None:
+        weights = weights * mask[..., None]
+    return model.statistics(phi, weights)

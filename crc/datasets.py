@@ -1,0 +1,68 @@
+"""Data sets by name: the bundled KEEL copies, a seeded synthetic one, or a CSV path."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+
+import numpy as np
+
+from crc.data import Dataset, dataset_from_columns, read_csv
+from crc.errors import CRCError
+from crc.schema import CONTINUOUS, Feature, Schema
+
+BUNDLED = (
+    "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",
+    "phoneme", "ring", "satimage", "spambase", "splice", "texture", "twonorm",
+)
+BUNDLED_LABEL = "class"
+SYNTHETIC = "synthetic"
+SYNTHETIC_FEATURES = 20
+SYNTHETIC_CLASSES = 3
+
+
+def bundled_path(name: str):
+    """Path of a bundled KEEL file (package data)."""
+    return resources.files("crc").joinpath("keel").joinpath(f"{name}.dat.gz")
+
+
+def load_bundled(name: str) -> Dataset:
+    """Load a bundled KEEL data set; its features are ``x1 … xd``, the label ``class``."""
+    if name not in BUNDLED:
+        raise CRCError(f"unknown bundled data set {name!r}; known: {', '.join(BUNDLED)}")
+    with resources.as_file(bundled_path(name)) as path:
+        columns = read_csv(path, header=False)
+    return dataset_from_columns(columns, BUNDLED_LABEL, name)
+
+
+def synthetic_dataset(m: int, *, seed=None) -> Dataset:
+    """Seeded Gaussian classes: 3 equiprobable classes, 20 continuous features.
+
+    Class ``k`` has mean ``mu_k ~ N(0, I)`` and diagonal covariance with standard
+    deviations drawn uniformly from [0.5, 1.5]; both are fixed by ``seed``, the
+    instances too. Returns ``m`` instances.
+    """
+    rng = np.random.default_rng(seed)
+    means = rng.normal(size=(SYNTHETIC_CLASSES, SYNTHETIC_FEATURES))
+    scales = rng.uniform(0.5, 1.5, size=(SYNTHETIC_CLASSES, SYNTHETIC_FEATURES))
+    y = rng.integers(SYNTHETIC_CLASSES, size=m)
+    x = means[y] + scales[y] * rng.standard_normal((m, SYNTHETIC_FEATURES))
+    features = tuple(Feature(f"x{j + 1}", CONTINUOUS) for j in range(SYNTHETIC_FEATURES))
+    schema = Schema(label=BUNDLED_LABEL, classes=tuple(str(k) for k in range(SYNTHETIC_CLASSES)), features=features)
+    return Dataset(schema, x, y.astype(np.int64), SYNTHETIC)
+
+
+def load_dataset(source: str, *, label: str | None = None, synthetic_size: int = 10_000, seed=None) -> Dataset:
+    """Load ``source``: a bundled name, ``synthetic``, or a CSV path (``label`` required).
+
+    ``synthetic_size`` and ``seed`` are used only for the synthetic data set.
+    """
+    if source == SYNTHETIC:
+        return synthetic_dataset(synthetic_size, seed=seed)
+    if source in BUNDLED and not os.path.exists(source):
+        return load_bundled(source)
+    if not os.path.exists(source):
+        raise CRCError(f"{source}: no such file, and not a bundled data set ({', '.join(BUNDLED)}, {SYNTHETIC})")
+    if label is None:
+        raise CRCError(f"{source}: a CSV file needs --label naming its class column")
+    return dataset_from_columns(read_csv(source), label, os.path.basename(source))

@@ -1,0 +1,133 @@
+"""The closed-form learning contract shared by every model (DESIGN.md, paper §II-A).
+
+A model maps encoded instances to a feature map ``phi`` (the per-instance
+statistics before class weighting), and
+
+* ``statistics(phi, w)`` -- ``s(X, W)``: additive statistics, shape (..., size);
+* ``theta(s)``           -- parameters, every numerical safeguard inside;
+* ``log_joint(theta, phi)`` -- shape (..., m, r);
+* ``uniform(m0)``        -- statistics of ESS ``m0`` with a uniform class posterior.
+
+All functions accept leading batch axes (one per network node), so the CRC
+engine runs every node of a round in one call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from crc.errors import CRCError
+from crc.models.layout import Layout
+from crc.schema import Schema
+
+COUNT_FLOOR = 1e-9
+"""Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""
+
+
+def log_softmax(scores: np.ndarray) -> np.ndarray:
+    """Normalise log-joints of shape (..., r) into log-posteriors by log-sum-exp."""
+    top = scores.max(axis=-1, keepdims=True)
+    shifted = scores - top
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Class codes of shape (...,) -> indicator weights of shape (..., n_classes)."""
+    return (np.asarray(y)[..., None] == np.arange(n_classes)).astype(np.float64)
+
+
+class GenerativeModel(ABC):
+    """A generative classifier represented by its sufficient statistics."""
+
+    kind: str = ""
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        self.layout = self._layout()
+
+    @property
+    def n_classes(self) -> int:
+        return self.schema.n_classes
+
+    @property
+    def size(self) -> int:
+        """Length of the flat statistics vector."""
+        return self.layout.size
+
+    @property
+    def schema_id(self) -> str:
+        """Hash of schema, model kind and statistics layout: what peers must share."""
+        text = f"{self.schema.fingerprint}:{self.kind}:{self.layout.digest()}:{self._structure_digest()}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _structure_digest(self) -> str:
+        """Extra structure that must match between peers (none by default)."""
+        return ""
+
+    def table(self, s: np.ndarray) -> np.ndarray:
+        """Flat statistics (..., size) -> per-class table (..., r, n_columns), a view."""
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape[-1] != self.size:
+            raise CRCError(f"statistics have length {s.shape[-1]}, the {self.kind} layout needs {self.size}")
+        return s.reshape(s.shape[:-1] + (self.n_classes, self.layout.n_columns))
+
+    def ess(self, s: np.ndarray) -> np.ndarray:
+        """Equivalent sample size: the total class count, shape (...)."""
+        return self.table(s)[..., :, self.layout.columns("count")].sum(axis=(-1, -2))
+
+    def statistics(self, phi: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``s(X, W)`` for feature maps (..., m, k) and weights (..., m, r) -> (..., size)."""
+        table = np.matmul(np.swapaxes(w, -1, -2), phi)
+        return table.reshape(table.shape[:-2] + (self.size,))
+
+    def fit_ml(self, phi: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Maximum-likelihood statistics ``s(X, Y)``."""
+        return self.statistics(phi, one_hot(y, self.n_classes))
+
+    def posteriors(self, theta: dict, phi: np.ndarray) -> np.ndarray:
+        """Class posteriors p(y|x) of shape (..., m, r)."""
+        return np.exp(log_softmax(self.log_joint(theta, phi)))
+
+    def _floor(self, table: np.ndarray) -> np.ndarray:
+        """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""
+        ess = table[..., :, self.layout.columns("count")].sum(axis=(-1, -2))
+        if not np.all(np.isfinite(table)):
+            raise CRCError("statistics contain non-finite values")
+        if np.any(ess <= 0):
+            raise CRCError("statistics have a non-positive equivalent sample size")
+        return (COUNT_FLOOR * ess)[..., None, None]
+
+    @abstractmethod
+    def _layout(self) -> Layout: ...
+
+    @abstractmethod
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """Encoded, standardized instances (m, d) -> feature map (m, k)."""
+
+    @abstractmethod
+    def theta(self, s: np.ndarray) -> dict:
+        """Parameters from statistics (..., size); a dict of arrays with the same batch axes."""
+
+    @abstractmethod
+    def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
+        """log p(x, y) of shape (..., m, r)."""
+
+    @abstractmethod
+    def uniform(self, m0: float) -> np.ndarray:
+        """Statistics of shape (size,) with ESS ``m0`` and uniform p(y|x) (paper, appendix A-A)."""
+
+
+class LinearFamilyModel(GenerativeModel):
+    """A model whose log-joint is linear in the feature map: log p(x, y) = phi(x) . eta_y.
+
+    Subclasses give ``natural(theta)`` of shape (..., r, k).
+    """
+
+    @abstractmethod
+    def natural(self, theta: dict) -> np.ndarray: ...
+
+    def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
+        return np.matmul(phi, np.swapaxes(self.natural(theta), -1, -2))

@@ -1,0 +1,246 @@
+"""What all peers must agree on: classes, feature kinds, categories, standardization.
+
+A `Schema` is inferred once from a table of raw string cells (the rule of the
+paper: a non-numeric column, or one with at most ten distinct values, is
+discrete), serialized to JSON, and shared. Its `fingerprint` is a stable hash
+of that JSON; together with a model's statistics layout it gives the schema id
+that every network message carries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from crc.errors import CRCError
+
+CONTINUOUS = "continuous"
+DISCRETE = "discrete"
+MAX_DISCRETE_DISTINCT = 10
+MISSING_TOKENS = frozenset({"", "?", "nan", "NaN", "NAN"})
+SCHEMA_FORMAT = "crc-schema/1"
+
+
+def is_missing(cell: str) -> bool:
+    """True for an empty cell, ``?`` or ``nan``."""
+    return cell.strip() in MISSING_TOKENS
+
+
+def _as_number(cell: str) -> float | None:
+    try:
+        value = float(cell)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def canonical_value(cell: str) -> str:
+    """One spelling per value: ``"1"``, ``"1.0"`` and ``" 1 "`` all become ``"1"``."""
+    cell = cell.strip()
+    number = _as_number(cell)
+    if number is None:
+        return cell
+    return repr(int(number)) if number.is_integer() else repr(number)
+
+
+def _sorted_values(values: set[str]) -> list[str]:
+    """Numeric values in numeric order, otherwise lexicographic."""
+    numbers = {v: _as_number(v) for v in values}
+    if all(n is not None for n in numbers.values()):
+        return sorted(values, key=lambda v: numbers[v])
+    return sorted(values)
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One input column.
+
+    ``categories`` is set for discrete features (canonical spellings, in code
+    order); ``mean`` and ``std`` for continuous ones (the standardization).
+    """
+
+    name: str
+    kind: str
+    categories: tuple[str, ...] = ()
+    mean: float = 0.0
+    std: float = 1.0
+
+    def to_json(self) -> dict:
+        if self.kind == DISCRETE:
+            return {"name": self.name, "kind": self.kind, "categories": list(self.categories)}
+        return {"name": self.name, "kind": self.kind, "mean": self.mean, "std": self.std}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Class labels and features of a classification problem.
+
+    Attributes
+    ----------
+    label : str
+        Name of the label column.
+    classes : tuple of str
+        Class labels in code order (code ``k`` is ``classes[k]``).
+    features : tuple of Feature
+        Input columns in the order of the columns of the encoded matrix.
+    """
+
+    label: str
+    classes: tuple[str, ...]
+    features: tuple[Feature, ...] = field(default_factory=tuple)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def continuous(self) -> list[int]:
+        """Column indices of the continuous features."""
+        return [j for j, f in enumerate(self.features) if f.kind == CONTINUOUS]
+
+    @property
+    def discrete(self) -> list[int]:
+        """Column indices of the discrete features."""
+        return [j for j, f in enumerate(self.features) if f.kind == DISCRETE]
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    def to_json(self) -> dict:
+        return {
+            "format": SCHEMA_FORMAT,
+            "label": self.label,
+            "classes": list(self.classes),
+            "features": [f.to_json() for f in self.features],
+        }
+
+    @classmethod
+    def from_json(cls, obj: object) -> "Schema":
+        """Validate and build a schema from parsed JSON (an untrusted object)."""
+        if not isinstance(obj, dict) or obj.get("format") != SCHEMA_FORMAT:
+            raise CRCError(f"not a schema: expected an object with format {SCHEMA_FORMAT!r}")
+        try:
+            classes = tuple(_str_list(obj["classes"], "classes"))
+            features = tuple(_feature_from_json(f) for f in obj["features"])
+            label = obj["label"]
+        except (KeyError, TypeError) as exc:
+            raise CRCError(f"malformed schema: missing or invalid field {exc}") from None
+        if not isinstance(label, str):
+            raise CRCError("malformed schema: 'label' must be a string")
+        if len(classes) < 2 or len(set(classes)) != len(classes):
+            raise CRCError("malformed schema: need at least two distinct classes")
+        names = [f.name for f in features]
+        if len(set(names)) != len(names) or label in names:
+            raise CRCError("malformed schema: feature names must be distinct and differ from the label")
+        return cls(label=label, classes=classes, features=features)
+
+    def dumps(self) -> str:
+        """Canonical JSON text (sorted keys, no spaces)."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 hex digest of the canonical JSON."""
+        return hashlib.sha256(self.dumps().encode()).hexdigest()
+
+    def save(self, path) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(self.to_json(), fh, indent=2)
+            fh.write("\n")
+
+    @classmethod
+    def load(cls, path, *, max_bytes: int = 16 * 2**20) -> "Schema":
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise CRCError(f"{path}: schema file larger than {max_bytes} bytes")
+        try:
+            obj = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CRCError(f"{path}: not valid JSON ({exc})") from None
+        return cls.from_json(obj)
+
+    def standardized(self, x_continuous: np.ndarray) -> "Schema":
+        """A copy whose continuous features carry the mean and std of the given data.
+
+        Parameters
+        ----------
+        x_continuous : ndarray of shape (m, n_continuous)
+            Raw (unstandardized) values of the continuous features, NaN for missing.
+        """
+        features = list(self.features)
+        for col, j in enumerate(self.continuous):
+            values = x_continuous[:, col]
+            values = values[~np.isnan(values)]
+            mean = float(values.mean()) if values.size else 0.0
+            std = float(values.std()) if values.size else 0.0
+            # A constant column carries no information; std 1 keeps it finite.
+            features[j] = replace(features[j], mean=mean, std=std if std > 0 else 1.0)
+        return replace(self, features=tuple(features))
+
+
+def _str_list(value, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CRCError(f"malformed schema: {what!r} must be a list of strings")
+    return value
+
+
+def _feature_from_json(obj) -> Feature:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise CRCError("malformed schema: each feature needs a string 'name'")
+    kind = obj.get("kind")
+    if kind == DISCRETE:
+        categories = _str_list(obj.get("categories"), "categories")
+        if not categories or len(set(categories)) != len(categories):
+            raise CRCError(f"malformed schema: feature {obj['name']!r} needs distinct categories")
+        return Feature(obj["name"], DISCRETE, categories=tuple(categories))
+    if kind == CONTINUOUS:
+        mean, std = obj.get("mean"), obj.get("std")
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (mean, std)) or std <= 0:
+            raise CRCError(f"malformed schema: feature {obj['name']!r} needs finite mean and positive std")
+        return Feature(obj["name"], CONTINUOUS, mean=float(mean), std=float(std))
+    raise CRCError(f"malformed schema: feature kind must be {CONTINUOUS!r} or {DISCRETE!r}")
+
+
+def infer_schema(columns: dict[str, list[str]], label: str) -> Schema:
+    """Infer a schema from raw string columns.
+
+    Parameters
+    ----------
+    columns : dict of str to list of str
+        Column name to its cells, all of equal length.
+    label : str
+        Name of the label column.
+
+    The standardization of continuous features is left at (0, 1); call
+    `Schema.standardized` with the training data to set it.
+    """
+    if label not in columns:
+        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}")
+    label_cells = columns[label]
+    missing = [i for i, cell in enumerate(label_cells) if is_missing(cell)]
+    if missing:
+        raise CRCError(f"label column {label!r} has {len(missing)} missing values (first at data row {missing[0] + 1})")
+    classes = _sorted_values({canonical_value(c) for c in label_cells})
+    if len(classes) < 2:
+        raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
+    features = []
+    for name, cells in columns.items():
+        if name == label:
+            continue
+        present = {canonical_value(c) for c in cells if not is_missing(c)}
+        if not present:
+            raise CRCError(f"feature column {name!r} has no values: drop it")
+        numeric = all(_as_number(v) is not None for v in present)
+        if not numeric or len(present) <= MAX_DISCRETE_DISTINCT:
+            features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(present))))
+        else:
+            features.append(Feature(name, CONTINUOUS))
+    if not features:
+        raise CRCError("the table has no feature columns besides the label")
+    return Schema(label=label, classes=tuple(classes), features=tuple(features))

@@ -1,0 +1,201 @@
+"""The simulator: one data set, a network, CRC against centralized ML and RC.
+
+It follows section IV of the paper: the pooled training set of ``nodes x
+local_size`` instances and a disjoint test set are drawn at random; continuous
+features are standardized with the pooled training mean and std; every node's
+error is measured on the *global* training set and on the test set.
+
+The network is passed in as a function ``network(n, seed) -> Mixing`` so that
+this module needs no graph library.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+
+from crc import metrics
+from crc.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc
+from crc.data import Dataset, split_indices, standardize
+from crc.datasets import SYNTHETIC, load_dataset
+from crc.engine import CRCEngine, LocalData, Mixing, default_ess
+from crc.errors import CRCError
+from crc.models import make_model
+
+DEFAULT_EVAL_NODES = 1000
+DEFAULT_EVAL_INSTANCES = 20_000
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Options of one simulated experiment; field names are those of the results JSON."""
+
+    data: str = "letter"
+    label: str | None = None
+    model: str = "nb"
+    topology: str = "tree"
+    nodes: int = 50
+    local_size: int = 50
+    rounds: int = 64
+    iters: int = 1
+    lr: float = DEFAULT_LR
+    ess: float | None = None
+    test_size: float = 0.25
+    seed: int = 0
+    repeats: int = 1
+    curve: bool = False
+    eval_nodes: int = DEFAULT_EVAL_NODES
+    eval_instances: int = DEFAULT_EVAL_INSTANCES
+
+    def validate(self) -> None:
+        checks = [
+            (self.nodes >= 1, f"--nodes must be at least 1, got {self.nodes}"),
+            (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
+            (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
+            (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
+            (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
+            (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
+            (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
+            (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise CRCError(message)
+
+    @property
+    def train_size(self) -> int:
+        return self.nodes * self.local_size
+
+
+@dataclass
+class Split:
+    """One repeat's standardized training and test data and the nodes' parts."""
+
+    model: object
+    phi_train: np.ndarray
+    y_train: np.ndarray
+    phi_test: np.ndarray
+    y_test: np.ndarray
+    parts: list
+
+
+def load_for(config: SimulationConfig) -> Dataset:
+    """Load the configured data set (the synthetic one sized to fit the run)."""
+    train = config.train_size
+    if config.test_size >= 1:
+        test = int(config.test_size)
+    else:  # the smallest total whose test fraction leaves room for the training set
+        test = int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
+    return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
+
+
+def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
+    """Draw the training and test sets and cut the training set into i.i.d. node parts."""
+    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=seed)
+    absent = sorted(set(range(dataset.schema.n_classes)) - set(np.unique(dataset.y[train]).tolist()))
+    if absent:
+        names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
+        raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
+    schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
+    model = make_model(config.model, schema)
+    phi_train = model.features(standardize(schema, dataset.x[train]))
+    phi_test = model.features(standardize(schema, dataset.x[test]))
+    parts = np.split(np.arange(config.train_size), config.nodes)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts)
+
+
+def _evaluation_sample(split: Split, config: SimulationConfig, rng: np.random.Generator):
+    """Node indices and train/test instance indices used for evaluation (sampled when large)."""
+    nodes = np.arange(config.nodes)
+    if config.nodes > config.eval_nodes:
+        nodes = np.sort(rng.choice(config.nodes, config.eval_nodes, replace=False))
+
+    def sample(m: int) -> np.ndarray:
+        return np.sort(rng.choice(m, config.eval_instances, replace=False)) if m > config.eval_instances else np.arange(m)
+
+    return nodes, sample(len(split.y_train)), sample(len(split.y_test))
+
+
+def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], seed: np.random.SeedSequence, progress=None) -> dict:
+    """One repeat: split, ML, RC, CRC, and the errors of DESIGN.md's results JSON."""
+    split_seed, graph_seed, eval_seed = seed.spawn(3)
+    split = make_split(dataset, config, split_seed)
+    model = split.model
+    nodes, train_idx, test_idx = _evaluation_sample(split, config, np.random.default_rng(eval_seed))
+    phi_tr, y_tr = split.phi_train[train_idx], split.y_train[train_idx]
+    phi_te, y_te = split.phi_test[test_idx], split.y_test[test_idx]
+
+    def errors(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return metrics.node_errors(model, stats, phi_tr, y_tr), metrics.node_errors(model, stats, phi_te, y_te)
+
+    ml_stats = model.fit_ml(split.phi_train, split.y_train)
+    rc_stats = rc(model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
+    central = {name: errors(stats[None, :]) for name, stats in (("ml", ml_stats), ("rc", rc_stats))}
+
+    ess = config.ess or default_ess(config.train_size, config.nodes, config.lr)
+    local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
+    engine = CRCEngine(model, local, network(config.nodes, graph_seed), ess=ess, iterations=config.iters)
+    curve = []
+
+    def on_round(round_: int, stats: np.ndarray) -> None:
+        if config.curve:
+            train_err, test_err = errors(stats[nodes])
+            curve.append({"round": round_, "train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+                          "train_std": float(train_err.std()), "test_std": float(test_err.std())})
+        if progress is not None:
+            progress(round_)
+
+    final = engine.run(config.rounds, on_round)
+    train_err, test_err = errors(final[nodes])
+    result = {
+        "ml": {"train_error": float(central["ml"][0][0]), "test_error": float(central["ml"][1][0])},
+        "rc": {"train_error": float(central["rc"][0][0]), "test_error": float(central["rc"][1][0])},
+        "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+                "train_std": float(train_err.std()), "test_std": float(test_err.std())},
+        "rounds": curve,
+        "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(train_idx)), "test_instances": int(len(test_idx)),
+                       "sampled": bool(len(nodes) < config.nodes or len(train_idx) < len(split.y_train) or len(test_idx) < len(split.y_test))},
+        "ess": float(ess),
+    }
+    result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
+    result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
+    return result
+
+
+def _mean_of(dicts: list[dict]) -> dict:
+    return {key: float(np.mean([d[key] for d in dicts])) for key in dicts[0]}
+
+
+def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing], *, dataset: Dataset | None = None, progress=None) -> dict:
+    """Run ``config.repeats`` repeats and return the results JSON object of DESIGN.md.
+
+    ``network(n, seed)`` returns the mixing (matrix or per-round function) for one
+    repeat; ``progress(repeat, round)``, if given, is called after every round.
+    """
+    config.validate()
+    dataset = dataset if dataset is not None else load_for(config)
+    seeds = np.random.SeedSequence(config.seed).spawn(config.repeats)
+    repeats = []
+    for index, seed in enumerate(seeds):
+        hook = (lambda round_, index=index: progress(index, round_)) if progress else None
+        repeats.append(run_repeat(dataset, config, network, seed, hook))
+    ess = repeats[0]["ess"]
+    summary = {
+        "config": {**asdict(config), "ess": ess, "data": config.data if config.data != SYNTHETIC else SYNTHETIC,
+                   "instances": len(dataset), "classes": dataset.schema.n_classes},
+        "ml": _mean_of([r["ml"] for r in repeats]),
+        "rc": _mean_of([r["rc"] for r in repeats]),
+        "crc": _mean_of([r["crc"] for r in repeats]),
+        "train_gap": float(np.mean([r["train_gap"] for r in repeats])),
+        "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
+        "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],
+        "evaluation": repeats[0]["evaluation"],
+        "repeats": repeats,
+    }
+    for row in summary["rounds"]:
+        row["round"] = int(row["round"])
+    return summary
