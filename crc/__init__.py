@@ -1,7 +1,14 @@
-"""Collaborative risk-based calibration of probabilistic generative classifiers."""
+"""Collaborative risk-based calibration of probabilistic generative classifiers.
+
+The maths only: schemas and data, generative classifiers as sufficient
+statistics, RC and local RC, the vectorized CRC engine, metrics and the
+simulator. Graphs come from ``topologies``, real peers from ``nodes``.
+"""
 
 from crc.errors import CRCError
+from crc.estimators import NaiveBayesClassifier, QDAClassifier
+from crc.schema import Schema
 
 __version__ = "0.1.0"
 
-__all__ = ["CRCError", "__version__"]
+__all__ = ["CRCError", "NaiveBayesClassifier", "QDAClassifier", "Schema", "__version__"]

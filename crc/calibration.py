@@ -104,10 +104,7 @@ def lrc(
         1 for a real instance, 0 for padding.
     """
     for _ in range(iterations):
-        posteriors = model.posteriors(model.theta(stats), phi)
-        if mask is not None:
-            posteriors = posteriors * mask[..., None]
-        stats = stats + target - model.statistics(phi, posteriors)
+        stats = stats + target - model.expected_statistics(model.theta(stats), phi, mask)
     return stats
 
 

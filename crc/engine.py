@@ -84,6 +84,7 @@ class CRCEngine:
         self._mixing = mixing
         self.n_nodes = local.phi.shape[0]
         self.target = labelled_statistics(model, local.phi, local.y, local.mask)
+        self._padding = None if local.mask.all() else local.mask
         self.stats = np.tile(model.uniform(self.ess), (self.n_nodes, 1))
         self.round = 0
 
@@ -100,7 +101,7 @@ class CRCEngine:
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
         aggregated = self.aggregate()
-        self.stats = lrc(self.model, aggregated, self.local.phi, self.target, self.local.mask, iterations=self.iterations)
+        self.stats = lrc(self.model, aggregated, self.local.phi, self.target, self._padding, iterations=self.iterations)
         self.round += 1
         return aggregated
 

@@ -32,8 +32,7 @@ def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbo
         for v in range(n):
             s = aggregated[v]
             for _ in range(iterations):
-                posteriors = model.posteriors(model.theta(s), local_phi[v])
-                s = s + targets[v] - model.statistics(local_phi[v], posteriors)
+                s = s + targets[v] - model.expected_statistics(model.theta(s), local_phi[v])
             updated.append(s)
         stats = updated
     return np.array(stats)

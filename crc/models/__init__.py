@@ -1,7 +1,7 @@
 """Generative classifiers as sufficient statistics."""
 
 from crc.errors import CRCError
-from crc.models.base import GenerativeModel, log_softmax, one_hot
+from crc.models.base import GenerativeModel, one_hot
 from crc.models.naive_bayes import NaiveBayes
 from crc.models.qda import QDA
 from crc.schema import Schema
@@ -17,4 +17,4 @@ def make_model(kind: str, schema: Schema) -> GenerativeModel:
         raise CRCError(f"unknown model {kind!r}; known: {', '.join(MODELS)}") from None
 
 
-__all__ = ["GenerativeModel", "MODELS", "NaiveBayes", "QDA", "log_softmax", "make_model", "one_hot"]
+__all__ = ["GenerativeModel", "MODELS", "NaiveBayes", "QDA", "make_model", "one_hot"]

@@ -27,13 +27,6 @@ COUNT_FLOOR = 1e-9
 """Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""
 
 
-def log_softmax(scores: np.ndarray) -> np.ndarray:
-    """Normalise log-joints of shape (..., r) into log-posteriors by log-sum-exp."""
-    top = scores.max(axis=-1, keepdims=True)
-    shifted = scores - top
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     """Class codes of shape (...,) -> indicator weights of shape (..., n_classes)."""
     return (np.asarray(y)[..., None] == np.arange(n_classes)).astype(np.float64)
@@ -88,8 +81,22 @@ class GenerativeModel(ABC):
         return self.statistics(phi, one_hot(y, self.n_classes))
 
     def posteriors(self, theta: dict, phi: np.ndarray) -> np.ndarray:
-        """Class posteriors p(y|x) of shape (..., m, r)."""
-        return np.exp(log_softmax(self.log_joint(theta, phi)))
+        """Class posteriors p(y|x) of shape (..., m, r), normalised by log-sum-exp."""
+        scores = self.log_joint(theta, phi)
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
+
+    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """``s(X, theta)``: statistics weighted by the model's own posteriors, (..., size).
+
+        ``mask`` of shape (..., m) zeroes padding instances.
+        """
+        posteriors = self.posteriors(theta, phi)
+        if mask is not None:
+            posteriors = posteriors * mask[..., None]
+        return self.statistics(phi, posteriors)
 
     def _floor(self, table: np.ndarray) -> np.ndarray:
         """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""
@@ -131,3 +138,15 @@ class LinearFamilyModel(GenerativeModel):
 
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         return np.matmul(phi, np.swapaxes(self.natural(theta), -1, -2))
+
+    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        # Class-major scores (..., r, m): the softmax then reduces across rows,
+        # which numpy does far faster than along a short last axis.
+        weights = np.matmul(self.natural(theta), np.swapaxes(phi, -1, -2))
+        weights -= weights.max(axis=-2, keepdims=True)
+        np.exp(weights, out=weights)
+        weights /= weights.sum(axis=-2, keepdims=True)
+        if mask is not None:
+            weights *= mask[..., None, :]
+        table = np.matmul(weights, phi)
+        return table.reshape(table.shape[:-2] + (self.size,))

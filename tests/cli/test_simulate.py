@@ -1,0 +1,82 @@
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+
+SMALL = ["--nodes", "5", "--local-size", "20", "--rounds", "4"]
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def write_csv(path, n=200, *, seed=0, extra_rows=()):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=n)
+    lines = ["f1,f2,colour,cls"]
+    for v in y:
+        lines.append(f"{rng.normal() + v:.5f},{rng.normal() - v:.5f},{rng.choice(['r', 'g', 'b'])},{'yes' if v else 'no'}")
+    lines.extend(extra_rows)
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_simulate_json_on_bundled_data_has_the_contract_fields():
+    result = run("simulate", "--json", "--data", "twonorm", *SMALL, "--repeats", "2", "--curve")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["config"]["nodes"] == 5 and out["config"]["ess"] == pytest.approx(20 / 0.05)
+    for name in ("ml", "rc"):
+        assert set(out[name]) == {"train_error", "test_error"}
+    assert set(out["crc"]) == {"train_error", "test_error", "train_std", "test_std"}
+    assert out["test_gap"] == pytest.approx(out["crc"]["test_error"] - out["rc"]["test_error"])
+    assert len(out["repeats"]) == 2 and [r["round"] for r in out["rounds"]] == [1, 2, 3, 4]
+    assert all(0 <= out[k]["test_error"] <= 1 for k in ("ml", "rc", "crc"))
+
+
+def test_simulate_csv_and_human_summary(tmp_path):
+    path = write_csv(tmp_path / "d.csv")
+    result = run("simulate", "--data", path, "--label", "cls", *SMALL, "--model", "qda")
+    assert result.exit_code == 0, result.output
+    assert "gap CRC - RC" in result.stdout and "qda" in result.stdout
+
+
+def test_simulate_is_deterministic_for_a_seed(tmp_path):
+    path = write_csv(tmp_path / "d.csv")
+    a = json.loads(run("simulate", "--json", "--data", path, "--label", "cls", *SMALL).stdout)
+    b = json.loads(run("simulate", "--json", "--data", path, "--label", "cls", *SMALL).stdout)
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--data", "no/such/file.csv", "--label", "cls"], "no such file"),
+        (["--nodes", "0"], "0 is not in the range x>=1"),
+        (["--data", "banana", "--nodes", "200", "--local-size", "50"], "fewer than the 10000 training"),
+        (["--data", "{csv}"], "needs --label"),
+        (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
+        (["--data", "{nan}", "--label", "cls"], "label column 'cls' has 1 missing values"),
+        (["--data", "{rare}", "--label", "cls", "--test-size", "0.5", "--seed", "1"], "class(es) 'maybe' have no instance in the training split"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(tmp_path, args, message):
+    files = {
+        "{csv}": write_csv(tmp_path / "d.csv"),
+        "{nan}": write_csv(tmp_path / "nan.csv", extra_rows=["0.1,0.2,r,"]),
+        "{rare}": write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"]),
+    }
+    args = [files.get(a, a) for a in args]
+    result = run("simulate", *SMALL[2:], *args) if "--nodes" in args else run("simulate", *SMALL, *args)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_datasets_lists_bundled_sets():
+    result = run("datasets")
+    assert result.exit_code == 0
+    assert any(line.split()[:2] == ["letter", "20000"] for line in result.stdout.splitlines())

@@ -1,0 +1,87 @@
+import gzip
+
+import numpy as np
+import pytest
+
+from crc.data import encode, read_csv, split_indices
+from crc.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
+from crc.errors import CRCError
+from crc.schema import infer_schema
+
+
+def write(path, text, gz=False):
+    if gz:
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_csv_plain_and_gzip(tmp_path, gz):
+    path = write(tmp_path / ("t.csv.gz" if gz else "t.csv"), "a,b,cls\n1.5,x,yes\n,y,no\n", gz)
+    cols = read_csv(path)
+    assert cols == {"a": ["1.5", ""], "b": ["x", "y"], "cls": ["yes", "no"]}
+
+
+def test_encode_missing_values_as_nan_and_strings_as_codes(tmp_path):
+    cols = {"a": [str(v) for v in range(12)] + [""], "b": ["x", "y"] * 6 + ["?"], "cls": ["p", "q"] * 6 + ["p"]}
+    schema = infer_schema(cols, "cls")
+    x, y = encode(schema, cols)
+    assert np.isnan(x[12]).all()
+    assert x[:2, 1].tolist() == [0.0, 1.0]
+    assert y.tolist()[:3] == [0, 1, 0]
+
+
+def test_encode_rejects_unknown_category_class_and_columns():
+    cols = {"b": ["x", "y"], "cls": ["p", "q"]}
+    schema = infer_schema(cols, "cls")
+    with pytest.raises(CRCError, match="unknown category 'z'"):
+        encode(schema, {"b": ["z", "x"], "cls": ["p", "q"]})
+    with pytest.raises(CRCError, match="unknown class 'r'"):
+        encode(schema, {"b": ["x", "x"], "cls": ["p", "r"]})
+    with pytest.raises(CRCError, match="missing column"):
+        encode(schema, {"cls": ["p", "q"]})
+    with pytest.raises(CRCError, match="not in the schema: 'extra'"):
+        encode(schema, {"b": ["x", "y"], "cls": ["p", "q"], "extra": ["1", "2"]})
+
+
+def test_read_csv_errors(tmp_path):
+    with pytest.raises(CRCError, match="no such file"):
+        read_csv(tmp_path / "absent.csv")
+    with pytest.raises(CRCError, match="line 3 has 1 cells, expected 2"):
+        read_csv(write(tmp_path / "ragged.csv", "a,b\n1,2\n3\n"))
+    with pytest.raises(CRCError, match="header but no data"):
+        read_csv(write(tmp_path / "empty.csv", "a,b\n"))
+
+
+def test_split_is_seeded_disjoint_and_checks_size():
+    train, test = split_indices(100, 60, 0.25, seed=3)
+    again, _ = split_indices(100, 60, 0.25, seed=3)
+    assert len(train) == 60 and len(test) == 25
+    assert not set(train) & set(test)
+    assert np.array_equal(train, again)
+    with pytest.raises(CRCError, match="fewer than the 80 training"):
+        split_indices(100, 80, 0.25, seed=0)
+
+
+def test_every_bundled_data_set_loads_with_documented_shape():
+    expected = {"letter": (20000, 16, 26), "mushroom": (5644, 22, 2), "optdigits": (5620, 64, 10), "splice": (3190, 60, 3)}
+    for name, (m, d, r) in expected.items():
+        ds = load_bundled(name)
+        assert ds.x.shape == (m, d) and ds.schema.n_classes == r
+    assert len(BUNDLED) == 15
+
+
+def test_load_dataset_errors(tmp_path):
+    with pytest.raises(CRCError, match="no such file, and not a bundled"):
+        load_dataset("nonexistent")
+    path = write(tmp_path / "t.csv", "a,cls\n1,p\n2,q\n")
+    with pytest.raises(CRCError, match="needs --label"):
+        load_dataset(str(path))
+
+
+def test_synthetic_is_seeded():
+    a, b = synthetic_dataset(50, seed=4), synthetic_dataset(50, seed=4)
+    assert np.array_equal(a.x, b.x) and a.x.shape == (50, 20) and a.schema.n_classes == 3

@@ -1,0 +1,149 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crc.errors import CRCError
+from crc.models import MODELS, make_model, one_hot
+from tests.conftest import mixed_columns, prepared
+
+KINDS = sorted(MODELS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_statistics_are_additive(kind, mixed):
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    w = np.random.default_rng(0).random((len(y), schema.n_classes))
+    whole = model.statistics(phi, w)
+    parts = model.statistics(phi[:100], w[:100]) + model.statistics(phi[100:], w[100:])
+    np.testing.assert_allclose(whole, parts, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(model.fit_ml(phi, y), model.statistics(phi, one_hot(y, schema.n_classes)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(min_value=1e-3, max_value=1e3))
+def test_theta_is_scale_invariant(kind, scale):
+    schema, x, y = prepared(mixed_columns(120, seed=5))
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    s = model.fit_ml(phi, y)
+    np.testing.assert_allclose(model.log_joint(model.theta(scale * s), phi), model.log_joint(model.theta(s), phi), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_uniform_has_ess_m0_and_uniform_posterior(kind, mixed):
+    schema, x, _ = mixed
+    model = make_model(kind, schema)
+    s = model.uniform(1234.0)
+    assert model.ess(s) == pytest.approx(1234.0, rel=1e-15)
+    np.testing.assert_allclose(model.posteriors(model.theta(s), model.features(x)), 1 / schema.n_classes, atol=1e-12)
+
+
+def test_nb_ml_equals_sklearn_gaussian_nb(continuous):
+    from sklearn.naive_bayes import GaussianNB
+
+    schema, x, y = continuous
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    ours = model.posteriors(model.theta(model.fit_ml(phi, y)), phi)
+    theirs = GaussianNB(var_smoothing=0.0).fit(x, y).predict_proba(x)
+    np.testing.assert_allclose(ours, theirs, atol=1e-9)
+
+
+def test_qda_ml_equals_sklearn_qda(continuous):
+    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+
+    schema, x, y = continuous
+    model = make_model("qda", schema)
+    phi = model.features(x)
+    ours = model.posteriors(model.theta(model.fit_ml(phi, y)), phi)
+    theirs = QuadraticDiscriminantAnalysis(reg_param=0.0).fit(x, y).predict_proba(x)
+    np.testing.assert_allclose(ours, theirs, atol=1e-9)
+
+
+def test_categorical_nb_matches_hand_computation():
+    # Two classes, two discrete features; every (class, category) pair occurs.
+    rows = [("a", "u", "p"), ("a", "v", "p"), ("b", "u", "q"), ("a", "u", "q"), ("b", "v", "q"), ("b", "v", "p"), ("b", "v", "q")]
+    columns = {"f": [r[0] for r in rows], "g": [r[1] for r in rows], "cls": [r[2] for r in rows]}
+    schema, x, y = prepared(columns, "cls")
+    model = make_model("nb", schema)
+    theta = model.theta(model.fit_ml(model.features(x), y))
+    # p: 3 rows (f: a,a,b; g: u,v,v); q: 4 rows (f: b,a,b,b; g: u,u,v,v)
+    # p(p) p(f=a|p) p(g=u|p) = 3/7 * 2/3 * 1/3 ; p(q) p(f=a|q) p(g=u|q) = 4/7 * 1/4 * 2/4
+    joint_p, joint_q = 3 / 7 * 2 / 3 * 1 / 3, 4 / 7 * 1 / 4 * 2 / 4
+    query = model.features(np.array([[0.0, 0.0]]))
+    np.testing.assert_allclose(model.posteriors(theta, query)[0], [joint_p / (joint_p + joint_q), joint_q / (joint_p + joint_q)], rtol=1e-12)
+    np.testing.assert_allclose(np.exp(theta["log_cat"][0]), [2 / 3, 1 / 3, 1 / 3, 2 / 3], rtol=1e-12)
+
+
+def test_nb_with_missing_values_trains_predicts_and_marginalises():
+    columns = mixed_columns(400, seed=2, missing=0.2)
+    schema, x, y = prepared(columns)
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    assert np.isnan(x).mean() == pytest.approx(0.2, abs=0.03)
+    theta = model.theta(model.fit_ml(phi, y))
+    post = model.posteriors(theta, phi)
+    assert np.all(np.isfinite(post)) and (post.argmax(1) == y).mean() > 0.5
+    for j, name in enumerate(schema.feature_names):
+        rows = np.flatnonzero(np.isnan(x[:, j]))
+        reduced_cols = {k: v for k, v in columns.items() if k != name}
+        reduced_schema, reduced_x, _ = prepared(reduced_cols)
+        reduced = make_model("nb", reduced_schema)
+        reduced_phi = reduced.features(reduced_x)
+        reduced_theta = reduced.theta(reduced.fit_ml(reduced_phi, y))
+        np.testing.assert_allclose(post[rows], reduced.posteriors(reduced_theta, reduced_phi[rows]), atol=1e-12)
+
+
+def test_qda_rejects_missing_continuous_but_marginalises_missing_discrete():
+    columns = mixed_columns(300, seed=3)
+    columns["c1"][5] = ""
+    schema, x, y = prepared(columns)
+    with pytest.raises(CRCError, match="QDA does not handle missing continuous values .* feature 'c1'"):
+        make_model("qda", schema).features(x)
+    columns = mixed_columns(300, seed=3)
+    columns["d1"][7] = ""
+    schema, x, y = prepared(columns)
+    qda = make_model("qda", schema)
+    phi = qda.features(x)
+    full = qda.posteriors(qda.theta(qda.fit_ml(phi, y)), phi[7:8])
+    # the discrete part is independent of the rest given the class, so dropping d1 is exact
+    reduced_schema, reduced_x, _ = prepared({k: v for k, v in columns.items() if k != "d1"})
+    reduced = make_model("qda", reduced_schema)
+    rphi = reduced.features(reduced_x)
+    np.testing.assert_allclose(full, reduced.posteriors(reduced.theta(reduced.fit_ml(rphi, y)), rphi[7:8]), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_theta_rejects_bad_statistics(kind, mixed):
+    model = make_model(kind, mixed[0])
+    with pytest.raises(CRCError, match="length"):
+        model.theta(np.zeros(model.size + 1))
+    bad = model.uniform(10.0)
+    bad[1] = np.nan
+    with pytest.raises(CRCError, match="non-finite"):
+        model.theta(bad)
+    with pytest.raises(CRCError, match="non-positive equivalent sample size"):
+        model.theta(-model.uniform(10.0))
+
+
+def test_theta_safeguards_do_not_modify_statistics(mixed):
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    s = model.fit_ml(model.features(x), y)
+    s[model.layout.n_columns + 1] = -5.0  # a negative count after calibration is legal
+    before = s.copy()
+    theta = model.theta(s)
+    assert np.array_equal(s, before)
+    assert all(np.all(np.isfinite(v)) for v in theta.values())
+
+
+def test_schema_id_depends_on_model_and_schema(mixed):
+    schema = mixed[0]
+    assert make_model("nb", schema).schema_id == make_model("nb", schema).schema_id
+    assert make_model("nb", schema).schema_id != make_model("qda", schema).schema_id
+    other = prepared(mixed_columns(300, seed=9))[0]
+    assert make_model("nb", other).schema_id != make_model("nb", schema).schema_id

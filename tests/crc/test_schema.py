@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from crc.errors import CRCError
+from crc.schema import CONTINUOUS, DISCRETE, Schema, infer_schema
+
+
+def table(**columns):
+    return {name: list(cells) for name, cells in columns.items()}
+
+
+def test_rule_numeric_with_many_values_is_continuous_else_discrete():
+    cols = table(
+        a=[str(i) for i in range(11)],            # 11 distinct numbers -> continuous
+        b=[str(i % 10) for i in range(11)],       # 10 distinct numbers -> discrete
+        c=["x", "y"] * 5 + ["x"],                 # non-numeric -> discrete
+        y=["p", "q"] * 5 + ["p"],
+    )
+    schema = infer_schema(cols, "y")
+    assert [f.kind for f in schema.features] == [CONTINUOUS, DISCRETE, DISCRETE]
+    assert schema.features[1].categories == tuple(str(i) for i in range(10))
+    assert schema.classes == ("p", "q")
+
+
+def test_numeric_categories_are_canonical_and_sorted_numerically():
+    schema = infer_schema(table(a=["10", "2", "2.0", " 1 "], y=["0", "1", "1", "0"]), "y")
+    assert schema.features[0].categories == ("1", "2", "10")
+
+
+def test_missing_cells_are_ignored_by_inference():
+    schema = infer_schema(table(a=["1", "", "?", "2"], y=["a", "b", "a", "b"]), "y")
+    assert schema.features[0].categories == ("1", "2")
+
+
+def test_json_round_trip_and_stable_fingerprint(tmp_path):
+    schema = infer_schema(table(a=[str(i) for i in range(20)], b=list("xyxy" * 5), y=list("ab" * 10)), "y")
+    schema = schema.standardized(__import__("numpy").arange(20.0)[:, None])
+    path = tmp_path / "schema.json"
+    schema.save(path)
+    loaded = Schema.load(path)
+    assert loaded == schema
+    assert loaded.fingerprint == schema.fingerprint
+    assert len(schema.fingerprint) == 64
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"format": "other"}, "not a schema"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a"], "features": []}, "two distinct classes"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": [{"name": "f", "kind": "continuous", "mean": 0, "std": 0}]}, "positive std"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": [{"name": "f", "kind": "weird"}]}, "feature kind"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"]}, "missing or invalid"),
+    ],
+)
+def test_malformed_schema_rejected(obj, message):
+    with pytest.raises(CRCError, match=message):
+        Schema.from_json(obj)
+
+
+def test_schema_file_not_json(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text("{nope")
+    with pytest.raises(CRCError, match="not valid JSON"):
+        Schema.load(path)
+
+
+def test_label_problems():
+    with pytest.raises(CRCError, match="label column 'z' not found"):
+        infer_schema(table(a=["1"], y=["a"]), "z")
+    with pytest.raises(CRCError, match="2 missing values"):
+        infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
+    with pytest.raises(CRCError, match="single class"):
+        infer_schema(table(a=["1", "2"], y=["a", "a"]), "y")
+    assert json.loads(infer_schema(table(a=["1", "2"], y=["a", "b"]), "y").dumps())["label"] == "y"
