@@ -46,7 +46,7 @@ def simulate(as_json: bool, **options):
     """
     config = SimulationConfig(**options)
     total = config.repeats * config.rounds
-    with click.progressbar(length=total, label="simulating", file=sys.stderr) as bar:
+    with click.progressbar(length=total, label="simulating", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
         results = run_simulation(config, network_factory(config.topology), progress=lambda repeat, round_: bar.update(1))
     if as_json:
         click.echo(json.dumps(results, indent=2))

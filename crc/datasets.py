@@ -23,7 +23,7 @@ SYNTHETIC_CLASSES = 3
 
 def bundled_path(name: str):
     """Path of a bundled KEEL file (package data)."""
-    return resources.files("crc").joinpath("keel").joinpath(f"{name}.dat.gz")
+    return resources.files("crc.keel").joinpath(f"{name}.dat.gz")
 
 
 def load_bundled(name: str) -> Dataset:
