@@ -19,6 +19,7 @@ BUNDLED_LABEL = "class"
 SYNTHETIC = "synthetic"
 SYNTHETIC_FEATURES = 20
 SYNTHETIC_CLASSES = 3
+SYNTHETIC_MEAN_SCALE = 0.3
 
 
 def bundled_path(name: str):
@@ -38,12 +39,12 @@ def load_bundled(name: str) -> Dataset:
 def synthetic_dataset(m: int, *, seed=None) -> Dataset:
     """Seeded Gaussian classes: 3 equiprobable classes, 20 continuous features.
 
-    Class ``k`` has mean ``mu_k ~ N(0, I)`` and diagonal covariance with standard
+    Class ``k`` has mean ``mu_k ~ N(0, 0.3^2 I)`` and diagonal covariance with standard
     deviations drawn uniformly from [0.5, 1.5]; both are fixed by ``seed``, the
     instances too. Returns ``m`` instances.
     """
     rng = np.random.default_rng(seed)
-    means = rng.normal(size=(SYNTHETIC_CLASSES, SYNTHETIC_FEATURES))
+    means = SYNTHETIC_MEAN_SCALE * rng.normal(size=(SYNTHETIC_CLASSES, SYNTHETIC_FEATURES))
     scales = rng.uniform(0.5, 1.5, size=(SYNTHETIC_CLASSES, SYNTHETIC_FEATURES))
     y = rng.integers(SYNTHETIC_CLASSES, size=m)
     x = means[y] + scales[y] * rng.standard_normal((m, SYNTHETIC_FEATURES))

@@ -42,26 +42,20 @@ def test_uniform_has_ess_m0_and_uniform_posterior(kind, mixed):
     np.testing.assert_allclose(model.posteriors(model.theta(s), model.features(x)), 1 / schema.n_classes, atol=1e-12)
 
 
-def test_nb_ml_equals_sklearn_gaussian_nb(continuous):
+def _sklearn(kind):
+    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
     from sklearn.naive_bayes import GaussianNB
 
+    return {"nb": GaussianNB(var_smoothing=0.0), "qda": QuadraticDiscriminantAnalysis(reg_param=0.0)}[kind]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ml_posteriors_equal_sklearn(kind, continuous):
     schema, x, y = continuous
-    model = make_model("nb", schema)
+    model = make_model(kind, schema)
     phi = model.features(x)
     ours = model.posteriors(model.theta(model.fit_ml(phi, y)), phi)
-    theirs = GaussianNB(var_smoothing=0.0).fit(x, y).predict_proba(x)
-    np.testing.assert_allclose(ours, theirs, atol=1e-9)
-
-
-def test_qda_ml_equals_sklearn_qda(continuous):
-    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
-
-    schema, x, y = continuous
-    model = make_model("qda", schema)
-    phi = model.features(x)
-    ours = model.posteriors(model.theta(model.fit_ml(phi, y)), phi)
-    theirs = QuadraticDiscriminantAnalysis(reg_param=0.0).fit(x, y).predict_proba(x)
-    np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    np.testing.assert_allclose(ours, _sklearn(kind).fit(x, y).predict_proba(x), atol=1e-9)
 
 
 def test_categorical_nb_matches_hand_computation():
