@@ -88,8 +88,7 @@ def encode(schema: Schema, columns: dict[str, list[str]], *, labels: bool = True
     False). Raises CRCError for a missing or unexpected column, an unknown
     category or class, or an unparsable number.
     """
-    expected = set(schema.feature_names) | ({schema.label} if labels else set())
-    allowed = expected | {schema.label}
+    allowed = set(schema.feature_names) | {schema.label}
     missing_cols = [c for c in schema.feature_names + ([schema.label] if labels else []) if c not in columns]
     if missing_cols:
         raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}")

@@ -20,10 +20,10 @@ import numpy as np
 from crc import metrics
 from crc.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc
 from crc.data import Dataset, split_indices, standardize
-from crc.datasets import SYNTHETIC, load_dataset
+from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess
 from crc.errors import CRCError
-from crc.models import make_model
+from crc.models import GenerativeModel, make_model
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -75,7 +75,7 @@ class SimulationConfig:
 class Split:
     """One repeat's standardized training and test data and the nodes' parts."""
 
-    model: object
+    model: GenerativeModel
     phi_train: np.ndarray
     y_train: np.ndarray
     phi_test: np.ndarray
@@ -185,8 +185,7 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
         repeats.append(run_repeat(dataset, config, network, seed, hook))
     ess = repeats[0]["ess"]
     summary = {
-        "config": {**asdict(config), "ess": ess, "data": config.data if config.data != SYNTHETIC else SYNTHETIC,
-                   "instances": len(dataset), "classes": dataset.schema.n_classes},
+        "config": {**asdict(config), "ess": ess, "instances": len(dataset), "classes": dataset.schema.n_classes},
         "ml": _mean_of([r["ml"] for r in repeats]),
         "rc": _mean_of([r["rc"] for r in repeats]),
         "crc": _mean_of([r["crc"] for r in repeats]),
