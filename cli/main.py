@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
@@ -47,7 +48,8 @@ def simulate(as_json: bool, **options):
     config = SimulationConfig(**options)
     total = config.repeats * config.rounds
     with click.progressbar(length=total, label="simulating", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
-        results = run_simulation(config, network_factory(config.topology), progress=lambda repeat, round_: bar.update(1))
+        network = network_factory(config.topology, config.period or math.inf)
+        results = run_simulation(config, network, progress=lambda repeat, round_: bar.update(1))
     if as_json:
         click.echo(json.dumps(results, indent=2))
         return

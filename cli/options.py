@@ -7,9 +7,17 @@ import click
 from crc.calibration import DEFAULT_LR
 from crc.models import MODELS
 from crc.simulation import SimulationConfig
-from topologies import GENERATORS
+from topologies import HELP, parse
 
 DEFAULTS = SimulationConfig()
+
+
+def _check_topology(ctx, param, value: str) -> str:
+    try:
+        parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def run_options(function):
@@ -20,8 +28,10 @@ def run_options(function):
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
         click.option("--model", type=click.Choice(sorted(MODELS)), default=DEFAULTS.model, show_default=True,
                      help="Generative classifier: naive Bayes or QDA."),
-        click.option("--topology", type=click.Choice(sorted(GENERATORS)), default=DEFAULTS.topology, show_default=True,
-                     help="Communication graph, drawn afresh (seeded) for every repeat."),
+        click.option("--topology", default=DEFAULTS.topology, show_default=True, callback=_check_topology,
+                     help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
+        click.option("--period", type=click.IntRange(min=1), default=None,
+                     help="Redraw the graph every PERIOD rounds (dynamic network) [default: static]."),
         click.option("--nodes", type=click.IntRange(min=1), default=DEFAULTS.nodes, show_default=True, help="Number of peers n."),
         click.option("--local-size", type=click.IntRange(min=1), default=DEFAULTS.local_size, show_default=True,
                      help="Training instances per peer m_v."),

@@ -37,6 +37,7 @@ class SimulationConfig:
     label: str | None = None
     model: str = "nb"
     topology: str = "tree"
+    period: int | None = None
     nodes: int = 50
     local_size: int = 50
     rounds: int = 64
@@ -60,6 +61,7 @@ class SimulationConfig:
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
         for ok, message in checks:

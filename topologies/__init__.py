@@ -1,31 +1,29 @@
-"""Communication graphs for CRC and their averaging matrices."""
+"""Communication graphs for CRC: generators, specs, schedules over rounds, diagnostics, files."""
 
-import numpy as np
+import math
 
-from topologies.generators import chain_graph, complete_graph, random_tree_graph
+from topologies.diagnostics import describe, describe_schedule, spectral_gap
+from topologies.generators import (chain_graph, complete_graph, erdos_renyi_graph, grid_graph, random_regular_graph,
+                                   random_tree_graph, ring_graph, small_world_graph, star_graph, tree_plus_graph)
+from topologies.graph_io import load_graph, save_graph
 from topologies.mixing import averaging_matrix
-
-GENERATORS = {"tree": random_tree_graph, "chain": chain_graph, "complete": complete_graph}
-
-
-def make_graph(kind: str, n: int, *, seed=None):
-    """Build the graph named ``kind`` (``tree``, ``chain`` or ``complete``) on ``n`` nodes."""
-    try:
-        generator = GENERATORS[kind]
-    except KeyError:
-        raise ValueError(f"unknown topology {kind!r}; known: {', '.join(GENERATORS)}") from None
-    return generator(n, seed=seed)
+from topologies.schedule import Schedule
+from topologies.spec import HELP, KINDS, build, parse
 
 
-__all__ = ["GENERATORS", "averaging_matrix", "network_factory", "chain_graph", "complete_graph", "make_graph", "random_tree_graph"]
-
-
-def network_factory(kind: str):
-    """A function ``(n, seed) -> averaging matrix`` drawing a fresh ``kind`` graph per seed."""
-    if kind not in GENERATORS:
-        raise ValueError(f"unknown topology {kind!r}; known: {', '.join(GENERATORS)}")
+def network_factory(spec: str, period: float = math.inf):
+    """A function ``(n, seed) -> Schedule`` drawing the ``spec`` network of one repeat."""
+    parse(spec)
 
     def network(n: int, seed):
-        return averaging_matrix(make_graph(kind, n, seed=np.random.default_rng(seed)))
+        return Schedule(spec, n, period=period, seed=seed)
 
     return network
+
+
+__all__ = [
+    "HELP", "KINDS", "Schedule", "averaging_matrix", "build", "chain_graph", "complete_graph", "describe",
+    "describe_schedule", "erdos_renyi_graph", "grid_graph", "load_graph", "network_factory", "parse",
+    "random_regular_graph", "random_tree_graph", "ring_graph", "save_graph", "small_world_graph", "spectral_gap",
+    "star_graph", "tree_plus_graph",
+]

@@ -63,3 +63,112 @@ def complete_graph(n: int, *, seed=None) -> nx.Graph:
     """Every pair of nodes connected."""
     _check_nodes(n)
     return nx.complete_graph(n)
+
+
+def star_graph(n: int, *, seed=None) -> nx.Graph:
+    """Node 0 connected to every other node."""
+    _check_nodes(n)
+    return nx.star_graph(n - 1) if n > 1 else nx.empty_graph(1)
+
+
+def ring_graph(n: int, *, seed=None) -> nx.Graph:
+    """The cycle 0 - 1 - ... - n-1 - 0 (a path for n < 3)."""
+    _check_nodes(n)
+    return nx.cycle_graph(n) if n >= 3 else nx.path_graph(n)
+
+
+def tree_plus_graph(n: int, extra: int, *, seed=None) -> nx.Graph:
+    """A uniform random tree plus ``extra`` distinct random edges (the paper's "+10 ... +80").
+
+    Raises
+    ------
+    ValueError
+        If ``extra`` is negative or exceeds the n(n-1)/2 - (n-1) edges a tree leaves free.
+    """
+    _check_nodes(n)
+    free = n * (n - 1) // 2 - (n - 1)
+    if not isinstance(extra, (int, np.integer)) or extra < 0 or extra > free:
+        raise ValueError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {extra!r}")
+    rng = np.random.default_rng(seed)
+    graph = random_tree_graph(n, seed=rng)
+    target = graph.number_of_edges() + extra
+    while graph.number_of_edges() < target:  # rejection sampling of uniform free pairs
+        for a, b in rng.integers(n, size=(2 * (target - graph.number_of_edges()) + 8, 2)).tolist():
+            if a != b and not graph.has_edge(a, b):
+                graph.add_edge(a, b)
+                if graph.number_of_edges() == target:
+                    break
+    return graph
+
+
+MAX_CONNECT_ATTEMPTS = 1000
+
+
+def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
+    """A connected G(n, p) graph: draws until connected.
+
+    ``p`` defaults to ``2 ln(n) / n`` (well above the connectivity threshold).
+
+    Raises
+    ------
+    ValueError
+        If ``p`` is outside (0, 1] or no connected draw occurs in 1,000 attempts.
+    """
+    _check_nodes(n)
+    p = min(1.0, 2 * np.log(max(n, 2)) / n) if p is None else p
+    if not 0 < p <= 1:
+        raise ValueError(f"edge probability must be in (0, 1], got {p}")
+    rng = np.random.default_rng(seed)
+    for _ in range(MAX_CONNECT_ATTEMPTS):
+        graph = nx.gnp_random_graph(n, p, seed=int(rng.integers(2**63)))
+        if nx.is_connected(graph):
+            return graph
+    raise ValueError(f"no connected G({n}, {p}) graph in {MAX_CONNECT_ATTEMPTS} draws: raise p")
+
+
+def random_regular_graph(n: int, degree: int = 3, *, seed=None) -> nx.Graph:
+    """A connected random ``degree``-regular graph.
+
+    Raises
+    ------
+    ValueError
+        If ``n * degree`` is odd, ``degree >= n``, ``degree < 2`` (never connected
+        for n > 2), or no connected draw occurs in 1,000 attempts.
+    """
+    _check_nodes(n, minimum=3)
+    if not 2 <= degree < n or (n * degree) % 2:
+        raise ValueError(f"no connected {degree}-regular graph on {n} nodes (need 2 <= degree < n and n * degree even)")
+    rng = np.random.default_rng(seed)
+    for _ in range(MAX_CONNECT_ATTEMPTS):
+        graph = nx.random_regular_graph(degree, n, seed=int(rng.integers(2**63)))
+        if nx.is_connected(graph):
+            return graph
+    raise ValueError(f"no connected {degree}-regular graph on {n} nodes in {MAX_CONNECT_ATTEMPTS} draws")
+
+
+def small_world_graph(n: int, k: int = 4, p: float = 0.1, *, seed=None) -> nx.Graph:
+    """A connected Watts-Strogatz graph: ring lattice of ``k`` nearest neighbours, rewired with probability ``p``.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` is not in [2, n) or ``p`` is not in [0, 1].
+    """
+    _check_nodes(n, minimum=3)
+    if not 2 <= k < n or not 0 <= p <= 1:
+        raise ValueError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}, p={p}")
+    rng = np.random.default_rng(seed)
+    return nx.connected_watts_strogatz_graph(n, k, p, tries=MAX_CONNECT_ATTEMPTS, seed=int(rng.integers(2**63)))
+
+
+def grid_graph(n: int, *, seed=None) -> nx.Graph:
+    """A 2-D grid of ``ceil(sqrt(n))`` columns filled row by row with n nodes (connected)."""
+    _check_nodes(n)
+    columns = int(np.ceil(np.sqrt(n)))
+    graph = nx.empty_graph(n)
+    for v in range(n):
+        if (v + 1) % columns and v + 1 < n:
+            graph.add_edge(v, v + 1)
+        if v + columns < n:
+            graph.add_edge(v, v + columns)
+    return graph

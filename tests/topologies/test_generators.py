@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from topologies import averaging_matrix, chain_graph, complete_graph, make_graph, network_factory, random_tree_graph
+from topologies import averaging_matrix, build, chain_graph, complete_graph, network_factory, random_tree_graph
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 50])
@@ -45,7 +45,7 @@ def test_impossible_sizes_rejected(bad):
 
 def test_unknown_topology():
     with pytest.raises(ValueError, match="unknown topology 'mesh'"):
-        make_graph("mesh", 5)
+        build("mesh", 5)
 
 
 def test_averaging_matrix_is_closed_neighbourhood_mean():
@@ -56,5 +56,5 @@ def test_averaging_matrix_is_closed_neighbourhood_mean():
 
 def test_network_factory_draws_per_seed():
     network = network_factory("tree")
-    a, b = network(20, 1), network(20, 2)
-    assert (a != b).nnz > 0 and (a != network(20, 1)).nnz == 0
+    a, b = network(20, 1)(1), network(20, 2)(1)
+    assert (a != b).nnz > 0 and (a != network(20, 1)(1)).nnz == 0

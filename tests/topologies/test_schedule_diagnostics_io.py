@@ -1,0 +1,66 @@
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from topologies import Schedule, chain_graph, complete_graph, describe, describe_schedule, load_graph, save_graph, spectral_gap
+
+
+def edges(graph):
+    return sorted(map(tuple, map(sorted, graph.edges)))
+
+
+@pytest.mark.parametrize("period", [1, 3, 5])
+def test_dynamic_schedule_changes_exactly_every_period(period):
+    schedule = Schedule("tree", 25, period=period, seed=2)
+    graphs = [edges(schedule.graph(t)) for t in range(1, 16)]
+    for t in range(1, 15):
+        changes = graphs[t] != graphs[t - 1]
+        assert changes == (t % period == 0), f"round {t + 1}"
+    again = Schedule("tree", 25, period=period, seed=2)
+    assert [edges(again.graph(t)) for t in range(1, 16)] == graphs
+
+
+def test_static_schedule_keeps_one_graph_and_serves_as_mixing():
+    schedule = Schedule("tree+5", 12, period=math.inf, seed=0)
+    assert all(edges(schedule.graph(t)) == edges(schedule.graph(1)) for t in range(2, 40))
+    np.testing.assert_allclose(schedule(7).sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="period"):
+        Schedule("tree", 5, period=0)
+
+
+def test_diagnostics():
+    assert spectral_gap(complete_graph(10)) == pytest.approx(1.0)
+    chain = describe(chain_graph(10))
+    assert chain["edges"] == 9 and chain["diameter"] == 9 and chain["density"] == pytest.approx(0.2)
+    assert 0 < chain["spectral_gap"] < spectral_gap(nx.cycle_graph(10)) + 0.1 < 1
+    assert spectral_gap(nx.disjoint_union(chain_graph(3), chain_graph(3))) == pytest.approx(0.0, abs=1e-12)
+    summary = describe_schedule(Schedule("tree", 20, period=4, seed=0), rounds=12)
+    assert summary["graphs"] == 3 and summary["edges"] == 19
+
+
+@pytest.mark.parametrize("name", ["g.json", "g.edges"])
+def test_graph_file_round_trip(tmp_path, name):
+    graph = Schedule("tree+3", 15, seed=4).graph(1)
+    graph.add_node(15)  # an isolated node must survive the round trip
+    save_graph(graph, tmp_path / name)
+    loaded = load_graph(tmp_path / name)
+    assert loaded.number_of_nodes() == 16 and edges(loaded) == edges(graph)
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("g.edges", "0 1\n1 x\n", "not a node number"),
+        ("g.edges", "0 1 2\n", "must be 'u v'"),
+        ("g.edges", "# nodes: 2\n0 5\n", "not a pair of nodes in 0 .. 1"),
+        ("g.edges", "3 3\n", "self-loop"),
+        ("g.json", '{"nodes": 3, "edges": [[0, "1"]]}', "not a pair of nodes"),
+        ("g.json", '[1, 2]', "expected an object"),
+    ],
+)
+def test_graph_files_validated(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_graph(tmp_path / name)
