@@ -104,6 +104,16 @@ def tree_plus_graph(n: int, extra: int, *, seed=None) -> nx.Graph:
 MAX_CONNECT_ATTEMPTS = 1000
 
 
+def _first_connected(draw, seed, what: str) -> nx.Graph:
+    """The first connected graph of up to MAX_CONNECT_ATTEMPTS seeded ``draw(int_seed)`` calls."""
+    rng = np.random.default_rng(seed)
+    for _ in range(MAX_CONNECT_ATTEMPTS):
+        graph = draw(int(rng.integers(2**63)))
+        if nx.is_connected(graph):
+            return graph
+    raise ValueError(f"no connected {what} in {MAX_CONNECT_ATTEMPTS} draws")
+
+
 def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
     """A connected G(n, p) graph: draws until connected.
 
@@ -118,12 +128,7 @@ def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
     p = min(1.0, 2 * np.log(max(n, 2)) / n) if p is None else p
     if not 0 < p <= 1:
         raise ValueError(f"edge probability must be in (0, 1], got {p}")
-    rng = np.random.default_rng(seed)
-    for _ in range(MAX_CONNECT_ATTEMPTS):
-        graph = nx.gnp_random_graph(n, p, seed=int(rng.integers(2**63)))
-        if nx.is_connected(graph):
-            return graph
-    raise ValueError(f"no connected G({n}, {p}) graph in {MAX_CONNECT_ATTEMPTS} draws: raise p")
+    return _first_connected(lambda s: nx.gnp_random_graph(n, p, seed=s), seed, f"G({n}, {p}) graph (raise p)")
 
 
 def random_regular_graph(n: int, degree: int = 3, *, seed=None) -> nx.Graph:
@@ -138,12 +143,7 @@ def random_regular_graph(n: int, degree: int = 3, *, seed=None) -> nx.Graph:
     _check_nodes(n, minimum=3)
     if not 2 <= degree < n or (n * degree) % 2:
         raise ValueError(f"no connected {degree}-regular graph on {n} nodes (need 2 <= degree < n and n * degree even)")
-    rng = np.random.default_rng(seed)
-    for _ in range(MAX_CONNECT_ATTEMPTS):
-        graph = nx.random_regular_graph(degree, n, seed=int(rng.integers(2**63)))
-        if nx.is_connected(graph):
-            return graph
-    raise ValueError(f"no connected {degree}-regular graph on {n} nodes in {MAX_CONNECT_ATTEMPTS} draws")
+    return _first_connected(lambda s: nx.random_regular_graph(degree, n, seed=s), seed, f"{degree}-regular graph on {n} nodes")
 
 
 def small_world_graph(n: int, k: int = 4, p: float = 0.1, *, seed=None) -> nx.Graph:
