@@ -17,11 +17,12 @@ def _columns(X, names) -> dict[str, list[str]]:
     X = np.asarray(X, dtype=object)
     if X.ndim != 2:
         raise CRCError(f"X must be 2-dimensional, got shape {X.shape}")
-    return {name: ["" if _missing(v) else str(v) for v in X[:, j]] for j, name in enumerate(names)}
+    return {name: _cells(X[:, j]) for j, name in enumerate(names)}
 
 
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
+def _cells(values) -> list[str]:
+    """Raw string cells; None and NaN become the empty (missing) cell."""
+    return ["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
 
 
 class _GenerativeClassifier:
@@ -45,7 +46,7 @@ class _GenerativeClassifier:
         X = np.asarray(X, dtype=object)
         self.feature_names_ = [f"x{j}" for j in range(X.shape[1])] if X.ndim == 2 else []
         columns = _columns(X, self.feature_names_)
-        labels = ["" if _missing(v) else str(v) for v in np.asarray(y, dtype=object)]
+        labels = _cells(np.asarray(y, dtype=object))
         if len(labels) != X.shape[0]:
             raise CRCError(f"X has {X.shape[0]} rows but y has {len(labels)} labels")
         schema = infer_schema({**columns, "__label__": labels}, "__label__")

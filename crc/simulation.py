@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from crc import metrics
-from crc.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc
+from crc.calibration import DEFAULT_LR, rc
 from crc.data import Dataset, split_indices, standardize
 from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess

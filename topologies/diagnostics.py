@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from topologies.mixing import averaging_matrix
+from topologies.mixing import closed_adjacency
 
 DENSE_EIGEN_LIMIT = 2000
 
@@ -33,7 +33,7 @@ def spectral_gap(graph: nx.Graph) -> float:
     n = graph.number_of_nodes()
     if n < 2:
         return 1.0
-    closed = sp.csr_array(nx.to_scipy_sparse_array(graph, nodelist=range(n), format="csr") + sp.eye_array(n))
+    closed = closed_adjacency(graph)
     scale = 1.0 / np.sqrt(np.asarray(closed.sum(axis=1)).ravel())
     symmetric = sp.diags_array(scale) @ closed @ sp.diags_array(scale)
     if n <= DENSE_EIGEN_LIMIT:
@@ -51,9 +51,10 @@ def describe(graph: nx.Graph) -> dict:
 
 def describe_schedule(schedule, rounds: int) -> dict:
     """Mean diagnostics over the distinct graphs a schedule uses in ``rounds`` rounds."""
-    epochs = sorted({schedule.epoch(t) for t in range(1, rounds + 1)})
-    first_round = {schedule.epoch(t): t for t in range(rounds, 0, -1)}
-    rows = [describe(schedule.graph(first_round[e])) for e in epochs]
+    first_round = {}
+    for t in range(1, rounds + 1):
+        first_round.setdefault(schedule.epoch(t), t)
+    rows = [describe(schedule.graph(t)) for t in first_round.values()]
     summary = {key: float(np.mean([row[key] for row in rows])) for key in rows[0]}
     summary["graphs"] = len(rows)
     return summary

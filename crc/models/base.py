@@ -27,6 +27,14 @@ COUNT_FLOOR = 1e-9
 """Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""
 
 
+def normalise_exp(scores: np.ndarray, axis: int) -> np.ndarray:
+    """Log-joints -> posteriors along ``axis``, in place, by log-sum-exp (subtract the max, exp, divide)."""
+    scores -= scores.max(axis=axis, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=axis, keepdims=True)
+    return scores
+
+
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     """Class codes of shape (...,) -> indicator weights of shape (..., n_classes)."""
     return (np.asarray(y)[..., None] == np.arange(n_classes)).astype(np.float64)
@@ -82,11 +90,7 @@ class GenerativeModel(ABC):
 
     def posteriors(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         """Class posteriors p(y|x) of shape (..., m, r), normalised by log-sum-exp."""
-        scores = self.log_joint(theta, phi)
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        return scores
+        return normalise_exp(self.log_joint(theta, phi), axis=-1)
 
     def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """``s(X, theta)``: statistics weighted by the model's own posteriors, (..., size).
@@ -142,10 +146,7 @@ class LinearFamilyModel(GenerativeModel):
     def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         # Class-major scores (..., r, m): the softmax then reduces across rows,
         # which numpy does far faster than along a short last axis.
-        weights = np.matmul(self.natural(theta), np.swapaxes(phi, -1, -2))
-        weights -= weights.max(axis=-2, keepdims=True)
-        np.exp(weights, out=weights)
-        weights /= weights.sum(axis=-2, keepdims=True)
+        weights = normalise_exp(np.matmul(self.natural(theta), np.swapaxes(phi, -1, -2)), axis=-2)
         if mask is not None:
             weights *= mask[..., None, :]
         table = np.matmul(weights, phi)
