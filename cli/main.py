@@ -54,8 +54,11 @@ def simulate(as_json: bool, **options):
         click.echo(json.dumps(results, indent=2))
         return
     cfg = results["config"]
-    click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers x {cfg['local_size']} instances, "
-               f"{cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
+    sizes = results["local_sizes"]
+    per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
+    dynamic = f", redrawn every {cfg['period']} rounds" if cfg["period"] else ""
+    click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers{dynamic}, {per_peer} instances each "
+               f"({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
     click.echo(f"{'':6}{'train error':>12}{'test error':>12}")
     for name in ("ml", "rc", "crc"):
         row = results[name]

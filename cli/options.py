@@ -6,6 +6,7 @@ import click
 
 from crc.calibration import DEFAULT_LR
 from crc.models import MODELS
+from crc.partition import PARTITION_HELP, PARTITIONS
 from crc.simulation import SimulationConfig
 from topologies import HELP, parse
 
@@ -35,6 +36,14 @@ def run_options(function):
         click.option("--nodes", type=click.IntRange(min=1), default=DEFAULTS.nodes, show_default=True, help="Number of peers n."),
         click.option("--local-size", type=click.IntRange(min=1), default=DEFAULTS.local_size, show_default=True,
                      help="Training instances per peer m_v."),
+        click.option("--train-size", "pooled_size", type=click.IntRange(min=1), default=None,
+                     help="Pooled training size m, shared out over the peers (fragmentation); overrides --local-size."),
+        click.option("--partition", type=click.Choice(PARTITIONS), default=DEFAULTS.partition, show_default=True,
+                     help=f"How the pooled training set is shared out: {PARTITION_HELP}."),
+        click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.alpha, show_default=True,
+                     help="Dirichlet concentration of --partition dirichlet (small = more skewed)."),
+        click.option("--size-skew", type=click.FloatRange(min=0), default=DEFAULTS.size_skew, show_default=True,
+                     help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
         click.option("--rounds", type=click.IntRange(min=1), default=DEFAULTS.rounds, show_default=True,
                      help="Communication rounds (and RC iterations)."),
         click.option("--iters", type=click.IntRange(min=1), default=DEFAULTS.iters, show_default=True,

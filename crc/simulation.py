@@ -6,14 +6,15 @@ features are standardized with the pooled training mean and std; every node's
 error is measured on the *global* training set and on the test set.
 
 The network is passed in as a function ``network(n, seed) -> Mixing`` so that
-this module needs no graph library.
+this module needs no graph library. A mixing object that has a ``density()``
+method (a topology schedule) has its density recorded.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess
 from crc.errors import CRCError
 from crc.models import GenerativeModel, make_model
+from crc.partition import PARTITIONS, design_matrix, local_sizes, partition
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -40,6 +42,10 @@ class SimulationConfig:
     period: int | None = None
     nodes: int = 50
     local_size: int = 50
+    pooled_size: int | None = None
+    partition: str = "iid"
+    alpha: float = 1.0
+    size_skew: float = 0.0
     rounds: int = 64
     iters: int = 1
     lr: float = DEFAULT_LR
@@ -55,6 +61,11 @@ class SimulationConfig:
         checks = [
             (self.nodes >= 1, f"--nodes must be at least 1, got {self.nodes}"),
             (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
+            (self.pooled_size is None or self.pooled_size >= self.nodes,
+             f"--train-size {self.pooled_size} leaves some of the {self.nodes} nodes without data"),
+            (self.partition in PARTITIONS, f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}"),
+            (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
+            (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
             (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
             (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
@@ -70,7 +81,8 @@ class SimulationConfig:
 
     @property
     def train_size(self) -> int:
-        return self.nodes * self.local_size
+        """Size m of the pooled training set: ``pooled_size`` if set (fragmentation), else n x m_v."""
+        return self.pooled_size if self.pooled_size is not None else self.nodes * self.local_size
 
 
 @dataclass
@@ -96,25 +108,35 @@ def load_for(config: SimulationConfig) -> Dataset:
 
 
 def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
-    """Draw the training and test sets and cut the training set into i.i.d. node parts."""
-    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=seed)
+    """Draw the training and test sets and share the training set out over the nodes."""
+    rng = np.random.default_rng(seed)
+    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
     absent = sorted(set(range(dataset.schema.n_classes)) - set(np.unique(dataset.y[train]).tolist()))
     if absent:
         names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
         raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
     model = make_model(config.model, schema)
-    phi_train = model.features(standardize(schema, dataset.x[train]))
+    x_train = standardize(schema, dataset.x[train])
+    phi_train = model.features(x_train)
     phi_test = model.features(standardize(schema, dataset.x[test]))
-    parts = np.split(np.arange(config.train_size), config.nodes)
+    sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
+    design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
+    parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
     return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts)
 
 
-def _evaluation_sample(split: Split, config: SimulationConfig, rng: np.random.Generator):
-    """Node indices and train/test instance indices used for evaluation (sampled when large)."""
+def _evaluation_sample(split: Split, config: SimulationConfig, seed: np.random.SeedSequence):
+    """Node indices and train/test instance indices used for evaluation (sampled when large).
+
+    The instance samples do not depend on the number of nodes, so centralized
+    errors are shared by runs that differ only in their network or partition.
+    """
+    node_seed, instance_seed = seed.spawn(2)
     nodes = np.arange(config.nodes)
     if config.nodes > config.eval_nodes:
-        nodes = np.sort(rng.choice(config.nodes, config.eval_nodes, replace=False))
+        nodes = np.sort(np.random.default_rng(node_seed).choice(config.nodes, config.eval_nodes, replace=False))
+    rng = np.random.default_rng(instance_seed)
 
     def sample(m: int) -> np.ndarray:
         return np.sort(rng.choice(m, config.eval_instances, replace=False)) if m > config.eval_instances else np.arange(m)
@@ -122,25 +144,50 @@ def _evaluation_sample(split: Split, config: SimulationConfig, rng: np.random.Ge
     return nodes, sample(len(split.y_train)), sample(len(split.y_test))
 
 
-def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], seed: np.random.SeedSequence, progress=None) -> dict:
+class CentralCache(Protocol):
+    """Storage for centralized ML/RC errors, shared by runs on the same pooled split."""
+
+    def get(self, key: dict) -> dict | None: ...
+
+    def put(self, key: dict, value: dict) -> None: ...
+
+
+def _central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict:
+    """Everything the centralized errors of one repeat depend on."""
+    return {"data": config.data, "label": config.label, "schema": dataset.schema.fingerprint, "instances": len(dataset),
+            "model": config.model, "train_size": config.train_size, "test_size": config.test_size, "lr": config.lr,
+            "iterations": config.rounds, "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
+
+
+def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], seed: np.random.SeedSequence,
+               progress=None, *, repeat: int = 0, cache: CentralCache | None = None) -> dict:
     """One repeat: split, ML, RC, CRC, and the errors of DESIGN.md's results JSON."""
     split_seed, graph_seed, eval_seed = seed.spawn(3)
     split = make_split(dataset, config, split_seed)
     model = split.model
-    nodes, train_idx, test_idx = _evaluation_sample(split, config, np.random.default_rng(eval_seed))
+    nodes, train_idx, test_idx = _evaluation_sample(split, config, eval_seed)
     phi_tr, y_tr = split.phi_train[train_idx], split.y_train[train_idx]
     phi_te, y_te = split.phi_test[test_idx], split.y_test[test_idx]
 
     def errors(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return metrics.node_errors(model, stats, phi_tr, y_tr), metrics.node_errors(model, stats, phi_te, y_te)
 
-    ml_stats = model.fit_ml(split.phi_train, split.y_train)
-    rc_stats = rc(model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
-    central = {name: errors(stats[None, :]) for name, stats in (("ml", ml_stats), ("rc", rc_stats))}
+    key = _central_key(dataset, config, repeat) if cache is not None else None
+    central = cache.get(key) if cache is not None else None
+    if central is None:
+        ml_stats = model.fit_ml(split.phi_train, split.y_train)
+        rc_stats = rc(model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
+        central = {}
+        for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
+            train_err, test_err = errors(stats[None, :])
+            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0])}
+        if cache is not None:
+            cache.put(key, central)
 
     ess = config.ess or default_ess(config.train_size, config.nodes, config.lr)
     local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
-    engine = CRCEngine(model, local, network(config.nodes, graph_seed), ess=ess, iterations=config.iters)
+    mixing = network(config.nodes, graph_seed)
+    engine = CRCEngine(model, local, mixing, ess=ess, iterations=config.iters)
     curve = []
 
     def on_round(round_: int, stats: np.ndarray) -> None:
@@ -154,15 +201,18 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[in
     final = engine.run(config.rounds, on_round)
     train_err, test_err = errors(final[nodes])
     result = {
-        "ml": {"train_error": float(central["ml"][0][0]), "test_error": float(central["ml"][1][0])},
-        "rc": {"train_error": float(central["rc"][0][0]), "test_error": float(central["rc"][1][0])},
+        "ml": central["ml"],
+        "rc": central["rc"],
         "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
                 "train_std": float(train_err.std()), "test_std": float(test_err.std())},
         "rounds": curve,
         "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(train_idx)), "test_instances": int(len(test_idx)),
                        "sampled": bool(len(nodes) < config.nodes or len(train_idx) < len(split.y_train) or len(test_idx) < len(split.y_test))},
         "ess": float(ess),
+        "local_sizes": {"min": int(min(map(len, split.parts))), "max": int(max(map(len, split.parts)))},
     }
+    if hasattr(mixing, "density"):
+        result["density"] = float(mixing.density(config.rounds))
     result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
     return result
@@ -172,11 +222,13 @@ def _mean_of(dicts: list[dict]) -> dict:
     return {key: float(np.mean([d[key] for d in dicts])) for key in dicts[0]}
 
 
-def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing], *, dataset: Dataset | None = None, progress=None) -> dict:
+def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing], *, dataset: Dataset | None = None,
+             progress=None, cache: CentralCache | None = None) -> dict:
     """Run ``config.repeats`` repeats and return the results JSON object of DESIGN.md.
 
     ``network(n, seed)`` returns the mixing (matrix or per-round function) for one
-    repeat; ``progress(repeat, round)``, if given, is called after every round.
+    repeat; ``progress(repeat, round)``, if given, is called after every round;
+    ``cache`` stores the centralized errors so that runs on the same split share them.
     """
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
@@ -184,7 +236,7 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
     repeats = []
     for index, seed in enumerate(seeds):
         hook = (lambda round_, index=index: progress(index, round_)) if progress else None
-        repeats.append(run_repeat(dataset, config, network, seed, hook))
+        repeats.append(run_repeat(dataset, config, network, seed, hook, repeat=index, cache=cache))
     ess = repeats[0]["ess"]
     summary = {
         "config": {**asdict(config), "ess": ess, "instances": len(dataset), "classes": dataset.schema.n_classes},
@@ -195,8 +247,11 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
         "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
         "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],
         "evaluation": repeats[0]["evaluation"],
+        "local_sizes": {"min": min(r["local_sizes"]["min"] for r in repeats), "max": max(r["local_sizes"]["max"] for r in repeats)},
         "repeats": repeats,
     }
+    if "density" in repeats[0]:
+        summary["density"] = float(np.mean([r["density"] for r in repeats]))
     for row in summary["rounds"]:
         row["round"] = int(row["round"])
     return summary

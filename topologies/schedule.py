@@ -7,6 +7,7 @@ import math
 import networkx as nx
 import numpy as np
 
+from topologies.diagnostics import density
 from topologies.mixing import averaging_matrix
 from topologies.spec import build, parse
 
@@ -44,3 +45,9 @@ class Schedule:
 
     def __call__(self, round_: int):
         return self._epoch_entry(self.epoch(round_))[2]
+
+    def density(self, rounds: int = 1) -> float:
+        """Mean density (edges / possible edges) of the graphs in force during rounds 1..``rounds``."""
+        epochs = sorted({self.epoch(t) for t in range(1, rounds + 1)})
+        first_rounds = [1 + epoch * (0 if self.period == math.inf else int(self.period)) for epoch in epochs]
+        return float(np.mean([density(self.graph(t)) for t in first_rounds]))

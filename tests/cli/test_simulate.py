@@ -61,6 +61,9 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "label column 'cls' has 1 missing values"),
         (["--data", "{rare}", "--label", "cls", "--test-size", "0.5", "--seed", "1"], "class(es) 'maybe' have no instance in the training split"),
+        (["--partition", "sorted"], "'sorted' is not one of"),
+        (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
+        (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),
     ],
 )
 def test_bad_input_gives_one_clear_line(tmp_path, args, message):
@@ -75,6 +78,14 @@ def test_bad_input_gives_one_clear_line(tmp_path, args, message):
     assert isinstance(result.exception, SystemExit)  # a handled error, not a crash
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_simulate_partition_and_unequal_sizes_are_reported():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--partition", "label", "--size-skew", "1.5", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["config"]["partition"] == "label" and out["local_sizes"]["min"] < out["local_sizes"]["max"]
+    assert out["density"] == pytest.approx(4 / 10)  # a tree on 5 nodes: 4 of 10 possible edges
 
 
 def test_datasets_lists_bundled_sets():

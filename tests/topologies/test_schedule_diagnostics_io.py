@@ -30,6 +30,13 @@ def test_static_schedule_keeps_one_graph_and_serves_as_mixing():
         Schedule("tree", 5, period=0)
 
 
+def test_schedule_density_averages_the_graphs_in_force():
+    assert Schedule("tree+10", 20, seed=0).density(64) == pytest.approx(29 / 190)
+    redrawn = Schedule("er:0.3", 20, period=8, seed=0)
+    expected = np.mean([redrawn.graph(1 + 8 * k).number_of_edges() / 190 for k in range(8)])
+    assert redrawn.density(64) == pytest.approx(expected)
+
+
 def test_diagnostics():
     assert spectral_gap(complete_graph(10)) == pytest.approx(1.0)
     chain = describe(chain_graph(10))
