@@ -9,7 +9,9 @@ import sys
 import click
 
 from cli.bench import bench
+from cli.experiment import experiment
 from cli.options import run_options
+from cli.report import report
 from crc.datasets import BUNDLED, load_bundled
 from crc.errors import CRCError
 from crc.simulation import SimulationConfig, simulate as run_simulation
@@ -82,3 +84,5 @@ def datasets():
 
 
 main.add_command(bench)
+main.add_command(experiment)
+main.add_command(report)

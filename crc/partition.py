@@ -64,8 +64,8 @@ def first_principal_component(design: np.ndarray) -> np.ndarray:
     centred = design - design.mean(axis=0)
     if centred.shape[1] == 0 or not np.any(centred):
         return np.zeros(len(design))
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    loading = vt[0]
+    _, vectors = np.linalg.eigh(centred.T @ centred)  # (k, k): cheaper and sturdier than an SVD of (m, k)
+    loading = vectors[:, -1]
     return centred @ (loading * np.sign(loading[np.argmax(np.abs(loading))]))
 
 

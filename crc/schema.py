@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crc.errors import CRCError
+from crc.files import atomic_write_text, read_json
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
@@ -149,21 +150,11 @@ class Schema:
         return hashlib.sha256(self.dumps().encode()).hexdigest()
 
     def save(self, path) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=2)
-            fh.write("\n")
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path, *, max_bytes: int = 16 * 2**20) -> "Schema":
-        with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise CRCError(f"{path}: schema file larger than {max_bytes} bytes")
-        try:
-            obj = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CRCError(f"{path}: not valid JSON ({exc})") from None
-        return cls.from_json(obj)
+        return cls.from_json(read_json(path, max_bytes=max_bytes, what="schema file"))
 
     def standardized(self, x_continuous: np.ndarray) -> "Schema":
         """A copy whose continuous features carry the mean and std of the given data.

@@ -107,12 +107,16 @@ def load_for(config: SimulationConfig) -> Dataset:
     return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
 
 
-def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
-    """Draw the training and test sets and share the training set out over the nodes."""
+def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_classes: bool = True) -> Split:
+    """Draw the training and test sets and share the training set out over the nodes.
+
+    A class without training instance is an error unless ``require_all_classes``
+    is false (centralized learning curves on tiny samples).
+    """
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
     absent = sorted(set(range(dataset.schema.n_classes)) - set(np.unique(dataset.y[train]).tolist()))
-    if absent:
+    if absent and require_all_classes:
         names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
         raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
@@ -159,6 +163,21 @@ def _central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dic
             "iterations": config.rounds, "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
 
 
+def _central_errors(split: Split, config: SimulationConfig, errors, cache: CentralCache | None, key: dict) -> dict:
+    """Train and test errors of centralized ML and RC on the pooled training set, from the cache if there."""
+    central = cache.get(key) if cache is not None else None
+    if central is None:
+        ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
+        rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
+        central = {}
+        for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
+            train_err, test_err = errors(stats[None, :])
+            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0])}
+        if cache is not None:
+            cache.put(key, central)
+    return central
+
+
 def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], seed: np.random.SeedSequence,
                progress=None, *, repeat: int = 0, cache: CentralCache | None = None) -> dict:
     """One repeat: split, ML, RC, CRC, and the errors of DESIGN.md's results JSON."""
@@ -172,17 +191,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[in
     def errors(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return metrics.node_errors(model, stats, phi_tr, y_tr), metrics.node_errors(model, stats, phi_te, y_te)
 
-    key = _central_key(dataset, config, repeat) if cache is not None else None
-    central = cache.get(key) if cache is not None else None
-    if central is None:
-        ml_stats = model.fit_ml(split.phi_train, split.y_train)
-        rc_stats = rc(model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
-        central = {}
-        for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
-            train_err, test_err = errors(stats[None, :])
-            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0])}
-        if cache is not None:
-            cache.put(key, central)
+    central = _central_errors(split, config, errors, cache, _central_key(dataset, config, repeat))
 
     ess = config.ess or default_ess(config.train_size, config.nodes, config.lr)
     local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
@@ -255,3 +264,26 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
     for row in summary["rounds"]:
         row["round"] = int(row["round"])
     return summary
+
+
+def simulate_central(config: SimulationConfig, *, dataset: Dataset | None = None, cache: CentralCache | None = None) -> dict:
+    """Centralized ML and RC only, on pooled training sets of ``config.train_size`` (no network).
+
+    Returns ``{"config", "ml", "rc", "repeats"}`` with the same seeds, splits and
+    means as ``simulate``, so its figures match a simulation's for the same config.
+    """
+    config.validate()
+    dataset = dataset if dataset is not None else load_for(config)
+    repeats = []
+    for index, seed in enumerate(np.random.SeedSequence(config.seed).spawn(config.repeats)):
+        split_seed, _, eval_seed = seed.spawn(3)
+        split = make_split(dataset, config, split_seed, require_all_classes=False)
+        _, train_idx, test_idx = _evaluation_sample(split, config, eval_seed)
+
+        def errors(stats, split=split, train_idx=train_idx, test_idx=test_idx):
+            return (metrics.node_errors(split.model, stats, split.phi_train[train_idx], split.y_train[train_idx]),
+                    metrics.node_errors(split.model, stats, split.phi_test[test_idx], split.y_test[test_idx]))
+
+        repeats.append(_central_errors(split, config, errors, cache, _central_key(dataset, config, index)))
+    return {"config": {**asdict(config), "instances": len(dataset), "classes": dataset.schema.n_classes},
+            "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]), "repeats": repeats}

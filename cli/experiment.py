@@ -1,0 +1,77 @@
+"""``crc experiment``: the paper's tables as resumable grids."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
+from crc.models import MODELS
+from topologies import network_factory
+
+
+def _names(ctx, param, values) -> list[str]:
+    names = list(TABLES) if "all" in values else list(dict.fromkeys(values))
+    unknown = [n for n in names if n not in TABLES]
+    if unknown or not names:
+        raise click.BadParameter(f"choose from {', '.join(TABLES)} or 'all' (got {', '.join(unknown) or 'nothing'})")
+    return names
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True, callback=_names)
+@click.option("--datasets", default=",".join(DEFAULT_DATASETS), show_default=True,
+              help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
+@click.option("--label", default=None, help="Class column of the CSV data sets.")
+@click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Repeats per cell (fresh split and graph each), as in the paper.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel worker processes.")
+@click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
+              help="Directory for the tables and the finished cells.")
+def experiment(names, datasets, label, model, repeats, seed, jobs, out):
+    """Run the paper's experiment NAMES (table2 ... table12, or all).
+
+    Writes OUT/<table>.json, .csv and .md. Every finished cell is saved under
+    OUT/cells, so an interrupted run continues where it stopped; cells that
+    need more instances than a data set has are marked n/a.
+
+    \b
+    table2   RC test gap by training size       table8   local size m_v
+    table3   convergence: ML/CRC gaps, std      table9   network size n
+    table4   tree, chain, +10 ... +80           table10  fragmentation (m = 12800)
+    table5-7 covariate, label, joint drift      table11  local iterations
+    table12  dynamic network period
+    """
+    sources = [d.strip() for d in datasets.split(",") if d.strip()]
+    started = time.perf_counter()
+    state = {}
+
+    def on_start(pending, cells):
+        done = sum(1 for c in cells if not c.skip) - len(pending)
+        skipped = sum(1 for c in cells if c.skip)
+        click.echo(f"{len(cells)} cells: {len(pending)} to run, {done} already done, {skipped} n/a "
+                   f"({jobs} process{'es' if jobs > 1 else ''})", err=True)
+        state["bar"] = click.progressbar(length=len(pending), label="cells", file=sys.stderr, hidden=not sys.stderr.isatty(),
+                                         item_show_func=lambda text: text).__enter__()
+        state["done"], state["total"] = 0, len(pending)
+
+    def on_cell(cell, seconds):
+        state["done"] += 1
+        text = f"{cell.table} {cell.data} {cell.column} ({seconds:.1f} s)"
+        state["bar"].update(1, text)
+        if not sys.stderr.isatty():
+            click.echo(f"[{state['done']}/{state['total']}] {text}", err=True)
+
+    try:
+        tables = run_experiments(names, datasets=sources, repeats=repeats, seed=seed, jobs=jobs, out=out,
+                                 network_factory=network_factory, model=model, label=label, on_start=on_start, on_cell=on_cell)
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+    for table in tables:
+        click.echo(f"{out}/{table['table']}.md  ({table['title']})")
+    click.echo(f"wall time {time.perf_counter() - started:.0f} s", err=True)

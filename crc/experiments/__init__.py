@@ -1,0 +1,6 @@
+"""The paper's experiments as named grids, run resumably (``run_experiments``)."""
+
+from crc.experiments.grids import DEFAULT_DATASETS, TABLES
+from crc.experiments.runner import run_experiments
+
+__all__ = ["DEFAULT_DATASETS", "TABLES", "run_experiments"]

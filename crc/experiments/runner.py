@@ -1,0 +1,238 @@
+"""Run a named grid cell by cell, resumably, optionally in parallel processes.
+
+Layout under the output directory ``out``::
+
+    out/<table>.json|.csv|.md          the assembled table (see crc.report)
+    out/cells/<table>/<data>/<col>.json one finished cell: its config and simulation results
+    out/.cache/central/<hash>.json      centralized ML/RC errors shared by cells on the same split
+
+A cell whose file exists with the same configuration is not run again, so an
+interrupted run resumes where it stopped. The network is injected as
+``network_factory(spec, period) -> network(n, seed)`` (see ``topologies``), so
+this package needs no graph library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import re
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from crc.data import Dataset
+from crc.datasets import BUNDLED, SYNTHETIC, load_dataset
+from crc.errors import CRCError
+from crc.experiments.grids import REFERENCE_SIZE, TABLES, TEST_INSTANCES, Table
+from crc.experiments.summary import assemble
+from crc.files import atomic_write_json, atomic_write_text, read_json
+from crc.report.tables import table_csv, table_markdown
+from crc.simulation import SimulationConfig, load_for, simulate, simulate_central
+
+SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (table, data set, column) simulation; ``data`` is the data set's short name."""
+
+    table: str
+    data: str
+    column: str
+    config: SimulationConfig
+    skip: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(_jsonable(asdict(self.config)), sort_keys=True).encode()).hexdigest()
+
+    def path(self, out: Path) -> Path:
+        return out / "cells" / self.table / self.data / f"{self.column}.json"
+
+
+def short_name(source: str) -> str:
+    """A data set's name in tables and file names: the bundled name, or a CSV file's stem."""
+    if source in BUNDLED or source == SYNTHETIC:
+        return source
+    stem = Path(source).name.split(".")[0]
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", stem) or "data"
+
+
+def _jsonable(config: dict) -> dict:
+    return {key: (None if isinstance(value, float) and math.isinf(value) else value) for key, value in config.items()}
+
+
+class DirectoryCache:
+    """Centralized errors as small JSON files named by the hash of their key; safe across processes."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+
+    def _path(self, key: dict) -> Path:
+        return self.directory / (hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest() + ".json")
+
+    def get(self, key: dict) -> dict | None:
+        path = self._path(key)
+        if not path.exists():
+            return None
+        stored = read_json(path)
+        return stored["value"] if stored.get("key") == key else None
+
+    def put(self, key: dict, value: dict) -> None:
+        atomic_write_json(self._path(key), {"key": key, "value": value})
+
+
+@lru_cache(maxsize=None)  # a process keeps every data set it has read: they are small, parsing is not
+def _stored_dataset(source: str, label: str | None) -> Dataset:
+    return load_dataset(source, label=label)
+
+
+def _dataset_for(config: SimulationConfig) -> Dataset:
+    return load_for(config) if config.data == SYNTHETIC else _stored_dataset(config.data, config.label)
+
+
+def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", label: str | None = None,
+         defaults: dict | None = None) -> list[Cell]:
+    """Every cell of ``table`` on ``datasets`` (bundled names, 'synthetic' or CSV paths with ``label``).
+
+    ``defaults`` changes the paper's default setting under every column (e.g.
+    fewer rounds for a quick look). Cells needing more instances than a data
+    set has carry ``skip``; the synthetic set is drawn at the size each cell needs.
+    """
+    cells = []
+    for data in datasets:
+        csv_label = None if data in BUNDLED or data == SYNTHETIC else label
+        available = math.inf if data == SYNTHETIC else len(_stored_dataset(data, csv_label)) - TEST_INSTANCES
+        for column in table.columns:
+            overrides = {**(defaults or {}), **column.overrides}
+            if column.key == "reference":
+                overrides["local_size"] = int(min(REFERENCE_SIZE, available))
+            config = SimulationConfig(data=data, label=csv_label, model=model, repeats=repeats, seed=seed,
+                                      test_size=TEST_INSTANCES, curve=table.needs_curve, **overrides)
+            config.validate()
+            skip = ""
+            if config.train_size > available:
+                skip = f"needs {config.train_size} training + {TEST_INSTANCES} test instances, has {available + TEST_INSTANCES}"
+            elif table.central_only and column.key != "reference" and config.train_size >= min(REFERENCE_SIZE, available):
+                skip = f"not below the reference size {int(min(REFERENCE_SIZE, available))}"
+            cells.append(Cell(table.name, short_name(data), column.key, config, skip))
+    return cells
+
+
+def _is_done(cell: Cell, out: Path) -> bool:
+    path = cell.path(out)
+    if not path.exists():
+        return False
+    try:
+        return read_json(path).get("fingerprint") == cell.fingerprint
+    except CRCError:
+        return False  # a damaged file is simply run again
+
+
+def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:
+    """Run one cell and write its file; returns what was written."""
+    config = cell.config
+    dataset = _dataset_for(config)
+    cache = DirectoryCache(out / ".cache" / "central")
+    started = time.perf_counter()
+    try:
+        if TABLES[cell.table].central_only:
+            results = simulate_central(config, dataset=dataset, cache=cache)
+        else:
+            network = network_factory(config.topology, config.period or math.inf)
+            results = simulate(config, network, dataset=dataset, cache=cache)
+    except ValueError as exc:  # CRCError, or a topology that cannot be drawn at this size
+        raise CRCError(f"{cell.table} {cell.data} {cell.column}: {exc}") from None
+    record = {"table": cell.table, "data": cell.data, "column": cell.column, "fingerprint": cell.fingerprint,
+              "seconds": time.perf_counter() - started, "results": _strip_inf(results)}
+    atomic_write_json(cell.path(out), record)
+    return record
+
+
+def _strip_inf(results: dict) -> dict:
+    results = dict(results)
+    results["config"] = _jsonable(results["config"])
+    return results
+
+
+def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out, network_factory: Callable,
+                    model: str = "nb", label: str | None = None, defaults: dict | None = None,
+                    on_start: Callable | None = None, on_cell: Callable | None = None) -> list[dict]:
+    """Run the pending cells of the named tables and write the assembled table files.
+
+    All pending cells share one pool of ``jobs`` processes, largest first.
+    ``on_start(pending, cells)`` is called once; ``on_cell(cell, seconds)``
+    after each finished cell. A table's files are rewritten whenever one of
+    its cells finishes, so nothing finished is lost. Returns the tables.
+    """
+    unknown = [name for name in names if name not in TABLES]
+    if unknown:
+        raise CRCError(f"unknown experiment {', '.join(map(repr, unknown))}; choose from: {', '.join(TABLES)}, all")
+    out = Path(out)
+    plans = {name: plan(TABLES[name], datasets, repeats=repeats, seed=seed, model=model, label=label, defaults=defaults)
+             for name in names}
+    cells = [cell for name in names for cell in plans[name]]
+    pending = sorted((c for c in cells if not c.skip and not _is_done(c, out)), key=_cost, reverse=True)
+    if on_start is not None:
+        on_start(pending, cells)
+    for cell, seconds in _execute(pending, out, network_factory, jobs):
+        write_table(TABLES[cell.table], plans[cell.table], out)
+        if on_cell is not None:
+            on_cell(cell, seconds)
+    return [write_table(TABLES[name], plans[name], out) for name in names]
+
+
+def _cost(cell: Cell) -> float:
+    """A rough work estimate (instance-rounds) used to start the largest cells first."""
+    config = cell.config
+    return config.train_size * config.rounds * (config.iters + 1)
+
+
+def _execute(cells: list[Cell], out: Path, network_factory: Callable, jobs: int):
+    """Yield (cell, seconds) as cells finish, in this process or in ``jobs`` worker processes."""
+    if jobs <= 1 or len(cells) <= 1:
+        for cell in cells:
+            yield cell, run_cell(cell, out, network_factory)["seconds"]
+        return
+    saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
+    os.environ.update({key: "1" for key in SINGLE_THREAD_ENV})  # one BLAS thread per worker process
+    try:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(run_cell, cell, out, network_factory): cell for cell in cells}
+            try:
+                while futures:
+                    finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        yield futures.pop(future), future.result()["seconds"]
+            finally:  # on an error or an interrupt, do not start the cells still queued
+                for future in futures:
+                    future.cancel()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def write_table(table: Table, cells: list[Cell], out: Path) -> dict:
+    """Assemble the finished cells into ``out/<table>.json``, ``.csv`` and ``.md``."""
+    records = {}
+    for cell in cells:
+        if cell.skip:
+            records[(cell.data, cell.column)] = {"skip": cell.skip}
+        elif _is_done(cell, out):
+            records[(cell.data, cell.column)] = read_json(cell.path(out))
+    assembled = assemble(table, [c.data for c in cells], records)
+    atomic_write_json(out / f"{table.name}.json", assembled)
+    atomic_write_text(out / f"{table.name}.csv", table_csv(assembled))
+    atomic_write_text(out / f"{table.name}.md", table_markdown(assembled))
+    return assembled

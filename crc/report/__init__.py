@@ -1,0 +1,1 @@
+"""Tables (Markdown, CSV) and figures (PNG, with the ``plot`` extra) from results JSON."""

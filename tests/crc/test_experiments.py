@@ -1,0 +1,113 @@
+import csv
+import io
+import json
+
+import pytest
+
+from crc.errors import CRCError
+from crc.experiments import TABLES, run_experiments
+from crc.experiments.grids import TEST_INSTANCES
+from crc.experiments.runner import plan
+from crc.report.tables import gap, table_csv, table_markdown
+from crc.simulation import SimulationConfig, simulate, simulate_central
+from topologies import network_factory
+
+TINY = {"rounds": 4, "nodes": 15, "local_size": 10}  # 15 nodes leave room for a tree +80
+
+
+def run(names, out, **options):
+    calls = {"pending": None, "finished": []}
+
+    def on_start(pending, cells):
+        calls["pending"] = [(c.table, c.data, c.column) for c in pending]
+
+    options = {"datasets": ["twonorm"], "repeats": 2, "seed": 3, "jobs": 1, "defaults": TINY, **options}
+    tables = run_experiments(names, out=out, network_factory=network_factory, on_start=on_start,
+                             on_cell=lambda cell, seconds: calls["finished"].append(cell.column), **options)
+    return tables, calls
+
+
+def test_a_tiny_grid_runs_end_to_end_and_matches_the_simulator(tmp_path):
+    (table,), calls = run(["table4"], tmp_path)
+    assert len(calls["finished"]) == len(TABLES["table4"].columns)
+    row = table["rows"][0]
+    assert row["data"] == "twonorm" and set(row["cells"]) == {c.key for c in TABLES["table4"].columns}
+    for name in ("table4.json", "table4.csv", "table4.md"):
+        assert (tmp_path / name).stat().st_size > 0
+    config = SimulationConfig(data="twonorm", topology="tree+10", repeats=2, seed=3, test_size=TEST_INSTANCES, **TINY)
+    direct = simulate(config, network_factory("tree+10"))
+    assert row["cells"]["tree+10"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
+    assert row["cells"]["tree+10"]["density"] == pytest.approx(24 / 105)  # 14 tree edges + 10 of 105 possible
+
+
+def test_finished_cells_are_not_run_again_and_damaged_or_changed_ones_are(tmp_path):
+    run(["table12"], tmp_path)
+    _, again = run(["table12"], tmp_path)
+    assert again["pending"] == []
+    (tmp_path / "cells" / "table12" / "twonorm" / "period2.json").write_text("{ not json")
+    _, repaired = run(["table12"], tmp_path)
+    assert repaired["pending"] == [("table12", "twonorm", "period2")]
+    _, changed = run(["table12"], tmp_path, repeats=1)
+    assert len(changed["pending"]) == len(TABLES["table12"].columns)
+
+
+def test_parallel_workers_give_the_same_cells(tmp_path):
+    (serial,), _ = run(["table6"], tmp_path / "serial")
+    (parallel,), _ = run(["table6"], tmp_path / "parallel", jobs=2)
+    assert serial["rows"] == [
+        {**row, "cells": {k: {**c, "seconds": serial["rows"][i]["cells"][k]["seconds"]} for k, c in row["cells"].items()}}
+        for i, row in enumerate(parallel["rows"])
+    ]
+
+
+def test_cells_that_do_not_fit_are_marked_with_the_reason(tmp_path):
+    (table,), calls = run(["table10"], tmp_path, defaults={"rounds": 2})
+    assert calls["finished"] == []
+    reasons = [cell["skip"] for cell in table["rows"][0]["cells"].values()]
+    assert all("needs 12800 training + 2000 test instances, has 7400" == r for r in reasons)
+    assert "n/a" in (tmp_path / "table10.md").read_text()
+
+
+def test_learning_curve_gaps_are_paired_against_the_reference(tmp_path):
+    cells = plan(TABLES["table2"], ["twonorm"], repeats=2, seed=1)
+    reference = next(c for c in cells if c.column == "reference")
+    assert reference.config.local_size == 7400 - TEST_INSTANCES  # twonorm cannot spare 10240
+    assert [c.column for c in cells if c.skip] == []
+    (table,), _ = run(["table2"], tmp_path, seed=1, defaults={})
+    cells = table["rows"][0]["cells"]
+    ref = simulate_central(SimulationConfig(data="twonorm", nodes=1, local_size=5400, repeats=2, seed=1, test_size=TEST_INSTANCES))
+    small = simulate_central(SimulationConfig(data="twonorm", nodes=1, local_size=40, repeats=2, seed=1, test_size=TEST_INSTANCES))
+    assert cells["reference"]["value"] == pytest.approx(ref["rc"]["test_error"])
+    assert cells["m40"]["value"] == pytest.approx(small["rc"]["test_error"] - ref["rc"]["test_error"])
+
+
+def test_first_round_below_threshold_is_read_off_the_mean_curve(tmp_path):
+    (table,), _ = run(["table11"], tmp_path, defaults={"rounds": 6, "nodes": 6, "local_size": 15})
+    cell = table["rows"][0]["cells"]["iter1"]
+    gaps = [row["test_error"] - cell["rc_test_error"] for row in cell["curve"]]
+    expected = next((t + 1 for t, g in enumerate(gaps) if g < 0.01), None)
+    assert cell["first_round"] == expected and len(cell["curve"]) == 6
+
+
+def test_unknown_experiment_and_impossible_cells_are_refused_clearly(tmp_path):
+    with pytest.raises(CRCError, match="unknown experiment 'table99'"):
+        run(["table99"], tmp_path)
+    with pytest.raises(CRCError, match=r"table4 twonorm tree\+\d+: a tree on 6 nodes leaves 10 possible extra edges"):
+        run(["table4"], tmp_path, defaults={"rounds": 2, "nodes": 6, "local_size": 10})
+
+
+def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
+    assert gap(0.004) == "**0.004**" and gap(-0.02) == "**-0.020**" and gap(0.03) == "*0.030*" and gap(0.2) == "0.200"
+    assert gap(-0.0001) == "**0.000**"
+    table = {"table": "table4", "title": "t", "kind": "gap", "note": "", "settings": {}, "seconds": 0.0,
+             "columns": [{"key": "tree", "header": "tree", "paper_letter": [0.46]}],
+             "rows": [{"data": "letter", "cells": {"tree": {"value": 0.031, "seconds": 1.0}}},
+                      {"data": "magic", "cells": {"tree": {"skip": "too small"}}}]}
+    text = table_markdown(table)
+    assert "| letter | *0.031* |" in text and "| letter (paper) | 0.46 |" in text
+    assert "| magic | n/a |" in text and "n/a (magic tree): too small" in text
+    rows = list(csv.DictReader(io.StringIO(table_csv(table))))
+    value = next(r for r in rows if r["data"] == "letter" and r["field"] == "value")
+    assert float(value["value"]) == 0.031 and value["paper_letter"] == "0.46"
+    assert any(r["data"] == "magic" and r["value"] == "too small" for r in rows)
+    json.dumps(table)
