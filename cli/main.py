@@ -10,7 +10,9 @@ import click
 
 from cli.bench import bench
 from cli.experiment import experiment
+from cli.launch import launch
 from cli.options import run_options
+from cli.peer import node, predict, schema, split
 from cli.report import report
 from crc.datasets import BUNDLED, load_bundled
 from crc.errors import CRCError
@@ -86,3 +88,5 @@ def datasets():
 main.add_command(bench)
 main.add_command(experiment)
 main.add_command(report)
+for command in (schema, split, node, predict, launch):
+    main.add_command(command)

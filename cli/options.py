@@ -21,41 +21,57 @@ def _check_topology(ctx, param, value: str) -> str:
     return value
 
 
-def run_options(function):
-    """Data, model, network and CRC options, in the order --help shows them."""
+def _all_options(base: SimulationConfig) -> dict:
+    """Every shared option by parameter name, in the order --help shows them, with defaults from ``base``."""
     options = [
-        click.option("--data", default=DEFAULTS.data, show_default=True,
+        click.option("--data", default=base.data, show_default=True,
                      help="Bundled data set name (see `crc datasets`), 'synthetic', or a CSV file path."),
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
-        click.option("--model", type=click.Choice(sorted(MODELS)), default=DEFAULTS.model, show_default=True,
+        click.option("--model", type=click.Choice(sorted(MODELS)), default=base.model, show_default=True,
                      help="Generative classifier: naive Bayes or QDA."),
-        click.option("--topology", default=DEFAULTS.topology, show_default=True, callback=_check_topology,
+        click.option("--topology", default=base.topology, show_default=True, callback=_check_topology,
                      help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,
                      help="Redraw the graph every PERIOD rounds (dynamic network) [default: static]."),
-        click.option("--nodes", type=click.IntRange(min=1), default=DEFAULTS.nodes, show_default=True, help="Number of peers n."),
-        click.option("--local-size", type=click.IntRange(min=1), default=DEFAULTS.local_size, show_default=True,
+        click.option("--nodes", type=click.IntRange(min=1), default=base.nodes, show_default=True, help="Number of peers n."),
+        click.option("--local-size", type=click.IntRange(min=1), default=base.local_size, show_default=True,
                      help="Training instances per peer m_v."),
         click.option("--train-size", "pooled_size", type=click.IntRange(min=1), default=None,
                      help="Pooled training size m, shared out over the peers (fragmentation); overrides --local-size."),
-        click.option("--partition", type=click.Choice(PARTITIONS), default=DEFAULTS.partition, show_default=True,
+        click.option("--partition", type=click.Choice(PARTITIONS), default=base.partition, show_default=True,
                      help=f"How the pooled training set is shared out: {PARTITION_HELP}."),
-        click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.alpha, show_default=True,
+        click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=base.alpha, show_default=True,
                      help="Dirichlet concentration of --partition dirichlet (small = more skewed)."),
-        click.option("--size-skew", type=click.FloatRange(min=0), default=DEFAULTS.size_skew, show_default=True,
+        click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
                      help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
-        click.option("--rounds", type=click.IntRange(min=1), default=DEFAULTS.rounds, show_default=True,
+        click.option("--rounds", type=click.IntRange(min=1), default=base.rounds, show_default=True,
                      help="Communication rounds (and RC iterations)."),
-        click.option("--iters", type=click.IntRange(min=1), default=DEFAULTS.iters, show_default=True,
+        click.option("--iters", type=click.IntRange(min=1), default=base.iters, show_default=True,
                      help="Local RC iterations per round."),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
         click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Equivalent sample size m0 of every peer [default: m / (lr * n), Eq. 5]."),
-        click.option("--test-size", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.test_size, show_default=True,
+        click.option("--test-size", type=click.FloatRange(min=0, min_open=True), default=base.test_size, show_default=True,
                      help="Test set: a fraction of the data if below 1, else a count."),
-        click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True, help="Seed of splits, graphs and sampling."),
+        click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
     ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    names = ["data", "label", "model", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
+             "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
+    return dict(zip(names, options))
+
+
+def options(*names: str, base: SimulationConfig = DEFAULTS):
+    """Decorator adding the named shared options (all of them if none are named), defaults taken from ``base``."""
+    available = _all_options(base)
+
+    def decorate(function):
+        for name in reversed(names or tuple(available)):
+            function = available[name](function)
+        return function
+
+    return decorate
+
+
+run_options = options()
+"""Data, model, network and CRC options: everything a simulation takes."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crc.errors import CRCError
+from crc.files import atomic_write_text
 from crc.schema import CONTINUOUS, Schema, canonical_value, infer_schema, is_missing
 
 MAX_TABLE_BYTES = 2 * 2**30
@@ -144,6 +145,37 @@ def dataset_from_columns(columns: dict[str, list[str]], label: str, name: str = 
     schema = infer_schema(columns, label)
     x, y = encode(schema, columns, source=name or "data")
     return Dataset(schema, x, y, name)
+
+
+def to_columns(dataset: Dataset, rows: np.ndarray) -> dict[str, list[str]]:
+    """The raw cells of ``rows`` (feature columns, then the label), as ``read_csv`` would return them.
+
+    Continuous values are written with ``repr`` (exact for float64), categories and
+    classes as their strings, missing cells empty.
+    """
+    schema = dataset.schema
+    columns = {}
+    for j, feature in enumerate(schema.features):
+        values = dataset.x[rows, j]
+        if feature.kind == CONTINUOUS:
+            columns[feature.name] = ["" if math.isnan(v) else repr(float(v)) for v in values]
+        else:
+            columns[feature.name] = ["" if math.isnan(v) else feature.categories[int(v)] for v in values]
+    columns[schema.label] = [schema.classes[int(k)] for k in dataset.y[rows]]
+    return columns
+
+
+def format_csv(columns: dict[str, list[str]]) -> str:
+    """Raw columns as comma-separated text with a header row."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(list(columns))
+    writer.writerows(zip(*columns.values()))
+    return stream.getvalue()
+
+
+def write_csv(path, columns: dict[str, list[str]]) -> None:
+    atomic_write_text(path, format_csv(columns))
 
 
 def standardize(schema: Schema, x: np.ndarray) -> np.ndarray:

@@ -87,7 +87,10 @@ class SimulationConfig:
 
 @dataclass
 class Split:
-    """One repeat's standardized training and test data and the nodes' parts."""
+    """One repeat's standardized training and test data and the nodes' parts.
+
+    ``train_rows`` and ``test_rows`` index the data set; ``parts`` index the training set.
+    """
 
     model: GenerativeModel
     phi_train: np.ndarray
@@ -95,6 +98,8 @@ class Split:
     phi_test: np.ndarray
     y_test: np.ndarray
     parts: list
+    train_rows: np.ndarray
+    test_rows: np.ndarray
 
 
 def load_for(config: SimulationConfig) -> Dataset:
@@ -127,7 +132,12 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
-    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, train, test)
+
+
+def repeat_seeds(seed: int, repeat: int) -> tuple[np.random.SeedSequence, ...]:
+    """Seeds of the split, the graph and the evaluation sample of one repeat (the same in every command)."""
+    return tuple(np.random.SeedSequence(seed, spawn_key=(repeat,)).spawn(3))
 
 
 def _evaluation_sample(split: Split, config: SimulationConfig, seed: np.random.SeedSequence):
@@ -178,52 +188,100 @@ def _central_errors(split: Split, config: SimulationConfig, errors, cache: Centr
     return central
 
 
-def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], seed: np.random.SeedSequence,
-               progress=None, *, repeat: int = 0, cache: CentralCache | None = None) -> dict:
-    """One repeat: split, ML, RC, CRC, and the errors of DESIGN.md's results JSON."""
-    split_seed, graph_seed, eval_seed = seed.spawn(3)
+@dataclass
+class Repeat:
+    """One repeat's split, graph seed and evaluation sample, shared by the simulator and real launches."""
+
+    index: int
+    split: Split
+    graph_seed: np.random.SeedSequence
+    eval_nodes: np.ndarray
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+
+    def errors(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Train and test errors (n,) of node statistics (n, size) on the evaluation sample."""
+        split = self.split
+        return (metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx]),
+                metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
+
+    @property
+    def sampled(self) -> bool:
+        split = self.split
+        return bool(len(self.eval_nodes) < len(split.parts) or len(self.train_idx) < len(split.y_train)
+                    or len(self.test_idx) < len(split.y_test))
+
+
+def prepare_repeat(dataset: Dataset, config: SimulationConfig, repeat: int) -> Repeat:
+    split_seed, graph_seed, eval_seed = repeat_seeds(config.seed, repeat)
     split = make_split(dataset, config, split_seed)
-    model = split.model
     nodes, train_idx, test_idx = _evaluation_sample(split, config, eval_seed)
-    phi_tr, y_tr = split.phi_train[train_idx], split.y_train[train_idx]
-    phi_te, y_te = split.phi_test[test_idx], split.y_test[test_idx]
+    return Repeat(repeat, split, graph_seed, nodes, train_idx, test_idx)
 
-    def errors(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return metrics.node_errors(model, stats, phi_tr, y_tr), metrics.node_errors(model, stats, phi_te, y_te)
 
-    central = _central_errors(split, config, errors, cache, _central_key(dataset, config, repeat))
+def ess_for(config: SimulationConfig) -> float:
+    """``--ess``, or Eq. 5's ``m / (lr n)``."""
+    return float(config.ess or default_ess(config.train_size, config.nodes, config.lr))
 
-    ess = config.ess or default_ess(config.train_size, config.nodes, config.lr)
-    local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
-    mixing = network(config.nodes, graph_seed)
-    engine = CRCEngine(model, local, mixing, ess=ess, iterations=config.iters)
+
+def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None) -> dict:
+    """``{"ml": ..., "rc": ...}`` errors of centralized learning on the repeat's pooled training set."""
+    return _central_errors(rep.split, config, rep.errors, cache, _central_key(dataset, config, rep.index))
+
+
+def crc_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float, nodes: np.ndarray | None = None) -> dict:
+    """The repeat's results object from the nodes' final statistics (n_eval, size).
+
+    ``nodes`` are the node indices the rows of ``final`` belong to (default: the
+    evaluation sample); local sizes are reported over all nodes of the split.
+    """
+    train_err, test_err = rep.errors(final)
+    nodes = rep.eval_nodes if nodes is None else nodes
+    result = {
+        "ml": central["ml"],
+        "rc": central["rc"],
+        "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+                "train_std": float(train_err.std()), "test_std": float(test_err.std())},
+        "rounds": [],
+        "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(rep.train_idx)),
+                       "test_instances": int(len(rep.test_idx)),
+                       "sampled": bool(rep.sampled or len(nodes) < len(rep.split.parts))},
+        "ess": float(ess),
+        "local_sizes": {"min": int(min(map(len, rep.split.parts))), "max": int(max(map(len, rep.split.parts)))},
+    }
+    result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
+    result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
+    return result
+
+
+def make_engine(rep: Repeat, config: SimulationConfig, network: Callable[[int, object], Mixing]) -> tuple[CRCEngine, Mixing]:
+    """The CRC engine of a repeat, every node at ``uniform(m0)``, and its mixing."""
+    local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
+    mixing = network(config.nodes, rep.graph_seed)
+    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters), mixing
+
+
+def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[int, object], Mixing], repeat: int,
+               progress=None, *, cache: CentralCache | None = None) -> dict:
+    """One repeat: split, ML, RC, CRC, and the errors of DESIGN.md's results JSON."""
+    rep = prepare_repeat(dataset, config, repeat)
+    central = central_results(dataset, config, rep, cache)
+    engine, mixing = make_engine(rep, config, network)
     curve = []
 
     def on_round(round_: int, stats: np.ndarray) -> None:
         if config.curve:
-            train_err, test_err = errors(stats[nodes])
+            train_err, test_err = rep.errors(stats[rep.eval_nodes])
             curve.append({"round": round_, "train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
                           "train_std": float(train_err.std()), "test_std": float(test_err.std())})
         if progress is not None:
             progress(round_)
 
     final = engine.run(config.rounds, on_round)
-    train_err, test_err = errors(final[nodes])
-    result = {
-        "ml": central["ml"],
-        "rc": central["rc"],
-        "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
-                "train_std": float(train_err.std()), "test_std": float(test_err.std())},
-        "rounds": curve,
-        "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(train_idx)), "test_instances": int(len(test_idx)),
-                       "sampled": bool(len(nodes) < config.nodes or len(train_idx) < len(split.y_train) or len(test_idx) < len(split.y_test))},
-        "ess": float(ess),
-        "local_sizes": {"min": int(min(map(len, split.parts))), "max": int(max(map(len, split.parts)))},
-    }
+    result = crc_results(rep, central, final[rep.eval_nodes], ess=engine.ess)
+    result["rounds"] = curve
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
-    result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
-    result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
     return result
 
 
@@ -241,11 +299,10 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
     """
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
-    seeds = np.random.SeedSequence(config.seed).spawn(config.repeats)
     repeats = []
-    for index, seed in enumerate(seeds):
+    for index in range(config.repeats):
         hook = (lambda round_, index=index: progress(index, round_)) if progress else None
-        repeats.append(run_repeat(dataset, config, network, seed, hook, repeat=index, cache=cache))
+        repeats.append(run_repeat(dataset, config, network, index, hook, cache=cache))
     ess = repeats[0]["ess"]
     summary = {
         "config": {**asdict(config), "ess": ess, "instances": len(dataset), "classes": dataset.schema.n_classes},
@@ -275,15 +332,10 @@ def simulate_central(config: SimulationConfig, *, dataset: Dataset | None = None
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
     repeats = []
-    for index, seed in enumerate(np.random.SeedSequence(config.seed).spawn(config.repeats)):
-        split_seed, _, eval_seed = seed.spawn(3)
+    for index in range(config.repeats):
+        split_seed, graph_seed, eval_seed = repeat_seeds(config.seed, index)
         split = make_split(dataset, config, split_seed, require_all_classes=False)
-        _, train_idx, test_idx = _evaluation_sample(split, config, eval_seed)
-
-        def errors(stats, split=split, train_idx=train_idx, test_idx=test_idx):
-            return (metrics.node_errors(split.model, stats, split.phi_train[train_idx], split.y_train[train_idx]),
-                    metrics.node_errors(split.model, stats, split.phi_test[test_idx], split.y_test[test_idx]))
-
-        repeats.append(_central_errors(split, config, errors, cache, _central_key(dataset, config, index)))
+        rep = Repeat(index, split, graph_seed, *_evaluation_sample(split, config, eval_seed))
+        repeats.append(central_results(dataset, config, rep, cache))
     return {"config": {**asdict(config), "instances": len(dataset), "classes": dataset.schema.n_classes},
             "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]), "repeats": repeats}

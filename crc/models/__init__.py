@@ -9,12 +9,14 @@ from crc.schema import Schema
 MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA}
 
 
-def make_model(kind: str, schema: Schema) -> GenerativeModel:
-    """Build the model named ``kind`` (``nb`` or ``qda``) for a schema."""
+def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
+    """Build the model named ``kind`` for a schema; ``options`` are the model's structure settings."""
+    if kind not in MODELS:
+        raise CRCError(f"unknown model {kind!r}; known: {', '.join(MODELS)}")
     try:
-        return MODELS[kind](schema)
-    except KeyError:
-        raise CRCError(f"unknown model {kind!r}; known: {', '.join(MODELS)}") from None
+        return MODELS[kind](schema, **options)
+    except TypeError:
+        raise CRCError(f"model {kind!r} does not take the options {sorted(options)}") from None
 
 
 __all__ = ["GenerativeModel", "MODELS", "NaiveBayes", "QDA", "make_model", "one_hot"]

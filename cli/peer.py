@@ -1,0 +1,157 @@
+"""Commands for real deployments: ``crc schema``, ``crc split``, ``crc node``, ``crc predict``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+
+import click
+
+from cli.options import options
+from crc.calibration import DEFAULT_LR
+from crc.data import format_csv, read_csv, write_csv
+from crc.datasets import load_dataset
+from crc.errors import CRCError
+from crc.model_file import TrainedModel, load_model
+from crc.models import MODELS, make_model
+from crc.schema import Schema
+from crc.simulation import SimulationConfig, load_for, make_split, repeat_seeds
+from nodes.deployment import write_deployment
+from nodes.local_data import load_local
+from nodes.peer import Peer, PeerSettings
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@click.command()
+@click.option("--data", required=True, help="CSV file (or bundled data set name) the schema is inferred from.")
+@click.option("--label", default=None, help="Class column (required for a CSV file).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Schema JSON file to write.")
+def schema(data, label, out):
+    """Write the schema every peer must share: classes, feature kinds and
+    categories, and the standardization (mean, std) of continuous features,
+    computed on DATA."""
+    dataset = load_dataset(data, label=label)
+    shared = dataset.schema.standardized(dataset.x[:, dataset.schema.continuous])
+    shared.save(out)
+    click.echo(f"{out}: {len(shared.features)} features ({len(shared.continuous)} continuous, "
+               f"{len(shared.discrete)} discrete), {shared.n_classes} classes, label {shared.label!r}")
+
+
+@click.command()
+@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew", "test_size", "seed")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the files into.")
+def split(out, **settings):
+    """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
+    and OUT/schema.json (standardized on the pooled training set).
+
+    The split is the one `crc simulate` uses for the same options and seed
+    (its first repeat), so a deployment can be compared with the simulator.
+    """
+    config = SimulationConfig(**settings)
+    config.validate()
+    dataset = load_for(config)
+    drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])
+    write_deployment(dataset, drawn, out)
+    sizes = [len(p) for p in drawn.parts]
+    click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
+               f"test.csv ({len(drawn.test_rows)} instances), schema.json")
+
+
+def _configure_logging(level: str, name: str) -> logging.Logger:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {name} %(message)s"))
+    log = logging.getLogger(f"crc.node.{name}")
+    log.handlers[:] = [handler]
+    log.setLevel(level.upper())
+    log.propagate = False
+    return log
+
+
+@click.command()
+@click.option("--bind", required=True, help="Address this peer listens on, e.g. tcp://10.0.0.5:7000; also its name.")
+@click.option("--peers", default="", help="Comma-separated bind addresses of the neighbours.")
+@click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
+@click.option("--label", default=None, help="Class column (default: the schema's label).")
+@click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
+@click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
+              help="Only used for the default ESS.")
+@click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Equivalent sample size m0, the same on every peer [default: local size / lr, which is "
+                   "m / (lr n) when all peers hold equally many instances].")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="Seconds to wait for the neighbours' statistics each round.")
+@click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
+              help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
+@click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
+def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, checkpoint, run_id, out, log_level):
+    """Run one CRC peer: exchange statistics with the --peers every round, calibrate
+    on the local --data, and write the trained model to --out.
+
+    Logs go to standard error, one line per event. SIGINT/SIGTERM stop the peer
+    within a second after writing its checkpoint (exit status 130/143).
+    """
+    shared = Schema.load(schema_path)
+    if label is not None and label != shared.label:
+        raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
+    neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
+    if len(set(neighbours)) != len(neighbours):
+        raise CRCError("--peers lists a neighbour twice")
+    classifier = make_model(model, shared)
+    phi, y = load_local(data, shared, classifier)
+    log = _configure_logging(log_level, bind)
+    settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout=timeout, run=run_id,
+                            checkpoint_dir=checkpoint)
+    try:
+        peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
+    except ValueError as exc:
+        raise CRCError(str(exc)) from None
+    received = {}
+
+    def stop(signum, frame):
+        received["signal"] = signum
+        peer.stop.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    finished = peer.run()
+    if not finished:
+        sys.exit(128 + received.get("signal", signal.SIGTERM))
+    metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess}
+    TrainedModel(shared, model, peer.stats, metrics).save(out)
+    missing = sum(peer.metrics.missing.values())
+    rejected = sum(peer.metrics.rejected.values())
+    log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,
+             rejected, out)
+
+
+@click.command()
+@click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False), help="A peer's model file.")
+@click.option("--data", required=True, type=click.Path(dir_okay=False), help="CSV file with the schema's feature columns.")
+@click.option("--label", default=None, help="Class column, if present [default: the schema's label, when in the file].")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="CSV of predictions [default: standard output].")
+def predict(model_path, data, label, out):
+    """Predict classes and class probabilities with a trained peer's model;
+    with labels, report the accuracy on standard error."""
+    trained = load_model(model_path)
+    columns = read_csv(data)
+    label = label or trained.schema.label
+    proba = trained.predict_proba(columns, source=data)
+    predicted = trained.classes[proba.argmax(axis=1)]
+    table = {"prediction": list(predicted)}
+    for k, name in enumerate(trained.schema.classes):
+        table[f"p({name})"] = [repr(float(p)) for p in proba[:, k]]
+    if out:
+        write_csv(out, table)
+    else:
+        click.echo(format_csv(table), nl=False)
+    if label in columns:
+        truth = columns[label]
+        accuracy = sum(p == t for p, t in zip(predicted, truth)) / len(truth)
+        click.echo(f"accuracy {accuracy:.4f} on {len(truth)} instances (error {1 - accuracy:.4f})", err=True)

@@ -1,0 +1,153 @@
+"""Run a whole network of real ``crc node`` processes on 127.0.0.1 and evaluate it like the simulator.
+
+The split, the graph, the ESS and the evaluation sample are those of the
+simulator's first repeat for the same options, so with no faults the peers'
+statistics equal the simulator's.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from crc.errors import CRCError
+from crc.files import read_json
+from crc.model_file import load_model
+from crc.simulation import SimulationConfig, central_results, crc_results, ess_for, load_for, prepare_repeat
+from nodes.deployment import node_file, write_deployment
+from topologies import Schedule
+
+STARTUP_ALLOWANCE_S = 60.0
+REAP_GRACE_S = 3.0
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports on 127.0.0.1 that are free now (held open together so that they are distinct)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
+                 ess: float, timeout: float, log_level: str) -> list[str]:
+    """The ``crc node`` command line of peer ``index``."""
+    return [sys.executable, "-m", "cli", "node", "--bind", addresses[index],
+            "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
+            "--schema", str(workdir / "schema.json"), "--model", config.model, "--rounds", str(config.rounds),
+            "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
+            "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
+            "--log-level", log_level]
+
+
+def _reap(processes: list[subprocess.Popen]) -> None:
+    """Stop every process still running: SIGTERM, then SIGKILL after a grace period."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + REAP_GRACE_S
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def launch(config: SimulationConfig, workdir, *, timeout: float = 60.0, log_level: str = "warning",
+           progress: Callable[[int, int], None] | None = None) -> dict:
+    """Run ``config.nodes`` peers, wait for them (bounded), and return the results JSON with ``network``."""
+    config.validate()
+    if config.period is not None:
+        raise CRCError("real peers use a static graph: --period is for the simulator")
+    if config.repeats != 1:
+        raise CRCError("crc launch runs one repeat")
+    workdir = Path(workdir)
+    dataset = load_for(config)
+    rep = prepare_repeat(dataset, config, 0)
+    write_deployment(dataset, rep.split, workdir)
+    graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
+    addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
+    ess = ess_for(config)
+    processes = []
+    started = time.monotonic()
+    try:
+        for index in range(config.nodes):
+            command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
+                                   timeout=timeout, log_level=log_level)
+            with open(workdir / f"node-{index}.log", "wb") as log:
+                processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
+        deadline = started + STARTUP_ALLOWANCE_S + config.rounds * timeout
+        while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
+            if progress is not None:
+                progress(sum(p.poll() is not None for p in processes), config.nodes)
+            time.sleep(0.1)
+    finally:
+        _reap(processes)
+    wall = time.monotonic() - started
+    return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout)
+
+
+def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
+              timeout: float) -> dict:
+    finished, stats, status, metrics = [], [], [], []
+    for index, process in enumerate(processes):
+        path = workdir / f"model-{index}.json"
+        entry = {"node": index, "bind": addresses[index], "exit_code": process.returncode}
+        if process.returncode == 0 and path.exists():
+            model = load_model(path)
+            finished.append(index)
+            stats.append(model.stats)
+            metrics.append(model.metrics)
+            entry.update(status="finished", rounds_done=model.metrics.get("rounds_done"))
+        else:
+            entry.update(status="failed", rounds_done=_checkpoint_round(workdir / f"checkpoint-{index}"))
+        status.append(entry)
+    if not finished:
+        raise CRCError(f"no peer finished; see the logs in {workdir}")
+    central = central_results(dataset, config, rep)
+    results = crc_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
+    rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
+    rejected = {}
+    for m in metrics:
+        for cause, count in m.get("rejected", {}).items():
+            rejected[cause] = rejected.get(cause, 0) + count
+    payload = 8 * rep.split.model.size
+    sent = sum(m.get("messages_sent", 0) for m in metrics)
+    network = {
+        "messages": sent, "bytes": sum(m.get("bytes_sent", 0) for m in metrics),
+        "rejected": sum(rejected.values()), "rejected_by_cause": {k: v for k, v in rejected.items() if v},
+        "missing": sum(sum(m.get("missing", {}).values()) for m in metrics),
+        "round_ms_p50": float(np.percentile(rounds_ms, 50)) if rounds_ms else 0.0,
+        "round_ms_p99": float(np.percentile(rounds_ms, 99)) if rounds_ms else 0.0,
+        "payload_bytes": payload,
+        "bytes_per_message": (sum(m.get("bytes_sent", 0) for m in metrics) / sent) if sent else 0.0,
+        "wall_s": wall, "finished": len(finished), "failed": [s for s in status if s["status"] != "finished"],
+        "workdir": str(workdir),
+    }
+    return {"config": {**asdict(config), "ess": ess, "instances": len(dataset), "classes": dataset.schema.n_classes,
+                       "timeout": timeout},
+            **{k: results[k] for k in ("ml", "rc", "crc", "train_gap", "test_gap", "rounds", "evaluation", "local_sizes")},
+            "repeats": [results], "network": network, "nodes": status}
+
+
+def _checkpoint_round(directory: Path):
+    path = directory / "checkpoint.json"
+    try:
+        return read_json(path).get("round") if path.exists() else 0
+    except CRCError:
+        return None

@@ -1,0 +1,25 @@
+"""A peer's local data file, checked against the shared schema before any network activity."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.data import encode, read_csv, standardize
+from crc.errors import CRCError
+from crc.models import GenerativeModel
+from crc.schema import Schema
+
+
+def load_local(path, schema: Schema, model: GenerativeModel) -> tuple[np.ndarray, np.ndarray]:
+    """Features phi (m, k) and class codes y (m,) of a CSV file with the schema's columns.
+
+    Raises CRCError naming the file for a wrong or missing column, an unknown
+    class or category, an unparsable number, or an empty file.
+    """
+    columns = read_csv(path)
+    if schema.label not in columns:
+        raise CRCError(f"{path}: no label column {schema.label!r} (the schema's label)")
+    x, y = encode(schema, columns, source=str(path))
+    if len(y) == 0:
+        raise CRCError(f"{path}: no instances")
+    return model.features(standardize(schema, x)), y

@@ -1,0 +1,129 @@
+"""The wire format between peers: one msgpack map per ZeroMQ frame.
+
+Fields (all required)::
+
+    v       protocol version (int, PROTOCOL_VERSION)
+    type    "stats"
+    run     run id (str): peers of different runs ignore each other
+    from    sender id: the address the sender binds (str)
+    round   round whose statistics these are (int >= 0)
+    schema  schema id of the model (hex str)
+    ess     equivalent sample size of the sender (float)
+    dtype   "<f8"
+    n       number of float64 values
+    data    the statistics, raw little-endian float64 bytes (bin)
+
+Nothing is trusted: the frame size is checked before decoding, msgpack runs
+with tight limits, every field is type-checked, and the payload must be finite
+and of the expected length. A rejection names its cause (see ``CAUSES``).
+Statistics may be negative after calibration, so the sign is not checked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import msgpack
+import numpy as np
+
+PROTOCOL_VERSION = 1
+MESSAGE_TYPE = "stats"
+DTYPE = "<f8"
+FIELDS = frozenset({"v", "type", "run", "from", "round", "schema", "ess", "dtype", "n", "data"})
+MAX_TEXT = 512
+ENVELOPE_BYTES = 1024
+"""Generous bound on everything but the payload, used to size frame limits."""
+ESS_RELATIVE_TOLERANCE = 1e-9
+
+CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
+          "stale", "duplicate")
+"""Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
+
+
+class Rejected(Exception):
+    """A frame that must be ignored; ``cause`` is one of CAUSES, ``detail`` says what was wrong."""
+
+    def __init__(self, cause: str, detail: str, sender: str | None = None):
+        super().__init__(f"{cause}: {detail}")
+        self.cause, self.detail, self.sender = cause, detail, sender
+
+
+@dataclass(frozen=True)
+class Message:
+    sender: str
+    round: int
+    stats: np.ndarray
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a peer accepts: its run, schema id, ESS, statistics length and neighbours."""
+
+    run: str
+    schema_id: str
+    ess: float
+    size: int
+    neighbours: frozenset
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return 8 * self.size + ENVELOPE_BYTES
+
+
+def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, stats: np.ndarray) -> bytes:
+    """One frame carrying ``stats`` (float64, shape (size,))."""
+    payload = np.ascontiguousarray(stats, dtype=DTYPE)
+    return msgpack.packb({"v": PROTOCOL_VERSION, "type": MESSAGE_TYPE, "run": run, "from": sender, "round": int(round_),
+                          "schema": schema_id, "ess": float(ess), "dtype": DTYPE, "n": int(payload.size),
+                          "data": payload.tobytes()}, use_bin_type=True)
+
+
+def decode(frame: bytes, expect: Expectation) -> Message:
+    """Validate a frame against ``expect``; raise Rejected with the first cause found."""
+    if len(frame) > expect.max_frame_bytes:
+        raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
+    try:
+        obj = msgpack.unpackb(frame, raw=False, strict_map_key=True, use_list=False,
+                              max_bin_len=8 * expect.size, max_str_len=MAX_TEXT, max_array_len=0,
+                              max_map_len=len(FIELDS), max_ext_len=0)
+    except Exception as exc:  # msgpack raises several types for hostile input; none may escape
+        raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
+    if not isinstance(obj, dict) or set(obj) != FIELDS:
+        keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
+        raise Rejected("malformed", f"fields {keys}, expected {sorted(FIELDS)}")
+    sender = obj["from"]
+    if not isinstance(sender, str):
+        raise Rejected("malformed", "sender is not a string")
+    _check_types(obj, sender)
+    if obj["v"] != PROTOCOL_VERSION:
+        raise Rejected("version", f"protocol version {obj['v']}, this peer speaks {PROTOCOL_VERSION}", sender)
+    if obj["type"] != MESSAGE_TYPE:
+        raise Rejected("type", f"message type {obj['type']!r}", sender)
+    if obj["run"] != expect.run:
+        raise Rejected("run", f"run id {obj['run']!r}, this peer is in run {expect.run!r}", sender)
+    if sender not in expect.neighbours:
+        raise Rejected("sender", f"{sender!r} is not a configured neighbour", sender)
+    if obj["schema"] != expect.schema_id:
+        raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… "
+                                 "(different schema file, model or structure)", sender)
+    if not math.isclose(obj["ess"], expect.ess, rel_tol=ESS_RELATIVE_TOLERANCE):
+        raise Rejected("ess", f"ESS {obj['ess']!r}, this peer uses {expect.ess!r}: give every peer the same --ess", sender)
+    if obj["dtype"] != DTYPE or obj["n"] != expect.size or len(obj["data"]) != 8 * expect.size:
+        raise Rejected("length", f"{obj['n']} values of {obj['dtype']!r} in {len(obj['data'])} bytes, "
+                                 f"expected {expect.size} of {DTYPE!r}", sender)
+    stats = np.frombuffer(obj["data"], dtype=DTYPE).astype(np.float64)
+    if not np.all(np.isfinite(stats)):
+        raise Rejected("non-finite", "statistics contain NaN or infinity", sender)
+    return Message(sender=sender, round=obj["round"], stats=stats)
+
+
+def _check_types(obj: dict, sender: str) -> None:
+    checks = (("v", int), ("type", str), ("run", str), ("round", int), ("schema", str), ("ess", float),
+              ("dtype", str), ("n", int), ("data", bytes))
+    for key, kind in checks:
+        value = obj[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise Rejected("malformed", f"field {key!r} is {type(value).__name__}, expected {kind.__name__}", sender)
+    if obj["round"] < 0 or not math.isfinite(obj["ess"]) or obj["ess"] <= 0:
+        raise Rejected("malformed", f"round {obj['round']} or ESS {obj['ess']!r} out of range", sender)
