@@ -1,27 +1,38 @@
-"""The ``crc`` command."""
+"""The ``crc`` command: subcommands are imported when used, so that a peer starts quickly."""
 
 from __future__ import annotations
 
-import json
-import math
-import sys
+import importlib
 
 import click
 
-from cli.bench import bench
-from cli.experiment import experiment
-from cli.launch import launch
-from cli.options import run_options
-from cli.peer import node, predict, schema, split
-from cli.report import report
-from crc.datasets import BUNDLED, load_bundled
 from crc.errors import CRCError
-from crc.simulation import SimulationConfig, simulate as run_simulation
-from topologies import network_factory
+
+COMMANDS = {
+    "simulate": "cli.simulate:simulate",
+    "experiment": "cli.experiment:experiment",
+    "report": "cli.report:report",
+    "datasets": "cli.simulate:datasets",
+    "schema": "cli.peer:schema",
+    "split": "cli.split:split",
+    "node": "cli.peer:node",
+    "predict": "cli.peer:predict",
+    "launch": "cli.launch:launch",
+    "bench": "cli.bench:bench",
+}
 
 
 class CRCGroup(click.Group):
-    """Turns CRCError into a one-line message and exit status 1."""
+    """Loads subcommands lazily and turns CRCError into a one-line message and exit status 1."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
 
     def invoke(self, ctx):
         try:
@@ -35,58 +46,3 @@ class CRCGroup(click.Group):
 def main():
     """Collaborative risk-based calibration (CRC): peers learn a generative
     classifier together by sharing sufficient statistics, never data."""
-
-
-@main.command()
-@run_options
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Independent repeats (fresh split and graph); figures are their means.")
-@click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list).")
-@click.option("--json", "as_json", is_flag=True, help="Print the results JSON to standard output and nothing else there.")
-def simulate(as_json: bool, **options):
-    """Simulate CRC on one machine and compare it with centralized ML and RC.
-
-    With no options: naive Bayes, 50 peers on a random tree, 50 instances each,
-    64 rounds, on the bundled 'letter' data set (the paper's default setting).
-    """
-    config = SimulationConfig(**options)
-    total = config.repeats * config.rounds
-    with click.progressbar(length=total, label="simulating", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
-        network = network_factory(config.topology, config.period or math.inf)
-        results = run_simulation(config, network, progress=lambda repeat, round_: bar.update(1))
-    if as_json:
-        click.echo(json.dumps(results, indent=2))
-        return
-    cfg = results["config"]
-    sizes = results["local_sizes"]
-    per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
-    dynamic = f", redrawn every {cfg['period']} rounds" if cfg["period"] else ""
-    click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers{dynamic}, {per_peer} instances each "
-               f"({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
-    click.echo(f"{'':6}{'train error':>12}{'test error':>12}")
-    for name in ("ml", "rc", "crc"):
-        row = results[name]
-        click.echo(f"{name.upper():6}{row['train_error']:>12.4f}{row['test_error']:>12.4f}")
-    click.echo(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
-    click.echo(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
-    if results["evaluation"]["sampled"]:
-        ev = results["evaluation"]
-        click.echo(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")
-
-
-@main.command()
-def datasets():
-    """List the bundled data sets with their sizes and feature kinds."""
-    click.echo(f"{'name':<12}{'instances':>10}{'features':>10}{'continuous':>12}{'discrete':>10}{'classes':>9}")
-    for name in BUNDLED:
-        schema = (ds := load_bundled(name)).schema
-        click.echo(f"{name:<12}{len(ds):>10}{len(schema.features):>10}{len(schema.continuous):>12}"
-                   f"{len(schema.discrete):>10}{schema.n_classes:>9}")
-    click.echo("Also: 'synthetic' (seeded Gaussian classes, 20 continuous features, 3 classes, sized to the run).")
-
-
-main.add_command(bench)
-main.add_command(experiment)
-main.add_command(report)
-for command in (schema, split, node, predict, launch):
-    main.add_command(command)

@@ -1,4 +1,4 @@
-"""Commands for real deployments: ``crc schema``, ``crc split``, ``crc node``, ``crc predict``."""
+"""Commands of a real deployment: ``crc schema``, ``crc node``, ``crc predict`` (kept light: a peer starts fast)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 
 import click
 
-from cli.options import options
 from crc.calibration import DEFAULT_LR
 from crc.data import format_csv, read_csv, write_csv
 from crc.datasets import load_dataset
@@ -16,8 +15,6 @@ from crc.errors import CRCError
 from crc.model_file import TrainedModel, load_model
 from crc.models import MODELS, make_model
 from crc.schema import Schema
-from crc.simulation import SimulationConfig, load_for, make_split, repeat_seeds
-from nodes.deployment import write_deployment
 from nodes.local_data import load_local
 from nodes.peer import Peer, PeerSettings
 
@@ -37,26 +34,6 @@ def schema(data, label, out):
     shared.save(out)
     click.echo(f"{out}: {len(shared.features)} features ({len(shared.continuous)} continuous, "
                f"{len(shared.discrete)} discrete), {shared.n_classes} classes, label {shared.label!r}")
-
-
-@click.command()
-@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew", "test_size", "seed")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the files into.")
-def split(out, **settings):
-    """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
-    and OUT/schema.json (standardized on the pooled training set).
-
-    The split is the one `crc simulate` uses for the same options and seed
-    (its first repeat), so a deployment can be compared with the simulator.
-    """
-    config = SimulationConfig(**settings)
-    config.validate()
-    dataset = load_for(config)
-    drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])
-    write_deployment(dataset, drawn, out)
-    sizes = [len(p) for p in drawn.parts]
-    click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
-               f"test.csv ({len(drawn.test_rows)} instances), schema.json")
 
 
 def _configure_logging(level: str, name: str) -> logging.Logger:

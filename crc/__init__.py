@@ -7,8 +7,9 @@ simulator. Graphs come from ``topologies``, real peers from ``nodes``.
 
 from crc.errors import CRCError
 from crc.estimators import NaiveBayesClassifier, QDAClassifier
+from crc.model_file import TrainedModel, load_model
 from crc.schema import Schema
 
 __version__ = "0.1.0"
 
-__all__ = ["CRCError", "NaiveBayesClassifier", "QDAClassifier", "Schema", "__version__"]
+__all__ = ["CRCError", "NaiveBayesClassifier", "QDAClassifier", "Schema", "TrainedModel", "__version__", "load_model"]

@@ -122,6 +122,7 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
     central = central_results(dataset, config, rep)
     results = crc_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
+    later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected = {}
     for m in metrics:
         for cause, count in m.get("rejected", {}).items():
@@ -134,6 +135,8 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
         "missing": sum(sum(m.get("missing", {}).values()) for m in metrics),
         "round_ms_p50": float(np.percentile(rounds_ms, 50)) if rounds_ms else 0.0,
         "round_ms_p99": float(np.percentile(rounds_ms, 99)) if rounds_ms else 0.0,
+        "round_ms_p99_after_first": float(np.percentile(later_ms, 99)) if later_ms else 0.0,
+        "rounds_seconds": max(sum(m.get("round_ms", [])) for m in metrics) / 1000,
         "payload_bytes": payload,
         "bytes_per_message": (sum(m.get("bytes_sent", 0) for m in metrics) / sent) if sent else 0.0,
         "wall_s": wall, "finished": len(finished), "failed": [s for s in status if s["status"] != "finished"],

@@ -85,7 +85,7 @@ def decode(frame: bytes, expect: Expectation) -> Message:
         raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
     try:
         obj = msgpack.unpackb(frame, raw=False, strict_map_key=True, use_list=False,
-                              max_bin_len=8 * expect.size, max_str_len=MAX_TEXT, max_array_len=0,
+                              max_bin_len=expect.max_frame_bytes, max_str_len=MAX_TEXT, max_array_len=0,
                               max_map_len=len(FIELDS), max_ext_len=0)
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None

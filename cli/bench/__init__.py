@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import resource
+import tempfile
 import time
 import tracemalloc
 
@@ -12,8 +13,9 @@ import numpy as np
 
 from cli.bench.per_node_loop import per_node_crc
 from crc.engine import CRCEngine, LocalData, default_ess
-from crc.simulation import SimulationConfig, load_for, make_split
-from topologies import averaging_matrix, random_tree_graph
+from crc.simulation import SimulationConfig, load_for, make_split, simulate
+from nodes.launcher import launch
+from topologies import averaging_matrix, network_factory, random_tree_graph
 
 
 def _prepared(config: SimulationConfig):
@@ -81,8 +83,29 @@ def scale_run(config: SimulationConfig) -> dict:
     }
 
 
+def peers_run(config: SimulationConfig) -> dict:
+    """Real peers on loopback (``crc launch``) against the simulator on the same run."""
+    with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
+        results = launch(config, workdir, timeout=60.0)
+    start = time.perf_counter()
+    simulated = simulate(config, network_factory(config.topology))
+    simulate_seconds = time.perf_counter() - start
+    net = results["network"]
+    return {
+        "data": config.data, "model": config.model, "nodes": config.nodes, "topology": config.topology,
+        "local_size": config.local_size, "rounds": config.rounds,
+        "launch_wall_seconds": net["wall_s"], "simulate_wall_seconds": simulate_seconds,
+        "round_ms_p50": net["round_ms_p50"], "round_ms_p99": net["round_ms_p99"],
+        "round_ms_p99_after_first": net["round_ms_p99_after_first"], "rounds_seconds": net["rounds_seconds"],
+        "messages": net["messages"], "messages_per_s": net["messages"] / net["rounds_seconds"],
+        "bytes_per_message": net["bytes_per_message"], "payload_bytes": net["payload_bytes"],
+        "overhead_bytes_per_message": net["bytes_per_message"] - net["payload_bytes"],
+        "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
+    }
+
+
 @click.command()
-@click.option("--only", type=click.Choice(["engine", "scale"]), default=None, help="Run one part only.")
+@click.option("--only", type=click.Choice(["engine", "scale", "peers"]), default=None, help="Run one part only.")
 @click.option("--data", default="letter", show_default=True, help="Data set of the engine-versus-loop part.")
 @click.option("--model", type=click.Choice(["nb", "qda"]), default="nb", show_default=True)
 @click.option("--scale-nodes", type=click.IntRange(min=2), default=10_000, show_default=True, help="Peers of the scale run.")
@@ -93,10 +116,14 @@ def bench(only, data, model, scale_nodes, seed):
     engine: the default setting (50 peers x 50 instances, 64 rounds, random
     tree) on --data, vectorized engine against a per-node Python loop.
     scale: 'synthetic' data, --scale-nodes peers x 50 instances, 64 rounds.
+    peers: 16 real `crc node` processes on loopback on a random tree, 64
+    rounds on --data, against `crc simulate` of the same run.
     """
     report = {}
     if only in (None, "engine"):
         report["engine"] = engine_versus_loop(SimulationConfig(data=data, model=model, seed=seed))
     if only in (None, "scale"):
         report["scale"] = scale_run(SimulationConfig(data="synthetic", model=model, nodes=scale_nodes, seed=seed))
+    if only in (None, "peers"):
+        report["peers"] = peers_run(SimulationConfig(data=data, model=model, nodes=16, seed=seed))
     click.echo(json.dumps(report, indent=2))

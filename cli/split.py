@@ -1,0 +1,29 @@
+"""``crc split``: the files of a trial deployment, split as the simulator splits."""
+
+from __future__ import annotations
+
+import click
+
+from cli.options import options
+from crc.simulation import SimulationConfig, load_for, make_split, repeat_seeds
+from nodes.deployment import write_deployment
+
+
+@click.command()
+@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew", "test_size", "seed")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the files into.")
+def split(out, **settings):
+    """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
+    and OUT/schema.json (standardized on the pooled training set).
+
+    The split is the one `crc simulate` uses for the same options and seed
+    (its first repeat), so a deployment can be compared with the simulator.
+    """
+    config = SimulationConfig(**settings)
+    config.validate()
+    dataset = load_for(config)
+    drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])
+    write_deployment(dataset, drawn, out)
+    sizes = [len(p) for p in drawn.parts]
+    click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
+               f"test.csv ({len(drawn.test_rows)} instances), schema.json")

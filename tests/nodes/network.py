@@ -1,0 +1,105 @@
+"""Real `crc node` processes on 127.0.0.1 for the tests: started, watched and always reaped."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from crc.data import Dataset
+from crc.datasets import load_bundled
+from crc.model_file import load_model
+from crc.simulation import SimulationConfig, ess_for, make_engine, prepare_repeat
+from nodes.deployment import node_file, write_deployment
+from nodes.launcher import free_ports
+from topologies import Schedule, network_factory
+
+WAIT_S = 60.0
+
+
+def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30):
+    """A deployment directory, its graph and the simulator's final statistics (n, size) for it."""
+    config = SimulationConfig(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500)
+    dataset: Dataset = load_bundled(data)
+    rep = prepare_repeat(dataset, config, 0)
+    write_deployment(dataset, rep.split, tmp_path)
+    graph = Schedule("tree", nodes, seed=rep.graph_seed).graph(1)
+    engine, _ = make_engine(rep, config, network_factory("tree"))
+    return config, graph, engine.run(rounds)
+
+
+class Network:
+    """``crc node`` processes for a deployment in ``directory``; use as a context manager (reaps on exit)."""
+
+    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float):
+        self.directory, self.graph, self.config, self.timeout = directory, graph, config, timeout
+        self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
+        self.processes: dict[int, subprocess.Popen] = {}
+
+    def command(self, index: int) -> list[str]:
+        neighbours = ",".join(self.addresses[j] for j in sorted(self.graph.neighbors(index)))
+        return [sys.executable, "-m", "cli", "node", "--bind", self.addresses[index], "--peers", neighbours,
+                "--data", str(node_file(self.directory, index)), "--schema", str(self.directory / "schema.json"),
+                "--rounds", str(self.config.rounds), "--ess", repr(ess_for(self.config)), "--timeout", str(self.timeout),
+                "--checkpoint", str(self.directory / f"checkpoint-{index}"), "--out", str(self.model_path(index)),
+                "--log-level", "info"]
+
+    def model_path(self, index: int) -> Path:
+        return self.directory / f"model-{index}.json"
+
+    def log_path(self, index: int) -> Path:
+        return self.directory / f"node-{index}.log"
+
+    def start(self, index: int) -> None:
+        with open(self.log_path(index), "ab") as log:
+            self.processes[index] = subprocess.Popen(self.command(index), stdin=subprocess.DEVNULL,
+                                                     stdout=subprocess.DEVNULL, stderr=log)
+
+    def start_all(self, order=None, delay: float = 0.0) -> None:
+        for position, index in enumerate(order if order is not None else range(self.config.nodes)):
+            if position and delay:
+                time.sleep(delay)
+            self.start(index)
+
+    def checkpoint_round(self, index: int) -> int:
+        path = self.directory / f"checkpoint-{index}" / "checkpoint.json"
+        try:
+            return json.loads(path.read_text())["round"]
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    def wait_for_round(self, index: int, round_: int, limit: float = WAIT_S) -> None:
+        deadline = time.monotonic() + limit
+        while self.checkpoint_round(index) < round_:
+            assert time.monotonic() < deadline, f"peer {index} did not reach round {round_} in {limit} s"
+            assert self.processes[index].poll() is None, f"peer {index} exited early: {self.log_path(index).read_text()}"
+            time.sleep(0.02)
+
+    def signal(self, index: int, signum: int) -> None:
+        self.processes[index].send_signal(signum)
+
+    def wait(self, indices=None, limit: float = WAIT_S) -> dict[int, int]:
+        """Exit codes of the given peers (all by default), waiting at most ``limit`` seconds in all."""
+        deadline = time.monotonic() + limit
+        codes = {}
+        for index in indices if indices is not None else list(self.processes):
+            codes[index] = self.processes[index].wait(timeout=max(0.1, deadline - time.monotonic()))
+        return codes
+
+    def stats(self, indices=None) -> np.ndarray:
+        return np.array([load_model(self.model_path(i)).stats for i in (indices if indices is not None else range(self.config.nodes))])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            process.wait(timeout=10)

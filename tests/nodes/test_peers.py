@@ -1,0 +1,162 @@
+"""Real peer processes and sockets on 127.0.0.1: every wait bounded, every process reaped."""
+
+import signal
+import time
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from crc.data import read_csv
+from crc.model_file import load_model
+from crc.models import make_model
+from crc.schema import Schema
+from crc.simulation import SimulationConfig, ess_for
+from nodes.launcher import launch
+from nodes.wire import encode
+from tests.nodes.network import Network, scenario
+
+
+def neighbour_of(graph, index):
+    return sorted(graph.neighbors(index))[0]
+
+
+def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
+    config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500)
+    results = launch(config, tmp_path / "run", timeout=30.0)
+    _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10)
+    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
+    np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    assert results["network"]["finished"] == 5 and results["network"]["rejected"] == 0
+    assert results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4  # tree: 4 edges, both ways, rounds 0..8 sent
+    test = read_csv(tmp_path / "run" / "test.csv")
+    errors = [np.mean(load_model(tmp_path / "run" / f"model-{i}.json").predict(test) != np.array(test["class"]))
+              for i in range(5)]
+    assert np.mean(errors) == pytest.approx(results["crc"]["test_error"], abs=1e-12)
+
+
+def test_a_killed_peer_does_not_stop_the_others(tmp_path):
+    config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
+    victim = 1
+    with Network(tmp_path, graph, config, timeout=1.0) as net:
+        net.start_all()
+        net.wait_for_round(victim, 3)
+        net.signal(victim, signal.SIGKILL)
+        others = [i for i in range(4) if i != victim]
+        codes = net.wait(others)
+        assert all(code == 0 for code in codes.values())
+        test = read_csv(tmp_path / "test.csv")
+        for i in others:
+            model = load_model(net.model_path(i))
+            assert model.metrics["rounds_done"] == 10
+            assert np.mean(model.predict(test) == np.array(test["class"])) > 0.8
+        for i in graph.neighbors(victim):
+            assert load_model(net.model_path(i)).metrics["missing"][net.addresses[victim]] >= 5
+            assert "no statistics from " + net.addresses[victim] in net.log_path(i).read_text()
+
+
+def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_path):
+    config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
+    victim = 1
+    with Network(tmp_path, graph, config, timeout=2.0) as net:
+        net.start_all()
+        net.wait_for_round(victim, 3)
+        net.signal(victim, signal.SIGKILL)
+        net.processes[victim].wait(timeout=10)
+        killed_at = net.checkpoint_round(victim)
+        net.start(victim)
+        codes = net.wait()
+        assert codes == {i: 0 for i in range(4)}
+        log = net.log_path(victim).read_text()
+        assert f"resumed from checkpoint at round {killed_at}" in log
+        model = load_model(net.model_path(victim))
+        assert model.metrics["rounds_done"] == 10 and len(model.metrics["soft_loss"]) == 10
+        neighbour = neighbour_of(graph, victim)
+        # It rejoined: its neighbour heard from it again after the restart.
+        missing = load_model(net.model_path(neighbour)).metrics["missing"][net.addresses[victim]]
+        assert missing < 10 - killed_at
+
+
+def test_a_paused_peer_does_not_hang_the_others(tmp_path):
+    config, graph, _ = scenario(tmp_path, nodes=4, rounds=8)
+    paused = 2
+    with Network(tmp_path, graph, config, timeout=0.5) as net:
+        net.start_all()
+        net.wait_for_round(paused, 2)
+        net.signal(paused, signal.SIGSTOP)
+        time.sleep(2.0)
+        others = [i for i in range(4) if i != paused]
+        assert all(net.checkpoint_round(i) >= 3 for i in others), "the others stalled while a neighbour was paused"
+        net.signal(paused, signal.SIGCONT)
+        assert net.wait(limit=30) == {i: 0 for i in range(4)}
+        for i in graph.neighbors(paused):
+            assert load_model(net.model_path(i)).metrics["missing"][net.addresses[paused]] >= 1
+
+
+def test_start_order_does_not_matter(tmp_path):
+    config, graph, expected = scenario(tmp_path, nodes=4, rounds=6)
+    with Network(tmp_path, graph, config, timeout=20.0) as net:
+        net.start_all(order=[3, 2, 1, 0], delay=1.0)
+        assert net.wait() == {i: 0 for i in range(4)}
+        np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+
+
+def test_sigterm_stops_a_peer_quickly_with_its_checkpoint(tmp_path):
+    config, graph, _ = scenario(tmp_path, nodes=2, rounds=50)
+    with Network(tmp_path, graph, config, timeout=30.0) as net:
+        net.start(0)  # its neighbour never starts: it waits in round 1
+        time.sleep(2.0)
+        started = time.monotonic()
+        net.signal(0, signal.SIGTERM)
+        assert net.wait([0], limit=5) == {0: 128 + signal.SIGTERM}
+        assert time.monotonic() - started < 1.5
+        assert (tmp_path / "checkpoint-0" / "checkpoint.json").exists()
+
+
+def test_hostile_sender_is_rejected_counted_and_harmless(tmp_path):
+    config, graph, expected = scenario(tmp_path, nodes=3, rounds=8)
+    target = 0
+    friend = neighbour_of(graph, target)
+    with Network(tmp_path, graph, config, timeout=20.0) as net:
+        schema_id, size = _schema_id_and_size(tmp_path, config)
+        good = dict(run="crc", sender=net.addresses[friend], round_=0, schema_id=schema_id, ess=ess_for(config))
+        hostile = [
+            b"random bytes \x00\xff",
+            encode(**good, stats=np.zeros(size))[:-9],                      # truncated msgpack
+            b"\xc6\xff\xff\xff\xf0" + b"x" * 32,                             # bin 32 claiming ~4 GB
+            encode(**{**good, "schema_id": "0" * 64}, stats=np.zeros(size)),
+            encode(**{**good, "ess": good["ess"] * 2}, stats=np.zeros(size)),
+            encode(**good, stats=np.full(size, np.nan)),
+            encode(**good, stats=np.zeros(size + 3)),
+            encode(**{**good, "sender": "tcp://127.0.0.1:1"}, stats=np.zeros(size)),
+            msgpack.packb({"v": 1}),
+            b"\x00" * (16 * size + 4096),                                    # oversized
+        ]
+        context = zmq.Context()
+        attacker = context.socket(zmq.PUSH)
+        attacker.setsockopt(zmq.LINGER, 0)
+        attacker.connect(net.addresses[target])
+        try:
+            for frame in hostile:  # queued by ZeroMQ until the target binds
+                attacker.send(frame)
+            net.start_all()
+            net.wait_for_round(target, 3)
+            attacker.send(encode(**good, stats=np.full(size, 1e6)))  # round 0 is stale by now
+            for frame in hostile:
+                attacker.send(frame)
+            assert net.wait() == {i: 0 for i in range(3)}
+        finally:
+            context.destroy(linger=0)
+        metrics = load_model(net.model_path(target)).metrics
+        rejected = metrics["rejected"]
+        for cause in ("malformed", "schema", "ess", "non-finite", "length", "sender", "oversized", "stale"):
+            assert rejected[cause] >= 1, (cause, rejected)
+        np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+        log = net.log_path(target).read_text()
+        assert "rejected message (ess)" in log and "give every peer the same --ess" in log
+
+
+def _schema_id_and_size(directory, config):
+    model = make_model(config.model, Schema.load(directory / "schema.json"))
+    return model.schema_id, model.size
