@@ -147,6 +147,11 @@ def dataset_from_columns(columns: dict[str, list[str]], label: str, name: str = 
     return Dataset(schema, x, y, name)
 
 
+def raw_cells(values) -> list[str]:
+    """Raw string cells of any values; None and NaN become the empty (missing) cell."""
+    return ["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
+
+
 def to_columns(dataset: Dataset, rows: np.ndarray) -> dict[str, list[str]]:
     """The raw cells of ``rows`` (feature columns, then the label), as ``read_csv`` would return them.
 

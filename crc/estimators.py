@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crc.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
-from crc.data import encode, standardize
+from crc.data import encode, raw_cells, standardize
 from crc.errors import CRCError
 from crc.models import make_model
 from crc.schema import infer_schema
@@ -17,12 +17,7 @@ def _columns(X, names) -> dict[str, list[str]]:
     X = np.asarray(X, dtype=object)
     if X.ndim != 2:
         raise CRCError(f"X must be 2-dimensional, got shape {X.shape}")
-    return {name: _cells(X[:, j]) for j, name in enumerate(names)}
-
-
-def _cells(values) -> list[str]:
-    """Raw string cells; None and NaN become the empty (missing) cell."""
-    return ["" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
+    return {name: raw_cells(X[:, j]) for j, name in enumerate(names)}
 
 
 class _GenerativeClassifier:
@@ -46,7 +41,7 @@ class _GenerativeClassifier:
         X = np.asarray(X, dtype=object)
         self.feature_names_ = [f"x{j}" for j in range(X.shape[1])] if X.ndim == 2 else []
         columns = _columns(X, self.feature_names_)
-        labels = _cells(np.asarray(y, dtype=object))
+        labels = raw_cells(np.asarray(y, dtype=object))
         if len(labels) != X.shape[0]:
             raise CRCError(f"X has {X.shape[0]} rows but y has {len(labels)} labels")
         schema = infer_schema({**columns, "__label__": labels}, "__label__")

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from crc.data import encode, standardize
+from crc.data import encode, raw_cells, standardize
 from crc.errors import CRCError
 from crc.files import atomic_write_json, read_json
 from crc.models import MODELS, make_model
@@ -39,7 +39,13 @@ class TrainedModel:
         self.metrics = metrics or {}
         self.model_options = model_options
 
-    def _phi(self, columns: dict[str, list[str]], source: str) -> np.ndarray:
+    def _phi(self, columns, source: str) -> np.ndarray:
+        if not isinstance(columns, dict):
+            rows = np.asarray(columns, dtype=object)
+            if rows.ndim != 2 or rows.shape[1] != len(self.schema.features):
+                raise CRCError(f"{source}: expected {len(self.schema.features)} feature columns "
+                               f"({', '.join(self.schema.feature_names)}), got shape {rows.shape}")
+            columns = {name: raw_cells(rows[:, j]) for j, name in enumerate(self.schema.feature_names)}
         features = {name: columns[name] for name in self.schema.feature_names if name in columns}
         missing = [name for name in self.schema.feature_names if name not in columns]
         if missing:
@@ -47,11 +53,15 @@ class TrainedModel:
         x, _ = encode(self.schema, features, labels=False, source=source)
         return self.model.features(standardize(self.schema, x))
 
-    def predict_proba(self, columns: dict[str, list[str]], *, source: str = "data") -> np.ndarray:
-        """Class probabilities (m, n_classes) for raw cells ``{feature name: [cell, ...]}``; extra columns are ignored."""
+    def predict_proba(self, columns, *, source: str = "data") -> np.ndarray:
+        """Class probabilities (m, n_classes).
+
+        ``columns`` is ``{feature name: [raw cell, ...]}`` (extra columns ignored), or an
+        (m, d) array of values in the schema's feature order (None or NaN for missing).
+        """
         return self.model.posteriors(self.theta, self._phi(columns, source))
 
-    def predict(self, columns: dict[str, list[str]], *, source: str = "data") -> np.ndarray:
+    def predict(self, columns, *, source: str = "data") -> np.ndarray:
         """Predicted class labels (m,) as strings."""
         return self.classes[self.predict_proba(columns, source=source).argmax(axis=1)]
 

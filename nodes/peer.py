@@ -130,6 +130,9 @@ class Peer:
         if message.round < wanted:
             self._reject("stale", f"round {message.round} arrived while waiting for round {wanted}", message.sender)
             return
+        if message.round >= self.settings.rounds:  # keeps the buffer of early rounds bounded
+            self._reject("malformed", f"round {message.round} is beyond this run's {self.settings.rounds} rounds", message.sender)
+            return
         slot = self._inbox.setdefault(message.round, {})
         if message.sender in slot:
             self._reject("duplicate", f"second message for round {message.round}", message.sender)
