@@ -28,7 +28,12 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Bundled data set name (see `crc datasets`), 'synthetic', or a CSV file path."),
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
         click.option("--model", type=click.Choice(sorted(MODELS)), default=base.model, show_default=True,
-                     help="Generative classifier: naive Bayes or QDA."),
+                     help="Generative classifier: naive Bayes, QDA, or a probabilistic circuit (mixture of products)."),
+        click.option("--components", type=click.IntRange(min=1), default=base.components, show_default=True,
+                     help="Circuit (--model pc): product components per class; 1 is naive Bayes."),
+        click.option("--structure-seed", type=int, default=base.structure_seed, show_default=True,
+                     help="Circuit (--model pc): seed of the structure and of the start's symmetry breaking; "
+                          "part of the schema id, so all peers must share it."),
         click.option("--topology", default=base.topology, show_default=True, callback=_check_topology,
                      help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,
@@ -56,7 +61,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Test set: a fraction of the data if below 1, else a count."),
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
     ]
-    names = ["data", "label", "model", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
+    names = ["data", "label", "model", "components", "structure_seed", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
              "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
     return dict(zip(names, options))
 

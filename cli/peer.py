@@ -53,6 +53,10 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
+@click.option("--components", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Circuit (--model pc): product components per class.")
+@click.option("--structure-seed", type=int, default=0, show_default=True,
+              help="Circuit (--model pc): structure seed, the same on every peer.")
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
@@ -67,7 +71,8 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
-def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, checkpoint, run_id, out, log_level):
+def node(bind, peers, data, label, schema_path, model, components, structure_seed, rounds, iters, lr, ess, timeout, checkpoint,
+         run_id, out, log_level):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -80,7 +85,8 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
     neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
-    classifier = make_model(model, shared)
+    model_options = {"components": components, "structure_seed": structure_seed} if model == "pc" else {}
+    classifier = make_model(model, shared, **model_options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level, bind)
     settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout=timeout, run=run_id,
@@ -101,7 +107,7 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess}
-    TrainedModel(shared, model, peer.stats, metrics).save(out)
+    TrainedModel(shared, model, peer.stats, metrics, **model_options).save(out)
     missing = sum(peer.metrics.missing.values())
     rejected = sum(peer.metrics.rejected.values())
     log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,

@@ -63,10 +63,12 @@ def rc(
         Called for every iterate, 0 included.
     """
     target = model.fit_ml(phi, y)
+    weights = one_hot(y, model.n_classes)
     stats = target.copy() if init is None else np.array(init, dtype=np.float64)
     best, best_loss, best_iteration, losses = stats, np.inf, 0, []
     for iteration in range(iterations + 1):
-        posteriors = model.posteriors(model.theta(stats), phi)
+        theta = model.theta(stats)
+        posteriors = model.posteriors(theta, phi)
         loss = soft_zero_one(posteriors, y)
         losses.append(loss)
         if callback is not None:
@@ -75,7 +77,10 @@ def rc(
             best, best_loss, best_iteration = stats, loss, iteration
         if iteration == iterations:
             break
-        stats = stats + lr * (target - model.statistics(phi, posteriors))
+        if model.latent:  # s(X, Y; theta) - s(X, theta; theta), both with the current E-step
+            stats = stats + lr * (model.labelled(theta, phi, weights) - model.labelled(theta, phi, posteriors))
+        else:
+            stats = stats + lr * (target - model.statistics(phi, posteriors))
     if not select_best:
         best, best_iteration = stats, iterations
     return RCResult(stats=best, best_iteration=best_iteration, losses=losses)
@@ -85,10 +90,11 @@ def lrc(
     model: GenerativeModel,
     stats: np.ndarray,
     phi: np.ndarray,
-    target: np.ndarray,
+    target: np.ndarray | None,
     mask: np.ndarray | None = None,
     *,
     iterations: int = 1,
+    y: np.ndarray | None = None,
 ) -> np.ndarray:
     """Algorithm 3, batched over nodes: ``iterations`` times ``s <- s + s(X_v,Y_v) - s(X_v, theta(s))``.
 
@@ -98,19 +104,28 @@ def lrc(
         Aggregated statistics, one row per node.
     phi : ndarray of shape (..., m, k)
         Each node's local feature map, padded to a common ``m``.
-    target : ndarray of shape (..., size)
-        Each node's labelled statistics ``s(X_v, Y_v)``.
+    target : ndarray of shape (..., size) or None
+        Each node's labelled statistics ``s(X_v, Y_v)``; for a latent model
+        they depend on the parameters and are recomputed from ``y`` every step.
     mask : ndarray of shape (..., m), optional
         1 for a real instance, 0 for padding.
+    y : ndarray of shape (..., m), optional
+        Local labels, needed by latent models.
     """
     for _ in range(iterations):
-        stats = stats + target - model.expected_statistics(model.theta(stats), phi, mask)
+        theta = model.theta(stats)
+        labelled = labelled_statistics(model, phi, y, mask, theta) if model.latent else target
+        stats = stats + labelled - model.expected_statistics(theta, phi, mask)
     return stats
 
 
-def labelled_statistics(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-    """``s(X, Y)`` with optional padding mask; phi (..., m, k), y (..., m) -> (..., size)."""
+def labelled_statistics(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None,
+                        theta: dict | None = None) -> np.ndarray:
+    """``s(X, Y; theta)`` with optional padding mask; phi (..., m, k), y (..., m) -> (..., size).
+
+    ``theta`` is needed by latent models only.
+    """
     weights = one_hot(y, model.n_classes)
     if mask is not None:
         weights = weights * mask[..., None]
-    return model.statistics(phi, weights)
+    return model.labelled(theta, phi, weights) if model.latent else model.statistics(phi, weights)

@@ -83,7 +83,7 @@ class CRCEngine:
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
         self.n_nodes = local.phi.shape[0]
-        self.target = labelled_statistics(model, local.phi, local.y, local.mask)
+        self.target = None if model.latent else labelled_statistics(model, local.phi, local.y, local.mask)
         self._padding = None if local.mask.all() else local.mask
         self.stats = np.tile(model.uniform(self.ess), (self.n_nodes, 1))
         self.round = 0
@@ -101,7 +101,8 @@ class CRCEngine:
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
         aggregated = self.aggregate()
-        self.stats = lrc(self.model, aggregated, self.local.phi, self.target, self._padding, iterations=self.iterations)
+        self.stats = lrc(self.model, aggregated, self.local.phi, self.target, self._padding, iterations=self.iterations,
+                         y=self.local.y)
         self.round += 1
         return aggregated
 

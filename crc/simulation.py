@@ -38,6 +38,8 @@ class SimulationConfig:
     data: str = "letter"
     label: str | None = None
     model: str = "nb"
+    components: int = 2
+    structure_seed: int = 0
     topology: str = "tree"
     period: int | None = None
     nodes: int = 50
@@ -72,12 +74,18 @@ class SimulationConfig:
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.components >= 1, f"--components must be at least 1, got {self.components}"),
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+
+    @property
+    def model_options(self) -> dict:
+        """Structure settings of the model (circuits only)."""
+        return {"components": self.components, "structure_seed": self.structure_seed} if self.model == "pc" else {}
 
     @property
     def train_size(self) -> int:
@@ -125,7 +133,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_
         names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
         raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
-    model = make_model(config.model, schema)
+    model = make_model(config.model, schema, **config.model_options)
     x_train = standardize(schema, dataset.x[train])
     phi_train = model.features(x_train)
     phi_test = model.features(standardize(schema, dataset.x[test]))

@@ -24,7 +24,8 @@ def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbo
     ndarray of shape (n, size): the final statistics.
     """
     n = len(local_phi)
-    targets = [model.statistics(phi, one_hot(y, model.n_classes)) for phi, y in zip(local_phi, local_y)]
+    targets = [model.statistics(phi, one_hot(y, model.n_classes)) if not model.latent else None
+               for phi, y in zip(local_phi, local_y)]
     stats = [model.uniform(ess) for _ in range(n)]
     for _ in range(rounds):
         aggregated = [sum(stats[u] for u in [v] + list(neighbours[v])) / (1 + len(neighbours[v])) for v in range(n)]
@@ -32,7 +33,10 @@ def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbo
         for v in range(n):
             s = aggregated[v]
             for _ in range(iterations):
-                s = s + targets[v] - model.expected_statistics(model.theta(s), local_phi[v])
+                theta = model.theta(s)
+                target = targets[v] if targets[v] is not None else \
+                    model.labelled(theta, local_phi[v], one_hot(local_y[v], model.n_classes))
+                s = s + target - model.expected_statistics(theta, local_phi[v])
             updated.append(s)
         stats = updated
     return np.array(stats)

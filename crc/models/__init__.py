@@ -2,11 +2,12 @@
 
 from crc.errors import CRCError
 from crc.models.base import GenerativeModel, one_hot
+from crc.models.circuit import MixtureCircuit
 from crc.models.naive_bayes import NaiveBayes
 from crc.models.qda import QDA
 from crc.schema import Schema
 
-MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA}
+MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA, MixtureCircuit.kind: MixtureCircuit}
 
 
 def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
@@ -19,4 +20,4 @@ def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
         raise CRCError(f"model {kind!r} does not take the options {sorted(options)}") from None
 
 
-__all__ = ["GenerativeModel", "MODELS", "NaiveBayes", "QDA", "make_model", "one_hot"]
+__all__ = ["GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "make_model", "one_hot"]

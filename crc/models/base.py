@@ -41,9 +41,14 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 class GenerativeModel(ABC):
-    """A generative classifier represented by its sufficient statistics."""
+    """A generative classifier represented by its sufficient statistics.
+
+    ``latent`` models (circuits) have hidden variables: their statistics
+    ``s(X, W; theta)`` contain an E-step and depend on the current parameters.
+    """
 
     kind: str = ""
+    latent: bool = False
 
     def __init__(self, schema: Schema):
         self.schema = schema
@@ -69,11 +74,12 @@ class GenerativeModel(ABC):
         return ""
 
     def table(self, s: np.ndarray) -> np.ndarray:
-        """Flat statistics (..., size) -> per-class table (..., r, n_columns), a view."""
+        """Flat statistics (..., size) -> table (..., rows, n_columns), a view (a row per class, or per
+        class and component for circuits)."""
         s = np.asarray(s, dtype=np.float64)
         if s.shape[-1] != self.size:
             raise CRCError(f"statistics have length {s.shape[-1]}, the {self.kind} layout needs {self.size}")
-        return s.reshape(s.shape[:-1] + (self.n_classes, self.layout.n_columns))
+        return s.reshape(s.shape[:-1] + (self.layout.n_classes, self.layout.n_columns))
 
     def ess(self, s: np.ndarray) -> np.ndarray:
         """Equivalent sample size: the total class count, shape (...)."""
@@ -83,6 +89,15 @@ class GenerativeModel(ABC):
         """``s(X, W)`` for feature maps (..., m, k) and weights (..., m, r) -> (..., size)."""
         table = np.matmul(np.swapaxes(w, -1, -2), phi)
         return table.reshape(table.shape[:-2] + (self.size,))
+
+    @property
+    def options(self) -> dict:
+        """Structure settings beyond the schema (none by default), as ``make_model`` takes them."""
+        return {}
+
+    def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``s(X, W; theta)``; without hidden variables it does not depend on ``theta``."""
+        return self.statistics(phi, weights)
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Maximum-likelihood statistics ``s(X, Y)``."""

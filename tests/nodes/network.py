@@ -22,9 +22,9 @@ from topologies import Schedule, network_factory
 WAIT_S = 60.0
 
 
-def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30):
+def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30, **model):
     """A deployment directory, its graph and the simulator's final statistics (n, size) for it."""
-    config = SimulationConfig(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500)
+    config = SimulationConfig(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500, **model)
     dataset: Dataset = load_bundled(data)
     rep = prepare_repeat(dataset, config, 0)
     write_deployment(dataset, rep.split, tmp_path)

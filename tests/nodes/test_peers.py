@@ -43,6 +43,17 @@ def hub_and_leaf(graph):
     return hub, next(v for v in graph if graph.degree(v) == 1 and v != hub)
 
 
+def test_circuit_peers_equal_the_simulator(tmp_path):
+    config = SimulationConfig(data="mushroom", model="pc", components=3, structure_seed=4, nodes=4, local_size=40,
+                              rounds=6, test_size=500)
+    launch(config, tmp_path / "run", timeout=30.0)
+    _, _, expected = scenario(tmp_path / "sim", nodes=4, rounds=6, data="mushroom", local_size=40, model="pc",
+                              components=3, structure_seed=4)
+    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(4)])
+    np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    assert load_model(tmp_path / "run" / "model-0.json").model.options == {"components": 3, "structure_seed": 4}
+
+
 def test_a_killed_peer_does_not_stop_the_others(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
     victim, late = hub_and_leaf(graph)

@@ -1,0 +1,116 @@
+"""Probabilistic-circuit class-conditionals: a mixture of K fully factorized products per class.
+
+For class y the circuit is one sum node over K product nodes, each a product
+of one leaf per feature (Gaussian for continuous, categorical for discrete):
+
+    p(x | y) = sum_k pi_yk prod_j f_jyk(x_j).
+
+It is smooth (every product covers all features) and decomposable (a product's
+leaves have disjoint scopes). Its statistics are those of naive Bayes over the
+r K "sub-classes" (y, k): the sum node's child counts are the sub-class counts,
+the leaves' statistics are the sub-class moments and category counts, so
+``theta(s)`` is naive Bayes' closed form and all of its safeguards apply.
+
+The statistics mapping contains the E-step: ``s(X, W; theta)`` weights
+instance i's feature map by ``W_iy q(k | x_i, y)`` with the current circuit's
+component responsibilities q. With K = 1 it is exactly naive Bayes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from crc.errors import CRCError
+from crc.models.base import GenerativeModel, normalise_exp, one_hot
+from crc.models.layout import Layout
+from crc.models.naive_bayes import NaiveBayes
+from crc.schema import Schema
+
+EM_ITERATIONS = 50
+SPREAD = 0.5
+"""Scale of the seeded component offsets that break the symmetry of ``uniform``."""
+
+
+class MixtureCircuit(GenerativeModel):
+    """Per class, a sum node over ``components`` fully factorized product nodes."""
+
+    kind = "pc"
+    latent = True
+
+    def __init__(self, schema: Schema, *, components: int = 2, structure_seed: int = 0):
+        if not isinstance(components, int) or components < 1:
+            raise CRCError(f"a circuit needs at least one component, got {components!r}")
+        self.components, self.structure_seed = components, int(structure_seed)
+        subclasses = tuple(f"{c}\x1f{k}" for c in schema.classes for k in range(components))
+        self.leaves = NaiveBayes(replace(schema, classes=subclasses))
+        super().__init__(schema)
+
+    def _layout(self) -> Layout:
+        return self.leaves.layout
+
+    def _structure_digest(self) -> str:
+        return f"mixture:{self.components}:{self.structure_seed}"
+
+    @property
+    def options(self) -> dict:
+        return {"components": self.components, "structure_seed": self.structure_seed}
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        return self.leaves.features(x)
+
+    def theta(self, s: np.ndarray) -> dict:
+        """Naive-Bayes parameters of the (y, k) sub-classes: log p(y, k), leaf means, variances, category logs."""
+        return self.leaves.theta(s)
+
+    def _component_scores(self, theta: dict, phi: np.ndarray) -> np.ndarray:
+        """log p(x, y, k) of shape (..., m, r, K)."""
+        scores = self.leaves.log_joint(theta, phi)
+        return scores.reshape(scores.shape[:-1] + (self.n_classes, self.components))
+
+    def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
+        scores = self._component_scores(theta, phi)
+        top = scores.max(axis=-1)
+        return top + np.log(np.exp(scores - top[..., None]).sum(axis=-1))
+
+    def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``s(X, W; theta)``: class weights (..., m, r) split over components by q(k | x, y)."""
+        responsibilities = normalise_exp(self._component_scores(theta, phi), axis=-1)
+        expanded = (weights[..., None] * responsibilities).reshape(weights.shape[:-1] + (-1,))
+        return self.leaves.statistics(phi, expanded)
+
+    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """``s(X, theta)``: every instance weighted by its sub-class posteriors p(y, k | x)."""
+        return self.leaves.expected_statistics(theta, phi, mask)
+
+    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, iterations: int = EM_ITERATIONS) -> np.ndarray:
+        """EM from ``uniform(m)``: ``iterations`` times ``s <- s(X, Y; theta(s))``."""
+        weights = one_hot(y, self.n_classes)
+        stats = self.uniform(float(len(y)))
+        for _ in range(iterations):
+            stats = self.labelled(self.theta(stats), phi, weights)
+        return stats
+
+    def uniform(self, m0: float) -> np.ndarray:
+        """ESS ``m0``, uniform p(y|x): every class has the same K components, given seeded offsets.
+
+        Component k has weight 1/K in every class; its Gaussian leaves have mean
+        ``SPREAD * z_k`` (z_k standard normal, drawn from the structure seed) and
+        variance 1; its categorical leaves have seeded probabilities. With K = 1
+        this is naive Bayes' uniform start.
+        """
+        if self.components == 1:
+            return self.leaves.uniform(m0)
+        rng = np.random.default_rng(self.structure_seed)
+        per_component = m0 / (self.n_classes * self.components)
+        dc = len(self.leaves.continuous)
+        categorical = self.leaves.categorical
+        rows = []
+        for _ in range(self.components):
+            mean = SPREAD * rng.standard_normal(dc)
+            raw = 1.0 + rng.random(categorical.width)
+            totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
+            rows.append(np.concatenate([[per_component], np.full(dc, per_component), per_component * mean,
+                                        per_component * (1.0 + mean**2), per_component * raw / totals]))
+        return np.tile(np.concatenate(rows), self.n_classes)
