@@ -19,6 +19,8 @@ from topologies import network_factory
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent repeats (fresh split and graph); figures are their means.")
 @click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list).")
+@click.option("--baseline", is_flag=True,
+              help="Also evaluate the mixture of the peers' own ML models weighted by local sizes (federated-circuits baseline).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON to standard output and nothing else there.")
 def simulate(as_json: bool, **options):
     """Simulate CRC on one machine and compare it with centralized ML and RC.
@@ -40,10 +42,11 @@ def simulate(as_json: bool, **options):
     dynamic = f", redrawn every {cfg['period']} rounds" if cfg["period"] else ""
     click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers{dynamic}, {per_peer} instances each "
                f"({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
-    click.echo(f"{'':6}{'train error':>12}{'test error':>12}")
-    for name in ("ml", "rc", "crc"):
+    click.echo(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>14}")
+    rows = [("ML", "ml"), ("RC", "rc"), ("CRC", "crc")] + ([("mixture of nodes", "mixture_of_nodes")] if "mixture_of_nodes" in results else [])
+    for title, name in rows:
         row = results[name]
-        click.echo(f"{name.upper():6}{row['train_error']:>12.4f}{row['test_error']:>12.4f}")
+        click.echo(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{row['test_loglik']:>14.5g}")
     click.echo(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
     click.echo(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
     if results["evaluation"]["sampled"]:

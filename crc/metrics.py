@@ -16,9 +16,9 @@ def node_predictions(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray)
     under EVAL_BLOCK_BYTES.
     """
     n, m, r = stats.shape[0], phi.shape[0], model.n_classes
-    block = max(1, EVAL_BLOCK_BYTES // max(1, 8 * m * r))
+    starts, block = _blocks(model, n, m)
     out = np.empty((n, m), dtype=np.int64)
-    for start in range(0, n, block):
+    for start in starts:
         theta = model.theta(stats[start:start + block])
         if isinstance(model, LinearFamilyModel):
             eta = model.natural(theta)  # (b, r, k)
@@ -38,3 +38,30 @@ def node_errors(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: n
 def error(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: np.ndarray) -> float:
     """0-1 error of one classifier with statistics (size,)."""
     return float(node_errors(model, stats[None, :], phi, y)[0])
+
+
+def _blocks(model: GenerativeModel, n: int, m: int):
+    block = max(1, EVAL_BLOCK_BYTES // max(1, 8 * m * model.n_classes))
+    return range(0, n, block), block
+
+
+def node_log_likelihood(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Mean log p(x, y) of the labelled instances under each node's model, shape (n,)."""
+    starts, block = _blocks(model, stats.shape[0], phi.shape[0])
+    out = np.empty(stats.shape[0])
+    for start in starts:
+        scores = model.log_joint(model.theta(stats[start:start + block]), phi)  # (b, m, r)
+        out[start:start + block] = np.take_along_axis(scores, np.broadcast_to(y[None, :, None], scores.shape[:-1] + (1,)),
+                                                      axis=-1)[..., 0].mean(axis=-1)
+    return out
+
+
+def mixture_log_joint(model: GenerativeModel, stats: np.ndarray, weights: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """log p(x, y) of the mixture sum_v weights_v p_v(x, y) of node models (n, size), shape (m, r)."""
+    starts, block = _blocks(model, stats.shape[0], phi.shape[0])
+    total = np.full((phi.shape[0], model.n_classes), -np.inf)
+    for start in starts:
+        scores = model.log_joint(model.theta(stats[start:start + block]), phi)
+        scores += np.log(weights[start:start + block])[:, None, None]
+        total = np.logaddexp(total, np.logaddexp.reduce(scores, axis=0))
+    return total

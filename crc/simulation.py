@@ -19,7 +19,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from crc import metrics
-from crc.calibration import DEFAULT_LR, rc
+from crc.calibration import DEFAULT_LR, labelled_statistics, rc
 from crc.data import Dataset, split_indices, standardize
 from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess
@@ -56,6 +56,7 @@ class SimulationConfig:
     seed: int = 0
     repeats: int = 1
     curve: bool = False
+    baseline: bool = False
     eval_nodes: int = DEFAULT_EVAL_NODES
     eval_instances: int = DEFAULT_EVAL_INSTANCES
 
@@ -176,12 +177,12 @@ class CentralCache(Protocol):
 
 def _central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict:
     """Everything the centralized errors of one repeat depend on."""
-    return {"data": config.data, "label": config.label, "schema": dataset.schema.fingerprint, "instances": len(dataset),
+    return {"version": 2, "data": config.data, "label": config.label, "model_options": config.model_options, "schema": dataset.schema.fingerprint, "instances": len(dataset),
             "model": config.model, "train_size": config.train_size, "test_size": config.test_size, "lr": config.lr,
             "iterations": config.rounds, "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
 
 
-def _central_errors(split: Split, config: SimulationConfig, errors, cache: CentralCache | None, key: dict) -> dict:
+def _central_errors(split: Split, config: SimulationConfig, errors, loglik, cache: CentralCache | None, key: dict) -> dict:
     """Train and test errors of centralized ML and RC on the pooled training set, from the cache if there."""
     central = cache.get(key) if cache is not None else None
     if central is None:
@@ -190,7 +191,8 @@ def _central_errors(split: Split, config: SimulationConfig, errors, cache: Centr
         central = {}
         for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
             train_err, test_err = errors(stats[None, :])
-            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0])}
+            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
+                             "test_loglik": float(loglik(stats[None, :])[0])}
         if cache is not None:
             cache.put(key, central)
     return central
@@ -213,11 +215,38 @@ class Repeat:
         return (metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx]),
                 metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
 
+    def test_log_likelihood(self, stats: np.ndarray) -> np.ndarray:
+        """Mean test log p(x, y) (n,) of node statistics (n, size), in standardized units."""
+        split = self.split
+        return metrics.node_log_likelihood(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx])
+
+    def mixture_of_nodes(self) -> dict:
+        """The federated-circuits baseline: each node's ML model on its own data, mixed by local sizes."""
+        split = self.split
+        local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
+        stats = local_ml(split.model, local)
+        weights = local.sizes / local.sizes.sum()
+        result = {}
+        for name, phi, y in (("train", split.phi_train[self.train_idx], split.y_train[self.train_idx]),
+                             ("test", split.phi_test[self.test_idx], split.y_test[self.test_idx])):
+            scores = metrics.mixture_log_joint(split.model, stats, weights, phi)
+            result[f"{name}_error"] = float(np.mean(scores.argmax(axis=1) != y))
+            if name == "test":
+                result["test_loglik"] = float(np.take_along_axis(scores, y[:, None], axis=1).mean())
+        return result
+
     @property
     def sampled(self) -> bool:
         split = self.split
         return bool(len(self.eval_nodes) < len(split.parts) or len(self.train_idx) < len(split.y_train)
                     or len(self.test_idx) < len(split.y_test))
+
+
+def local_ml(model: GenerativeModel, local: LocalData) -> np.ndarray:
+    """Every node's maximum-likelihood statistics on its own data (EM for circuits), (n, size)."""
+    if model.latent:
+        return model.fit_ml(local.phi, local.y, mask=local.mask)
+    return labelled_statistics(model, local.phi, local.y, local.mask)
 
 
 def prepare_repeat(dataset: Dataset, config: SimulationConfig, repeat: int) -> Repeat:
@@ -234,7 +263,7 @@ def ess_for(config: SimulationConfig) -> float:
 
 def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None) -> dict:
     """``{"ml": ..., "rc": ...}`` errors of centralized learning on the repeat's pooled training set."""
-    return _central_errors(rep.split, config, rep.errors, cache, _central_key(dataset, config, rep.index))
+    return _central_errors(rep.split, config, rep.errors, rep.test_log_likelihood, cache, _central_key(dataset, config, rep.index))
 
 
 def crc_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float, nodes: np.ndarray | None = None) -> dict:
@@ -249,7 +278,8 @@ def crc_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float, no
         "ml": central["ml"],
         "rc": central["rc"],
         "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
-                "train_std": float(train_err.std()), "test_std": float(test_err.std())},
+                "train_std": float(train_err.std()), "test_std": float(test_err.std()),
+                "test_loglik": float(rep.test_log_likelihood(final).mean())},
         "rounds": [],
         "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(rep.train_idx)),
                        "test_instances": int(len(rep.test_idx)),
@@ -290,6 +320,8 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Callable[[in
     result["rounds"] = curve
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
+    if config.baseline:
+        result["mixture_of_nodes"] = rep.mixture_of_nodes()
     return result
 
 
@@ -324,6 +356,8 @@ def simulate(config: SimulationConfig, network: Callable[[int, object], Mixing],
         "local_sizes": {"min": min(r["local_sizes"]["min"] for r in repeats), "max": max(r["local_sizes"]["max"] for r in repeats)},
         "repeats": repeats,
     }
+    if "mixture_of_nodes" in repeats[0]:
+        summary["mixture_of_nodes"] = _mean_of([r["mixture_of_nodes"] for r in repeats])
     if "density" in repeats[0]:
         summary["density"] = float(np.mean([r["density"] for r in repeats]))
     for row in summary["rounds"]:

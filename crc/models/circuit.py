@@ -84,10 +84,16 @@ class MixtureCircuit(GenerativeModel):
         """``s(X, theta)``: every instance weighted by its sub-class posteriors p(y, k | x)."""
         return self.leaves.expected_statistics(theta, phi, mask)
 
-    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, iterations: int = EM_ITERATIONS) -> np.ndarray:
-        """EM from ``uniform(m)``: ``iterations`` times ``s <- s(X, Y; theta(s))``."""
+    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
+               iterations: int = EM_ITERATIONS) -> np.ndarray:
+        """EM from the uniform start: ``iterations`` times ``s <- s(X, Y; theta(s))``.
+
+        Batched like every statistic: phi (..., m, k), y (..., m), mask (..., m) -> (..., size).
+        """
         weights = one_hot(y, self.n_classes)
-        stats = self.uniform(float(len(y)))
+        if mask is not None:
+            weights = weights * mask[..., None]
+        stats = np.broadcast_to(self.uniform(1.0), weights.shape[:-2] + (self.size,))  # theta is scale-free
         for _ in range(iterations):
             stats = self.labelled(self.theta(stats), phi, weights)
         return stats

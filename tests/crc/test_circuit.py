@@ -1,12 +1,14 @@
 import numpy as np
 import pytest
 from scipy.integrate import trapezoid
+from scipy.special import logsumexp
 
 from crc.calibration import labelled_statistics
 from crc.data import dataset_from_columns, standardize
+from crc.datasets import load_bundled
 from crc.engine import CRCEngine, LocalData
 from crc.models import make_model, one_hot
-from crc.simulation import SimulationConfig, simulate
+from crc.simulation import SimulationConfig, prepare_repeat, simulate
 from topologies import averaging_matrix, network_factory, random_tree_graph
 from tests.conftest import mixed_columns, prepared
 
@@ -119,3 +121,27 @@ def test_structure_seed_fixes_the_circuit():
     np.testing.assert_array_equal(same[0].uniform(10.0), same[1].uniform(10.0))
     assert not np.allclose(same[0].uniform(10.0), other.uniform(10.0))
     assert circuit(schema, components=2).schema_id != circuit(schema, components=3).schema_id
+
+
+@pytest.mark.parametrize("model", ["nb", "pc"])
+def test_mixture_of_one_node_is_that_nodes_ml_model(model):
+    config = SimulationConfig(data="twonorm", model=model, components=2, nodes=1, local_size=200, rounds=2, baseline=True)
+    out = simulate(config, network_factory("tree"))
+    assert out["mixture_of_nodes"]["test_error"] == pytest.approx(out["ml"]["test_error"], abs=1e-12)
+    assert out["mixture_of_nodes"]["test_loglik"] == pytest.approx(out["ml"]["test_loglik"], rel=1e-9)
+
+
+def test_mixture_of_nodes_weights_nodes_by_local_size():
+    config = SimulationConfig(data="twonorm", model="pc", components=2, nodes=5, local_size=40, rounds=2,
+                              baseline=True, size_skew=1.0)
+    rep = prepare_repeat(load_bundled("twonorm"), config, 0)
+    got = rep.mixture_of_nodes()
+    split, model = rep.split, rep.split.model
+    phi, y = split.phi_test[rep.test_idx], split.y_test[rep.test_idx]
+    sizes = np.array([len(p) for p in split.parts])
+    assert sizes.max() > sizes.min()
+    scores = [np.log(len(p) / sizes.sum()) + model.log_joint(model.theta(model.fit_ml(split.phi_train[p], split.y_train[p])), phi)
+              for p in split.parts]
+    expected = logsumexp(np.stack(scores), axis=0)
+    assert got["test_error"] == pytest.approx(np.mean(expected.argmax(axis=1) != y), abs=1e-12)
+    assert got["test_loglik"] == pytest.approx(np.take_along_axis(expected, y[:, None], axis=1).mean(), rel=1e-9)
