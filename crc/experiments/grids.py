@@ -22,6 +22,7 @@ GAP = "gap"
 CONVERGENCE = "convergence"
 LEARNING_CURVE = "learning_curve"
 FIRST_ROUND = "first_round"
+MODEL_COMPARISON = "models"
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,11 @@ class Table:
     @property
     def needs_curve(self) -> bool:
         return self.kind in (CONVERGENCE, FIRST_ROUND)
+
+    @property
+    def keeps_model(self) -> bool:
+        """Whether the columns choose the model (the table's --model is then ignored)."""
+        return self.kind == MODEL_COMPARISON
 
     @property
     def central_only(self) -> bool:
@@ -93,6 +99,11 @@ TABLES = {
         Table("table11", "Test gap at round 64 and first round with gap < 0.01, by local iterations", FIRST_ROUND,
               tuple(Column(f"iter{i}", f"iter={i}", {"iters": i}, (letter, 64))
                     for i, letter in zip((1, 2, 3), (0.59, 0.59, 0.58)))),
+        Table("circuits", "NB, QDA and probabilistic circuits (mixtures of K products per class) under ML, RC and CRC",
+              MODEL_COMPARISON,
+              tuple(Column(key, header, {"model": model, "components": k, "baseline": True})
+                    for key, header, model, k in (("nb", "NB", "nb", 1), ("qda", "QDA", "qda", 1), ("pc2", "PC K=2", "pc", 2),
+                                                  ("pc4", "PC K=4", "pc", 4), ("pc8", "PC K=8", "pc", 8)))),
         Table("table12", "Test gap by period of a dynamic network (a fresh random tree every period rounds)", GAP,
               tuple(Column(f"period{p}", "∞" if p == math.inf else str(p), {} if p == math.inf else {"period": p}, (letter,))
                     for p, letter in zip((math.inf, 8, 4, 2, 1), (0.59, 0.57, 0.57, 0.57, 0.57)))),

@@ -114,8 +114,9 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
             overrides = {**(defaults or {}), **column.overrides}
             if column.key == "reference":
                 overrides["local_size"] = int(min(REFERENCE_SIZE, available))
-            config = SimulationConfig(data=data, label=csv_label, model=model, repeats=repeats, seed=seed,
-                                      test_size=TEST_INSTANCES, curve=table.needs_curve, **overrides)
+            settings = {"model": model, **overrides}
+            config = SimulationConfig(data=data, label=csv_label, repeats=repeats, seed=seed, test_size=TEST_INSTANCES,
+                                      curve=table.needs_curve, **settings)
             config.validate()
             skip = ""
             if config.train_size > available:

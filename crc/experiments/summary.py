@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.experiments.grids import CONVERGENCE, FIRST_ROUND, GAP, TEST_INSTANCES, Table
+from crc.experiments.grids import CONVERGENCE, FIRST_ROUND, GAP, MODEL_COMPARISON, TEST_INSTANCES, Table
 
 CONVERGED = 0.01
 """The paper's threshold: CRC has converged to RC when the gap is below 0.01."""
@@ -56,6 +56,16 @@ def first_round_summary(results: dict) -> dict:
             "ml_test_error": results["ml"]["test_error"], "curve": _curve(results)}
 
 
+def model_summary(results: dict) -> dict:
+    """Test error and log-likelihood of ML, RC, CRC and the mixture-of-nodes baseline."""
+    summary = {"value": results["test_gap"]}
+    for name in ("ml", "rc", "crc", "mixture_of_nodes"):
+        if name in results:
+            summary[f"{name}_test_error"] = results[name]["test_error"]
+            summary[f"{name}_test_loglik"] = results[name]["test_loglik"]
+    return summary
+
+
 def learning_curve_summary(results: dict, reference: dict) -> dict:
     """RC's test gap against the reference, paired repeat by repeat (same seeds, same test sets)."""
     gaps = [r["rc"]["test_error"] - ref["rc"]["test_error"] for r, ref in zip(results["repeats"], reference["repeats"])]
@@ -83,12 +93,15 @@ def assemble(table: Table, datasets: list[str], records: dict) -> dict:
             results = record["results"]
             seconds += record["seconds"]
             config = results["config"]
-            settings = {"model": config["model"], "repeats": config["repeats"], "seed": config["seed"],
+            settings = {"model": "per column" if table.keeps_model else config["model"], "repeats": config["repeats"],
+                        "seed": config["seed"],
                         "test_instances": TEST_INSTANCES}
             if table.kind == GAP:
                 cells[column.key] = gap_summary(results)
             elif table.kind == CONVERGENCE:
                 cells[column.key] = convergence_summary(results)
+            elif table.kind == MODEL_COMPARISON:
+                cells[column.key] = model_summary(results)
             elif table.kind == FIRST_ROUND:
                 cells[column.key] = first_round_summary(results)
             elif column.key == "reference":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from crc.experiments.grids import CONVERGENCE, CONVERGENCE_FIELDS, FIRST_ROUND, LEARNING_CURVE
+from crc.experiments.grids import CONVERGENCE, CONVERGENCE_FIELDS, FIRST_ROUND, LEARNING_CURVE, MODEL_COMPARISON
 from crc.experiments.summary import CONVERGED
 
 NEAR = 0.05
@@ -82,9 +82,7 @@ def _markdown_row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def table_markdown(table: dict) -> str:
-    """The table as Markdown, with its title, settings, legend and the reasons for cells not run."""
-    headers = ["Data set"] + _subheaders(table)
+def _heading(table: dict) -> list[str]:
     lines = [f"# {table['table']}: {table['title']}", ""]
     settings = table.get("settings") or {}
     if settings:
@@ -92,7 +90,61 @@ def table_markdown(table: dict) -> str:
                   f"{settings['test_instances']} test instances per repeat; compute time {table['seconds']:.0f} s.", ""]
     if table.get("note"):
         lines += [table["note"], ""]
-    lines += [_markdown_row(headers), _markdown_row(["---"] + ["---:"] * (len(headers) - 1))]
+    return lines
+
+
+MODEL_FIELDS = (("ML error", "ml_test_error"), ("RC error", "rc_test_error"), ("CRC error", "crc_test_error"),
+                ("mixture-of-nodes error", "mixture_of_nodes_test_error"), ("ML log-lik", "ml_test_loglik"),
+                ("RC log-lik", "rc_test_loglik"), ("CRC log-lik", "crc_test_loglik"),
+                ("mixture-of-nodes log-lik", "mixture_of_nodes_test_loglik"))
+
+
+def _models_markdown(table: dict) -> str:
+    """One line per (data set, model): test errors and mean test log-likelihoods, the gap, and PC against NB."""
+    headers = ["Data set", "model"] + [h for h, _ in MODEL_FIELDS[:3]] + ["gap CRC - RC"] + [h for h, _ in MODEL_FIELDS[3:]]
+    lines = _heading(table) + [_markdown_row(headers), _markdown_row(["---", "---"] + ["---:"] * (len(headers) - 2))]
+    verdicts = []
+    for row in table["rows"]:
+        for column in table["columns"]:
+            cell = row["cells"][column["key"]]
+            if "value" not in cell:
+                lines.append(_markdown_row([row["data"], column["header"]] + ["n/a" if "skip" in cell else "…"] * (len(headers) - 2)))
+                continue
+            figures = [number(cell.get(key), 3) for _, key in MODEL_FIELDS[:3]] + [gap(cell["value"])]
+            figures += [number(cell.get(MODEL_FIELDS[3][1]), 3)] + [_loglik(cell.get(key)) for _, key in MODEL_FIELDS[4:]]
+            lines.append(_markdown_row([row["data"], column["header"]] + figures))
+        verdicts.append(_circuit_verdict(table, row))
+    lines += ["", LEGEND.split("; n/a")[0] + ". Log-likelihoods: mean log p(x, y) per test instance, "
+              "continuous features standardized; CRC's is the mean over peers.", "", "Circuits against naive Bayes "
+              "(CRC test error at round 64):", ""] + [f"- {v}" for v in verdicts if v]
+    return "\n".join(lines) + "\n"
+
+
+def _loglik(value) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if abs(value) < 1e4 else f"{value:.2e}"
+
+
+def _circuit_verdict(table: dict, row: dict) -> str:
+    cells = row["cells"]
+    nb = cells.get("nb", {}).get("crc_test_error")
+    circuits = {c["header"]: cells[c["key"]]["crc_test_error"] for c in table["columns"]
+                if c["key"].startswith("pc") and "crc_test_error" in cells.get(c["key"], {})}
+    if nb is None or not circuits:
+        return ""
+    best = min(circuits, key=circuits.get)
+    if circuits[best] < nb:
+        return f"{row['data']}: {best} beats NB ({circuits[best]:.3f} against {nb:.3f})."
+    return f"{row['data']}: no circuit beats NB (best {best}, {circuits[best]:.3f} against {nb:.3f})."
+
+
+def table_markdown(table: dict) -> str:
+    """The table as Markdown, with its title, settings, legend and the reasons for cells not run."""
+    if table["kind"] == MODEL_COMPARISON:
+        return _models_markdown(table)
+    headers = ["Data set"] + _subheaders(table)
+    lines = _heading(table) + [_markdown_row(headers), _markdown_row(["---"] + ["---:"] * (len(headers) - 1))]
     reasons = {}
     for row in table["rows"]:
         lines.append(_markdown_row([row["data"]] + _cells(table, row)))

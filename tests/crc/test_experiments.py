@@ -111,3 +111,15 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
     assert float(value["value"]) == 0.031 and value["paper_letter"] == "0.46"
     assert any(r["data"] == "magic" and r["value"] == "too small" for r in rows)
     json.dumps(table)
+
+
+def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
+    (table,), _ = run(["circuits"], tmp_path, repeats=1)
+    cells = table["rows"][0]["cells"]
+    assert set(cells) == {"nb", "qda", "pc2", "pc4", "pc8"}
+    for cell in cells.values():
+        assert {"ml_test_error", "rc_test_error", "crc_test_error", "mixture_of_nodes_test_error",
+                "crc_test_loglik", "mixture_of_nodes_test_loglik"} <= set(cell)
+        assert cell["value"] == pytest.approx(cell["crc_test_error"] - cell["rc_test_error"])
+    text = (tmp_path / "circuits.md").read_text()
+    assert "| twonorm | PC K=4 |" in text and "twonorm: " in text.split("Circuits against naive Bayes")[1]
