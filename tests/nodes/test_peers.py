@@ -54,15 +54,20 @@ def test_circuit_peers_equal_the_simulator(tmp_path):
     assert load_model(tmp_path / "run" / "model-0.json").model.options == {"components": 3, "structure_seed": 4}
 
 
+def kill_at_round(net: Network, victim: int, late: int, round_: int) -> int:
+    """Start every peer but ``late``, SIGKILL ``victim`` once it has done ``round_`` rounds; its last checkpointed round."""
+    net.start_all(order=[i for i in range(net.config.nodes) if i != late])
+    net.wait_for_round(victim, round_)
+    net.signal(victim, signal.SIGKILL)
+    net.processes[victim].wait(timeout=10)
+    return net.checkpoint_round(victim)
+
+
 def test_a_killed_peer_does_not_stop_the_others(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
     victim, late = hub_and_leaf(graph)
     with Network(tmp_path, graph, config, timeout=1.0) as net:
-        net.start_all(order=[i for i in range(4) if i != late])
-        net.wait_for_round(victim, 3)
-        net.signal(victim, signal.SIGKILL)
-        net.processes[victim].wait(timeout=10)
-        killed_at = net.checkpoint_round(victim)
+        killed_at = kill_at_round(net, victim, late, 3)
         net.start(late)
         others = [i for i in range(4) if i != victim]
         codes = net.wait(others)
@@ -85,11 +90,7 @@ def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_pa
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
     victim, late = hub_and_leaf(graph)
     with Network(tmp_path, graph, config, timeout=2.0) as net:
-        net.start_all(order=[i for i in range(4) if i != late])
-        net.wait_for_round(victim, 3)
-        net.signal(victim, signal.SIGKILL)
-        net.processes[victim].wait(timeout=10)
-        killed_at = net.checkpoint_round(victim)
+        killed_at = kill_at_round(net, victim, late, 3)
         net.start(victim)
         net.start(late)
         codes = net.wait()
