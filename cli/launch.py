@@ -18,7 +18,7 @@ LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
 
 
 @click.command()
-@options("data", "label", "model", "components", "structure_seed", "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
+@options("data", "label", "model", "structure", "components", "depth", "repetitions", "sums", "structure_seed", "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Each peer's wait for its neighbours per round (covers the peers' start-up).")

@@ -29,8 +29,16 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
         click.option("--model", type=click.Choice(sorted(MODELS)), default=base.model, show_default=True,
                      help="Generative classifier: naive Bayes, QDA, or a probabilistic circuit (mixture of products)."),
+        click.option("--structure", type=click.Choice(["mixture", "region-graph"]), default=base.structure, show_default=True,
+                     help="Circuit (--model pc): a mixture of products per class, or a random region graph (RAT-SPN style)."),
         click.option("--components", type=click.IntRange(min=1), default=base.components, show_default=True,
-                     help="Circuit (--model pc): product components per class; 1 is naive Bayes."),
+                     help="Mixture circuit: product components per class; 1 is naive Bayes."),
+        click.option("--depth", type=click.IntRange(min=1), default=base.depth, show_default=True,
+                     help="Region-graph circuit: levels of random binary feature splits."),
+        click.option("--repetitions", type=click.IntRange(min=1), default=base.repetitions, show_default=True,
+                     help="Region-graph circuit: independent random splits mixed at the top."),
+        click.option("--sums", type=click.IntRange(min=1), default=base.sums, show_default=True,
+                     help="Region-graph circuit: sum nodes per region (and leaf channels per leaf region)."),
         click.option("--structure-seed", type=int, default=base.structure_seed, show_default=True,
                      help="Circuit (--model pc): seed of the structure and of the start's symmetry breaking; "
                           "part of the schema id, so all peers must share it."),
@@ -61,7 +69,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Test set: a fraction of the data if below 1, else a count."),
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
     ]
-    names = ["data", "label", "model", "components", "structure_seed", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
+    names = ["data", "label", "model", "structure", "components", "depth", "repetitions", "sums", "structure_seed", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
              "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
     return dict(zip(names, options))
 

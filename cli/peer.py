@@ -13,7 +13,7 @@ from crc.data import format_csv, read_csv, write_csv
 from crc.datasets import load_dataset
 from crc.errors import CRCError
 from crc.model_file import TrainedModel, load_model
-from crc.models import MODELS, make_model
+from crc.models import MODELS, make_model, model_options
 from crc.schema import Schema
 from nodes.local_data import load_local
 from nodes.peer import Peer, PeerSettings
@@ -53,8 +53,12 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
-@click.option("--components", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Circuit (--model pc): product components per class.")
+@click.option("--structure", type=click.Choice(["mixture", "region-graph"]), default="mixture", show_default=True,
+              help="Circuit (--model pc): mixture of products, or random region graph.")
+@click.option("--components", type=click.IntRange(min=1), default=2, show_default=True, help="Mixture circuit: components per class.")
+@click.option("--depth", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: split levels.")
+@click.option("--repetitions", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: repetitions.")
+@click.option("--sums", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: sums per region.")
 @click.option("--structure-seed", type=int, default=0, show_default=True,
               help="Circuit (--model pc): structure seed, the same on every peer.")
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
@@ -71,8 +75,8 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
-def node(bind, peers, data, label, schema_path, model, components, structure_seed, rounds, iters, lr, ess, timeout, checkpoint,
-         run_id, out, log_level):
+def node(bind, peers, data, label, schema_path, model, structure, components, depth, repetitions, sums, structure_seed, rounds,
+         iters, lr, ess, timeout, checkpoint, run_id, out, log_level):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -85,8 +89,9 @@ def node(bind, peers, data, label, schema_path, model, components, structure_see
     neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
-    model_options = {"components": components, "structure_seed": structure_seed} if model == "pc" else {}
-    classifier = make_model(model, shared, **model_options)
+    options = model_options(model, structure=structure, components=components, depth=depth, repetitions=repetitions,
+                            sums=sums, structure_seed=structure_seed)
+    classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level, bind)
     settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout=timeout, run=run_id,
@@ -107,7 +112,7 @@ def node(bind, peers, data, label, schema_path, model, components, structure_see
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess}
-    TrainedModel(shared, model, peer.stats, metrics, **model_options).save(out)
+    TrainedModel(shared, model, peer.stats, metrics, **options).save(out)
     missing = sum(peer.metrics.missing.values())
     rejected = sum(peer.metrics.rejected.values())
     log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,

@@ -24,7 +24,7 @@ from crc.data import Dataset, split_indices, standardize
 from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess
 from crc.errors import CRCError
-from crc.models import GenerativeModel, make_model
+from crc.models import GenerativeModel, make_model, model_options
 from crc.partition import PARTITIONS, design_matrix, local_sizes, partition
 
 DEFAULT_EVAL_NODES = 1000
@@ -38,7 +38,11 @@ class SimulationConfig:
     data: str = "letter"
     label: str | None = None
     model: str = "nb"
+    structure: str = "mixture"
     components: int = 2
+    depth: int = 2
+    repetitions: int = 2
+    sums: int = 2
     structure_seed: int = 0
     topology: str = "tree"
     period: int | None = None
@@ -76,6 +80,7 @@ class SimulationConfig:
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
             (self.components >= 1, f"--components must be at least 1, got {self.components}"),
+            (min(self.depth, self.repetitions, self.sums) >= 1, "--depth, --repetitions and --sums must be at least 1"),
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
@@ -86,7 +91,8 @@ class SimulationConfig:
     @property
     def model_options(self) -> dict:
         """Structure settings of the model (circuits only)."""
-        return {"components": self.components, "structure_seed": self.structure_seed} if self.model == "pc" else {}
+        return model_options(self.model, structure=self.structure, components=self.components, depth=self.depth,
+                             repetitions=self.repetitions, sums=self.sums, structure_seed=self.structure_seed)
 
     @property
     def train_size(self) -> int:

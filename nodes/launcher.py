@@ -48,8 +48,9 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
     """The ``crc node`` command line of peer ``index``."""
     return [sys.executable, "-m", "cli", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
-            "--schema", str(workdir / "schema.json"), "--model", config.model,
-            "--components", str(config.components), "--structure-seed", str(config.structure_seed), "--rounds", str(config.rounds),
+            "--schema", str(workdir / "schema.json"), "--model", config.model, "--structure", config.structure,
+            "--components", str(config.components), "--depth", str(config.depth), "--repetitions", str(config.repetitions),
+            "--sums", str(config.sums), "--structure-seed", str(config.structure_seed), "--rounds", str(config.rounds),
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level]

@@ -3,11 +3,33 @@
 from crc.errors import CRCError
 from crc.models.base import GenerativeModel, one_hot
 from crc.models.circuit import MixtureCircuit
+from crc.models.region_graph import RegionGraphCircuit
 from crc.models.naive_bayes import NaiveBayes
 from crc.models.qda import QDA
 from crc.schema import Schema
 
-MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA, MixtureCircuit.kind: MixtureCircuit}
+CIRCUIT_STRUCTURES = {"mixture": MixtureCircuit, "region-graph": RegionGraphCircuit}
+
+
+def make_circuit(schema: Schema, *, structure: str = "mixture", **options) -> GenerativeModel:
+    """A probabilistic-circuit model: ``mixture`` (components, structure_seed) or
+    ``region-graph`` (depth, repetitions, sums, structure_seed)."""
+    if structure not in CIRCUIT_STRUCTURES:
+        raise CRCError(f"unknown circuit structure {structure!r}; known: {', '.join(CIRCUIT_STRUCTURES)}")
+    return CIRCUIT_STRUCTURES[structure](schema, **options)
+
+
+MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA, "pc": make_circuit}
+
+
+def model_options(model: str, *, structure: str = "mixture", components: int = 2, depth: int = 2, repetitions: int = 2,
+                  sums: int = 2, structure_seed: int = 0) -> dict:
+    """The structure options ``make_model`` takes for ``model`` (circuits only), from command-line settings."""
+    if model != "pc":
+        return {}
+    if structure == "mixture":
+        return {"structure": structure, "components": components, "structure_seed": structure_seed}
+    return {"structure": structure, "depth": depth, "repetitions": repetitions, "sums": sums, "structure_seed": structure_seed}
 
 
 def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
@@ -20,4 +42,5 @@ def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
         raise CRCError(f"model {kind!r} does not take the options {sorted(options)}") from None
 
 
-__all__ = ["GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "make_model", "one_hot"]
+__all__ = ["CIRCUIT_STRUCTURES", "GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "RegionGraphCircuit",
+           "make_circuit", "make_model", "model_options", "one_hot"]

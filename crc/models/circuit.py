@@ -55,7 +55,7 @@ class MixtureCircuit(GenerativeModel):
 
     @property
     def options(self) -> dict:
-        return {"components": self.components, "structure_seed": self.structure_seed}
+        return {"structure": "mixture", "components": self.components, "structure_seed": self.structure_seed}
 
     def features(self, x: np.ndarray) -> np.ndarray:
         return self.leaves.features(x)

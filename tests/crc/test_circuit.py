@@ -3,13 +3,13 @@ import pytest
 from scipy.integrate import trapezoid
 from scipy.special import logsumexp
 
-from crc.calibration import labelled_statistics
+from crc.calibration import labelled_statistics, rc
 from crc.data import dataset_from_columns, standardize
 from crc.datasets import load_bundled
 from crc.engine import CRCEngine, LocalData
 from crc.models import make_model, one_hot
 from crc.simulation import SimulationConfig, prepare_repeat, simulate
-from topologies import averaging_matrix, network_factory, random_tree_graph
+from topologies import averaging_matrix, complete_graph, network_factory, random_tree_graph
 from tests.conftest import mixed_columns, prepared
 
 
@@ -145,3 +145,68 @@ def test_mixture_of_nodes_weights_nodes_by_local_size():
     expected = logsumexp(np.stack(scores), axis=0)
     assert got["test_error"] == pytest.approx(np.mean(expected.argmax(axis=1) != y), abs=1e-12)
     assert got["test_loglik"] == pytest.approx(np.take_along_axis(expected, y[:, None], axis=1).mean(), rel=1e-9)
+
+
+def region_graph(schema, seed=0, depth=2, repetitions=2, sums=2):
+    return make_model("pc", schema, structure="region-graph", depth=depth, repetitions=repetitions, sums=sums,
+                      structure_seed=seed)
+
+
+def test_region_graph_class_conditionals_integrate_to_one():
+    rng = np.random.default_rng(1)
+    y = rng.integers(2, size=300)
+    columns = {"a": [f"{v:.6f}" for v in rng.normal(size=300) + 2 * y], "b": [f"{v:.6f}" for v in rng.normal(size=300) * (1 + y)],
+               "label": [f"k{v}" for v in y]}
+    ds = dataset_from_columns(columns, "label")
+    schema = ds.schema.standardized(ds.x[:, ds.schema.continuous])
+    model = region_graph(schema, depth=1, repetitions=3, sums=3)
+    theta = model.theta(model.fit_ml(model.features(standardize(schema, ds.x)), ds.y, iterations=10))
+    axis = np.linspace(-10, 10, 401)
+    a, b = np.meshgrid(axis, axis, indexing="ij")
+    log_prior = theta["log_prior"]
+    density = np.exp(model.log_joint(theta, model.features(np.column_stack([a.ravel(), b.ravel()]))) - log_prior)
+    integral = trapezoid(trapezoid(density.reshape(401, 401, 2), axis, axis=1), axis, axis=0)
+    np.testing.assert_allclose(integral, 1.0, atol=1e-3)
+
+
+def test_region_graph_em_ess_and_uniform_start(mixed):
+    schema, x, y = mixed
+    model = region_graph(schema, seed=3)
+    phi = model.features(x)
+    start = model.uniform(123.0)
+    assert model.ess(start) == pytest.approx(123.0)
+    np.testing.assert_allclose(model.posteriors(model.theta(start), phi), 1 / schema.n_classes, atol=1e-12)
+    weights = one_hot(y, schema.n_classes)
+    stats, likelihoods = model.uniform(1.0), []
+    for _ in range(15):
+        theta = model.theta(stats)
+        likelihoods.append(np.take_along_axis(model.log_joint(theta, phi), y[:, None], axis=1).sum())
+        stats = model.labelled(theta, phi, weights)
+        assert model.ess(stats) == pytest.approx(len(y))
+    assert np.all(np.diff(likelihoods) >= -1e-8 * abs(likelihoods[0])) and likelihoods[-1] > likelihoods[0] + 1.0
+    batched = model.labelled(model.theta(np.stack([start, stats])), np.stack([phi, phi]), np.stack([weights, weights]))
+    np.testing.assert_allclose(batched[1], model.labelled(model.theta(stats), phi, weights), rtol=1e-10)
+
+
+def test_region_graph_theorem_1_on_a_complete_graph(mixed):
+    schema, x, y = mixed
+    model = region_graph(schema, seed=5)
+    phi = model.features(x)
+    n, lr, rounds = 4, 0.05, 8
+    local = LocalData.from_parts(phi, y, np.array_split(np.argsort(y, kind="stable"), n))
+    engine = CRCEngine(model, local, averaging_matrix(complete_graph(n)), ess=len(y) / (lr * n))
+    central = []
+    rc(model, phi, y, lr=lr, iterations=rounds, init=model.uniform(len(y)), select_best=False,
+       callback=lambda i, s: central.append(s))
+    for t in range(1, rounds + 1):
+        aggregated = engine.step()
+        expected = model.posteriors(model.theta(central[t - 1]), phi)
+        assert np.max(np.abs(model.posteriors(model.theta(aggregated), phi[None]) - expected[None])) < 1e-9
+
+
+def test_region_graph_structure_follows_its_seed():
+    schema, _, _ = prepared(mixed_columns(50))
+    assert region_graph(schema, seed=1).schema_id == region_graph(schema, seed=1).schema_id
+    assert region_graph(schema, seed=1).schema_id != region_graph(schema, seed=2).schema_id
+    assert [r.features for r in region_graph(schema, seed=1).trees[0]] != [r.features for r in region_graph(schema, seed=2).trees[0]]
+    assert region_graph(schema).schema_id != circuit(schema).schema_id

@@ -51,7 +51,7 @@ def test_circuit_peers_equal_the_simulator(tmp_path):
                               components=3, structure_seed=4)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(4)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-    assert load_model(tmp_path / "run" / "model-0.json").model.options == {"components": 3, "structure_seed": 4}
+    assert load_model(tmp_path / "run" / "model-0.json").model.options == {"structure": "mixture", "components": 3, "structure_seed": 4}
 
 
 def kill_at_round(net: Network, victim: int, late: int, round_: int) -> int:
