@@ -135,8 +135,8 @@ def _circuit_verdict(table: dict, row: dict) -> str:
         return ""
     best = min(circuits, key=circuits.get)
     if circuits[best] < nb:
-        return f"{row['data']}: {best} beats NB ({circuits[best]:.3f} against {nb:.3f})."
-    return f"{row['data']}: no circuit beats NB (best {best}, {circuits[best]:.3f} against {nb:.3f})."
+        return f"{row['data']}: {best} beats NB ({circuits[best]:.4f} against {nb:.4f})."
+    return f"{row['data']}: no circuit beats NB (best {best}, {circuits[best]:.4f} against {nb:.4f})."
 
 
 def table_markdown(table: dict) -> str:
