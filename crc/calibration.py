@@ -77,8 +77,8 @@ def rc(
             best, best_loss, best_iteration = stats, loss, iteration
         if iteration == iterations:
             break
-        if model.latent:  # s(X, Y; theta) - s(X, theta; theta), both with the current E-step
-            stats = stats + lr * (model.labelled(theta, phi, weights) - model.labelled(theta, phi, posteriors))
+        if model.latent:  # s(X, Y; theta) - s(X, theta; theta) = s(X, Y - P; theta): statistics are linear in the weights
+            stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
         else:
             stats = stats + lr * (target - model.statistics(phi, posteriors))
     if not select_best:
@@ -114,8 +114,13 @@ def lrc(
     """
     for _ in range(iterations):
         theta = model.theta(stats)
-        labelled = labelled_statistics(model, phi, y, mask, theta) if model.latent else target
-        stats = stats + labelled - model.expected_statistics(theta, phi, mask)
+        if model.latent:  # one E-step with weights Y - P (statistics are linear in the weights)
+            weights = one_hot(y, model.n_classes) - model.posteriors(theta, phi)
+            if mask is not None:
+                weights = weights * mask[..., None]
+            stats = stats + model.labelled(theta, phi, weights)
+        else:
+            stats = stats + target - model.expected_statistics(theta, phi, mask)
     return stats
 
 
