@@ -43,15 +43,17 @@ def hub_and_leaf(graph):
     return hub, next(v for v in graph if graph.degree(v) == 1 and v != hub)
 
 
-def test_circuit_peers_equal_the_simulator(tmp_path):
-    config = SimulationConfig(data="mushroom", model="pc", components=3, structure_seed=4, nodes=4, local_size=40,
-                              rounds=6, test_size=500)
+@pytest.mark.parametrize("structure", [
+    {"structure": "mixture", "components": 3, "structure_seed": 4},
+    {"structure": "region-graph", "depth": 2, "repetitions": 2, "sums": 2, "structure_seed": 4},
+])
+def test_circuit_peers_equal_the_simulator(tmp_path, structure):
+    config = SimulationConfig(data="mushroom", model="pc", nodes=4, local_size=40, rounds=6, test_size=500, **structure)
     launch(config, tmp_path / "run", timeout=30.0)
-    _, _, expected = scenario(tmp_path / "sim", nodes=4, rounds=6, data="mushroom", local_size=40, model="pc",
-                              components=3, structure_seed=4)
+    _, _, expected = scenario(tmp_path / "sim", nodes=4, rounds=6, data="mushroom", local_size=40, model="pc", **structure)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(4)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-    assert load_model(tmp_path / "run" / "model-0.json").model.options == {"structure": "mixture", "components": 3, "structure_seed": 4}
+    assert load_model(tmp_path / "run" / "model-0.json").model.options == config.model_options
 
 
 def kill_at_round(net: Network, victim: int, late: int, round_: int) -> int:
