@@ -116,7 +116,7 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
 def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
     (table,), _ = run(["circuits"], tmp_path, repeats=1)
     cells = table["rows"][0]["cells"]
-    assert set(cells) == {"nb", "qda", "pc2", "pc4", "pc8"}
+    assert set(cells) == {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
     for cell in cells.values():
         assert {"ml_test_error", "rc_test_error", "crc_test_error", "mixture_of_nodes_test_error",
                 "crc_test_loglik", "mixture_of_nodes_test_loglik"} <= set(cell)
