@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from crc.calibration import DEFAULT_LR
-from crc.models import MODELS
+from cli.circuit_options import circuit_options
+from crc.models import CIRCUIT_DEFAULTS, MODELS
 from crc.partition import PARTITION_HELP, PARTITIONS
 from crc.simulation import SimulationConfig
 from topologies import HELP, parse
@@ -29,19 +30,7 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
         click.option("--model", type=click.Choice(sorted(MODELS)), default=base.model, show_default=True,
                      help="Generative classifier: naive Bayes, QDA, or a probabilistic circuit (mixture of products)."),
-        click.option("--structure", type=click.Choice(["mixture", "region-graph"]), default=base.structure, show_default=True,
-                     help="Circuit (--model pc): a mixture of products per class, or a random region graph (RAT-SPN style)."),
-        click.option("--components", type=click.IntRange(min=1), default=base.components, show_default=True,
-                     help="Mixture circuit: product components per class; 1 is naive Bayes."),
-        click.option("--depth", type=click.IntRange(min=1), default=base.depth, show_default=True,
-                     help="Region-graph circuit: levels of random binary feature splits."),
-        click.option("--repetitions", type=click.IntRange(min=1), default=base.repetitions, show_default=True,
-                     help="Region-graph circuit: independent random splits mixed at the top."),
-        click.option("--sums", type=click.IntRange(min=1), default=base.sums, show_default=True,
-                     help="Region-graph circuit: sum nodes per region (and leaf channels per leaf region)."),
-        click.option("--structure-seed", type=int, default=base.structure_seed, show_default=True,
-                     help="Circuit (--model pc): seed of the structure and of the start's symmetry breaking; "
-                          "part of the schema id, so all peers must share it."),
+        *circuit_options({name: getattr(base, name) for name in CIRCUIT_DEFAULTS}).values(),
         click.option("--topology", default=base.topology, show_default=True, callback=_check_topology,
                      help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,

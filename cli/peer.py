@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from cli.circuit_options import with_circuit_options
 from crc.calibration import DEFAULT_LR
 from crc.data import format_csv, read_csv, write_csv
 from crc.datasets import load_dataset
@@ -53,14 +54,7 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
-@click.option("--structure", type=click.Choice(["mixture", "region-graph"]), default="mixture", show_default=True,
-              help="Circuit (--model pc): mixture of products, or random region graph.")
-@click.option("--components", type=click.IntRange(min=1), default=2, show_default=True, help="Mixture circuit: components per class.")
-@click.option("--depth", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: split levels.")
-@click.option("--repetitions", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: repetitions.")
-@click.option("--sums", type=click.IntRange(min=1), default=2, show_default=True, help="Region-graph circuit: sums per region.")
-@click.option("--structure-seed", type=int, default=0, show_default=True,
-              help="Circuit (--model pc): structure seed, the same on every peer.")
+@with_circuit_options
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
@@ -75,8 +69,8 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
-def node(bind, peers, data, label, schema_path, model, structure, components, depth, repetitions, sums, structure_seed, rounds,
-         iters, lr, ess, timeout, checkpoint, run_id, out, log_level):
+def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, checkpoint, run_id, out, log_level,
+         **circuit):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -89,8 +83,7 @@ def node(bind, peers, data, label, schema_path, model, structure, components, de
     neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
-    options = model_options(model, structure=structure, components=components, depth=depth, repetitions=repetitions,
-                            sums=sums, structure_seed=structure_seed)
+    options = model_options(model, **circuit)
     classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level, bind)

@@ -24,7 +24,7 @@ from crc.data import Dataset, split_indices, standardize
 from crc.datasets import load_dataset
 from crc.engine import CRCEngine, LocalData, Mixing, default_ess
 from crc.errors import CRCError
-from crc.models import GenerativeModel, make_model, model_options
+from crc.models import CIRCUIT_DEFAULTS, GenerativeModel, make_model, model_options
 from crc.partition import PARTITIONS, design_matrix, local_sizes, partition
 
 DEFAULT_EVAL_NODES = 1000
@@ -38,12 +38,12 @@ class SimulationConfig:
     data: str = "letter"
     label: str | None = None
     model: str = "nb"
-    structure: str = "mixture"
-    components: int = 2
-    depth: int = 2
-    repetitions: int = 2
-    sums: int = 2
-    structure_seed: int = 0
+    structure: str = CIRCUIT_DEFAULTS["structure"]
+    components: int = CIRCUIT_DEFAULTS["components"]
+    depth: int = CIRCUIT_DEFAULTS["depth"]
+    repetitions: int = CIRCUIT_DEFAULTS["repetitions"]
+    sums: int = CIRCUIT_DEFAULTS["sums"]
+    structure_seed: int = CIRCUIT_DEFAULTS["structure_seed"]
     topology: str = "tree"
     period: int | None = None
     nodes: int = 50
@@ -91,8 +91,7 @@ class SimulationConfig:
     @property
     def model_options(self) -> dict:
         """Structure settings of the model (circuits only)."""
-        return model_options(self.model, structure=self.structure, components=self.components, depth=self.depth,
-                             repetitions=self.repetitions, sums=self.sums, structure_seed=self.structure_seed)
+        return model_options(self.model, **{name: getattr(self, name) for name in CIRCUIT_DEFAULTS})
 
     @property
     def train_size(self) -> int:

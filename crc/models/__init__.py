@@ -22,14 +22,21 @@ def make_circuit(schema: Schema, *, structure: str = "mixture", **options) -> Ge
 MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA, "pc": make_circuit}
 
 
-def model_options(model: str, *, structure: str = "mixture", components: int = 2, depth: int = 2, repetitions: int = 2,
-                  sums: int = 2, structure_seed: int = 0) -> dict:
-    """The structure options ``make_model`` takes for ``model`` (circuits only), from command-line settings."""
+CIRCUIT_DEFAULTS = {"structure": "mixture", "components": 2, "depth": 2, "repetitions": 2, "sums": 2, "structure_seed": 0}
+"""Default circuit settings of every command and of the simulator."""
+
+
+def model_options(model: str, **settings) -> dict:
+    """The structure options ``make_model`` takes for ``model`` (circuits only), from command-line settings
+    (``CIRCUIT_DEFAULTS`` keys; missing ones take their defaults)."""
+    settings = {**CIRCUIT_DEFAULTS, **settings}
+    structure, structure_seed = settings["structure"], settings["structure_seed"]
     if model != "pc":
         return {}
     if structure == "mixture":
-        return {"structure": structure, "components": components, "structure_seed": structure_seed}
-    return {"structure": structure, "depth": depth, "repetitions": repetitions, "sums": sums, "structure_seed": structure_seed}
+        return {"structure": structure, "components": settings["components"], "structure_seed": structure_seed}
+    return {"structure": structure, "depth": settings["depth"], "repetitions": settings["repetitions"],
+            "sums": settings["sums"], "structure_seed": structure_seed}
 
 
 def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
@@ -42,5 +49,5 @@ def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
         raise CRCError(f"model {kind!r} does not take the options {sorted(options)}") from None
 
 
-__all__ = ["CIRCUIT_STRUCTURES", "GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "RegionGraphCircuit",
+__all__ = ["CIRCUIT_DEFAULTS", "CIRCUIT_STRUCTURES", "GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "RegionGraphCircuit",
            "make_circuit", "make_model", "model_options", "one_hot"]
