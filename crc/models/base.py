@@ -115,7 +115,7 @@ class GenerativeModel(ABC):
         posteriors = self.posteriors(theta, phi)
         if mask is not None:
             posteriors = posteriors * mask[..., None]
-        return self.statistics(phi, posteriors)
+        return self.labelled(theta, phi, posteriors)
 
     def _floor(self, table: np.ndarray) -> np.ndarray:
         """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""

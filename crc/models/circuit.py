@@ -86,17 +86,7 @@ class MixtureCircuit(GenerativeModel):
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
                iterations: int = EM_ITERATIONS) -> np.ndarray:
-        """EM from the uniform start: ``iterations`` times ``s <- s(X, Y; theta(s))``.
-
-        Batched like every statistic: phi (..., m, k), y (..., m), mask (..., m) -> (..., size).
-        """
-        weights = one_hot(y, self.n_classes)
-        if mask is not None:
-            weights = weights * mask[..., None]
-        stats = np.broadcast_to(self.uniform(1.0), weights.shape[:-2] + (self.size,))  # theta is scale-free
-        for _ in range(iterations):
-            stats = self.labelled(self.theta(stats), phi, weights)
-        return stats
+        return fit_em(self, phi, y, mask=mask, iterations=iterations)
 
     def uniform(self, m0: float) -> np.ndarray:
         """ESS ``m0``, uniform p(y|x): every class has the same K components, given seeded offsets.
@@ -108,15 +98,37 @@ class MixtureCircuit(GenerativeModel):
         """
         if self.components == 1:
             return self.leaves.uniform(m0)
-        rng = np.random.default_rng(self.structure_seed)
         per_component = m0 / (self.n_classes * self.components)
-        dc = len(self.leaves.continuous)
-        categorical = self.leaves.categorical
-        rows = []
-        for _ in range(self.components):
-            mean = SPREAD * rng.standard_normal(dc)
-            raw = 1.0 + rng.random(categorical.width)
-            totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
-            rows.append(np.concatenate([[per_component], np.full(dc, per_component), per_component * mean,
-                                        per_component * (1.0 + mean**2), per_component * raw / totals]))
-        return np.tile(np.concatenate(rows), self.n_classes)
+        leaves = seeded_leaves(self.leaves, per_component, self.components, np.random.default_rng(self.structure_seed))
+        rows = np.concatenate([np.full((self.components, 1), per_component), leaves], axis=1)
+        return np.tile(rows.reshape(-1), self.n_classes)
+
+
+def seeded_leaves(leaves: NaiveBayes, count: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` leaf rows (n, width) of naive-Bayes statistics without the count column, each of weight ``count``:
+    Gaussian leaves of variance 1 and mean ``SPREAD * z`` (z standard normal), categorical leaves of seeded
+    probabilities. Drawn from ``rng`` so that every peer builds the same start."""
+    dc = len(leaves.continuous)
+    categorical = leaves.categorical
+    rows = []
+    for _ in range(n):
+        mean = SPREAD * rng.standard_normal(dc)
+        raw = 1.0 + rng.random(categorical.width)
+        totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
+        rows.append(np.concatenate([np.full(dc, count), count * mean, count * (1.0 + mean**2), count * raw / totals]))
+    return np.array(rows).reshape(n, -1)
+
+
+def fit_em(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
+           iterations: int = EM_ITERATIONS) -> np.ndarray:
+    """EM for a latent model from its uniform start: ``iterations`` times ``s <- s(X, Y; theta(s))``.
+
+    Batched like every statistic: phi (..., m, k), y (..., m), mask (..., m) -> (..., size).
+    """
+    weights = one_hot(y, model.n_classes)
+    if mask is not None:
+        weights = weights * mask[..., None]
+    stats = np.broadcast_to(model.uniform(1.0), weights.shape[:-2] + (model.size,))  # theta is scale-free
+    for _ in range(iterations):
+        stats = model.labelled(model.theta(stats), phi, weights)
+    return stats

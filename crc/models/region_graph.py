@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crc.errors import CRCError
-from crc.models.base import GenerativeModel, one_hot
+from crc.models.base import GenerativeModel
+from crc.models.circuit import EM_ITERATIONS, fit_em, seeded_leaves
 from crc.models.layout import Layout
 from crc.models.naive_bayes import NaiveBayes
 from crc.schema import Schema
 
-SPREAD = 0.5
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,9 @@ class RegionGraphCircuit(GenerativeModel):
         leaf_classes = tuple(f"{c}\x1f{t}\x1f{i}" for c in schema.classes for t in range(repetitions) for i in range(sums))
         self.leaves = NaiveBayes(replace(schema, classes=leaf_classes))
         self._feature_columns = self._columns_of_features(schema)
+        # (repetition, region index) of every inner sum region: not a leaf, not a repetition's top.
+        self._inner = [(t, i) for t, regions in enumerate(self.trees) for i, region in enumerate(regions[:-1]) if region.children]
+        self._inner_index = {key: n for n, key in enumerate(self._inner)}
         super().__init__(schema)
 
     def _columns_of_features(self, schema: Schema) -> list[np.ndarray]:
@@ -108,11 +111,6 @@ class RegionGraphCircuit(GenerativeModel):
 
     def _region_columns(self, region: Region) -> np.ndarray:
         return np.concatenate([self._feature_columns[j] for j in region.features])
-
-    @property
-    def _inner(self) -> list[tuple[int, int]]:
-        """(repetition, region index) of every inner sum region (not a leaf, not a repetition's top)."""
-        return [(t, i) for t, regions in enumerate(self.trees) for i, region in enumerate(regions[:-1]) if region.children]
 
     def _top_width(self, t: int) -> int:
         return self.sums * self.sums if self.trees[t][-1].children else self.sums
@@ -159,9 +157,9 @@ class RegionGraphCircuit(GenerativeModel):
         }
 
     def _upward(self, theta: dict, phi: np.ndarray):
-        """Log-values of every region's channels, (..., m, r, channels), per repetition; and the top products."""
-        inner_index = {key: n for n, key in enumerate(self._inner)}
-        values, tops = [], []
+        """The products under every inner sum region by (repetition, region), (..., m, r, S^2), and the top
+        products of all repetitions, (..., m, r, sum of top widths); all log-values."""
+        products_below, tops = {}, []
         for t, regions in enumerate(self.trees):
             rep_values = []
             for i, region in enumerate(regions):
@@ -177,11 +175,11 @@ class RegionGraphCircuit(GenerativeModel):
                 if i == len(regions) - 1:
                     rep_values.append(products)
                 else:
-                    log_w = theta["log_inner"][..., :, inner_index[(t, i)], :, :]  # (..., r, S, S^2)
+                    products_below[(t, i)] = products
+                    log_w = theta["log_inner"][..., :, self._inner_index[(t, i)], :, :]  # (..., r, S, S^2)
                     rep_values.append(_logsumexp(log_w[..., None, :, :, :] + products[..., None, :]))
-            values.append(rep_values)
             tops.append(rep_values[-1])
-        return values, np.concatenate(tops, axis=-1)
+        return products_below, np.concatenate(tops, axis=-1)
 
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         _, tops = self._upward(theta, phi)
@@ -189,11 +187,10 @@ class RegionGraphCircuit(GenerativeModel):
 
     def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``s(X, W; theta)``: expected flows of the class weights (..., m, r) through every edge and leaf."""
-        values, tops = self._upward(theta, phi)
+        products_below, tops = self._upward(theta, phi)
         table_parts = {"count": weights.sum(axis=-2)[..., None]}
         top_flow = weights[..., None] * _softmax(theta["log_top"][..., None, :, :] + tops)
         table_parts["top"] = top_flow.sum(axis=-3)
-        inner_index = {key: n for n, key in enumerate(self._inner)}
         inner_counts = [None] * len(self._inner)
         leaf_stats = np.zeros(weights.shape[:-2] + (self.n_classes, self.repetitions, self.sums, self.leaves.layout.n_columns - 1))
         start = 0
@@ -212,11 +209,9 @@ class RegionGraphCircuit(GenerativeModel):
                     continue
                 a, b = region.children
                 if i != len(regions) - 1:  # a sum layer: split each sum's flow over its products
-                    log_w = theta["log_inner"][..., :, inner_index[(t, i)], :, :]
-                    av, bv = values[t][a], values[t][b]
-                    products = (av[..., :, None] + bv[..., None, :]).reshape(av.shape[:-1] + (-1,))
-                    edge = flow[..., None] * _softmax(log_w[..., None, :, :, :] + products[..., None, :])
-                    inner_counts[inner_index[(t, i)]] = edge.sum(axis=-4)
+                    log_w = theta["log_inner"][..., :, self._inner_index[(t, i)], :, :]
+                    edge = flow[..., None] * _softmax(log_w[..., None, :, :, :] + products_below[(t, i)][..., None, :])
+                    inner_counts[self._inner_index[(t, i)]] = edge.sum(axis=-4)
                     flow = edge.sum(axis=-2)
                 grid = flow.reshape(flow.shape[:-1] + (self.sums, self.sums))
                 flows[a], flows[b] = grid.sum(axis=-1), grid.sum(axis=-2)
@@ -226,37 +221,17 @@ class RegionGraphCircuit(GenerativeModel):
         table = np.concatenate([table_parts[name] for name in ("count", "top", "inner", "leaves")], axis=-1)
         return table.reshape(table.shape[:-2] + (self.size,))
 
-    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        posteriors = self.posteriors(theta, phi)
-        if mask is not None:
-            posteriors = posteriors * mask[..., None]
-        return self.labelled(theta, phi, posteriors)
-
-    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None, iterations: int = 50) -> np.ndarray:
-        weights = one_hot(y, self.n_classes)
-        if mask is not None:
-            weights = weights * mask[..., None]
-        stats = np.broadcast_to(self.uniform(1.0), weights.shape[:-2] + (self.size,))
-        for _ in range(iterations):
-            stats = self.labelled(self.theta(stats), phi, weights)
-        return stats
+    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
+               iterations: int = EM_ITERATIONS) -> np.ndarray:
+        return fit_em(self, phi, y, mask=mask, iterations=iterations)
 
     def uniform(self, m0: float) -> np.ndarray:
         """ESS ``m0``; every class the same circuit (uniform posterior), uniform sum weights, seeded leaves."""
-        rng = np.random.default_rng(self.structure_seed + 1)
         per_class = m0 / self.n_classes
-        dc = len(self.leaves.continuous)
-        categorical = self.leaves.categorical
-        leaves = []
-        for _ in range(self.repetitions * self.sums):
-            mean = SPREAD * rng.standard_normal(dc)
-            raw = 1.0 + rng.random(categorical.width)
-            totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
-            leaves.append(np.concatenate([np.full(dc, per_class), per_class * mean, per_class * (1.0 + mean**2),
-                                          per_class * raw / totals]))
+        leaves = seeded_leaves(self.leaves, per_class, self.repetitions * self.sums,
+                               np.random.default_rng(self.structure_seed + 1))
         top = [np.full(self._top_width(t), per_class / sum(map(self._top_width, range(self.repetitions))))
                for t in range(self.repetitions)]
         inner = np.full(len(self._inner) * self.sums ** 3, per_class / self.sums ** 2)
-        row = np.concatenate([[per_class], *top, inner, np.concatenate(leaves)])
+        row = np.concatenate([[per_class], *top, inner, leaves.reshape(-1)])
         return np.tile(row, self.n_classes)
-
