@@ -3,13 +3,13 @@ import pytest
 from scipy.integrate import trapezoid
 from scipy.special import logsumexp
 
-from crc.calibration import labelled_statistics, rc
+from crc.calibration import labelled_statistics
 from crc.data import dataset_from_columns, standardize
 from crc.datasets import load_bundled
 from crc.engine import CRCEngine, LocalData
 from crc.models import make_model, one_hot
 from crc.simulation import SimulationConfig, prepare_repeat, simulate
-from topologies import averaging_matrix, complete_graph, network_factory, random_tree_graph
+from topologies import averaging_matrix, network_factory, random_tree_graph
 from tests.conftest import mixed_columns, prepared
 
 
@@ -186,22 +186,6 @@ def test_region_graph_em_ess_and_uniform_start(mixed):
     assert np.all(np.diff(likelihoods) >= -1e-8 * abs(likelihoods[0])) and likelihoods[-1] > likelihoods[0] + 1.0
     batched = model.labelled(model.theta(np.stack([start, stats])), np.stack([phi, phi]), np.stack([weights, weights]))
     np.testing.assert_allclose(batched[1], model.labelled(model.theta(stats), phi, weights), rtol=1e-10)
-
-
-def test_region_graph_theorem_1_on_a_complete_graph(mixed):
-    schema, x, y = mixed
-    model = region_graph(schema, seed=5)
-    phi = model.features(x)
-    n, lr, rounds = 4, 0.05, 8
-    local = LocalData.from_parts(phi, y, np.array_split(np.argsort(y, kind="stable"), n))
-    engine = CRCEngine(model, local, averaging_matrix(complete_graph(n)), ess=len(y) / (lr * n))
-    central = []
-    rc(model, phi, y, lr=lr, iterations=rounds, init=model.uniform(len(y)), select_best=False,
-       callback=lambda i, s: central.append(s))
-    for t in range(1, rounds + 1):
-        aggregated = engine.step()
-        expected = model.posteriors(model.theta(central[t - 1]), phi)
-        assert np.max(np.abs(model.posteriors(model.theta(aggregated), phi[None]) - expected[None])) < 1e-9
 
 
 def test_region_graph_structure_follows_its_seed():

@@ -17,10 +17,11 @@ def label_sorted_parts(y: np.ndarray, n: int) -> list[np.ndarray]:
     return np.array_split(np.argsort(y, kind="stable"), n)
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_theorem_1_complete_graph_equals_rc(kind, mixed):
+@pytest.mark.parametrize("kind, options", [(kind, {}) for kind in KINDS]
+                         + [("pc", {"structure": "region-graph", "structure_seed": 5})])
+def test_theorem_1_complete_graph_equals_rc(kind, options, mixed):
     schema, x, y = mixed
-    model = make_model(kind, schema)
+    model = make_model(kind, schema, **options)
     phi = model.features(x)
     n, lr, rounds = 6, 0.05, 30
     local = LocalData.from_parts(phi, y, label_sorted_parts(y, n))
