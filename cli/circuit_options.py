@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from crc.models import CIRCUIT_DEFAULTS, CIRCUIT_STRUCTURES
+from crc.core.models import CIRCUIT_DEFAULTS, CIRCUIT_STRUCTURES
 
 
 def circuit_options(defaults: dict = CIRCUIT_DEFAULTS) -> dict:

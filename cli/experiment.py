@@ -8,8 +8,8 @@ import time
 import click
 
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
-from crc.models import MODELS
-from topologies import network_factory
+from crc.core.models import MODELS
+from crc.topologies import network_factory
 
 
 def _names(ctx, param, values) -> list[str]:

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import click
 
-from cli.options import DEFAULTS, options
-from crc.simulation import SimulationConfig
-from nodes.launcher import launch as run_launch
+from crc.cli.options import DEFAULTS, options
+from crc.protocol.simulation import SimulationConfig
+from crc.nodes.launcher import launch as run_launch
 
 LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
 

@@ -6,19 +6,19 @@ import importlib
 
 import click
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 
 COMMANDS = {
-    "simulate": "cli.simulate:simulate",
-    "experiment": "cli.experiment:experiment",
-    "report": "cli.report:report",
-    "datasets": "cli.simulate:datasets",
-    "schema": "cli.peer:schema",
-    "split": "cli.split:split",
-    "node": "cli.peer:node",
-    "predict": "cli.peer:predict",
-    "launch": "cli.launch:launch",
-    "bench": "cli.bench:bench",
+    "simulate": "crc.cli.simulate:simulate",
+    "experiment": "crc.cli.experiment:experiment",
+    "report": "crc.cli.report:report",
+    "datasets": "crc.cli.simulate:datasets",
+    "schema": "crc.cli.peer:schema",
+    "split": "crc.cli.split:split",
+    "node": "crc.cli.peer:node",
+    "predict": "crc.cli.peer:predict",
+    "launch": "crc.cli.launch:launch",
+    "bench": "crc.bench:bench",
 }
 
 

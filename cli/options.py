@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from crc.calibration import DEFAULT_LR
-from cli.circuit_options import circuit_options
-from crc.models import CIRCUIT_DEFAULTS, MODELS
-from crc.partition import PARTITION_HELP, PARTITIONS
-from crc.simulation import SimulationConfig
-from topologies import HELP, parse
+from crc.core.calibration import DEFAULT_LR
+from crc.cli.circuit_options import circuit_options
+from crc.core.models import CIRCUIT_DEFAULTS, MODELS
+from crc.core.partition import PARTITION_HELP, PARTITIONS
+from crc.protocol.simulation import SimulationConfig
+from crc.topologies import HELP, parse
 
 DEFAULTS = SimulationConfig()
 

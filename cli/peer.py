@@ -8,16 +8,16 @@ import sys
 
 import click
 
-from cli.circuit_options import with_circuit_options
-from crc.calibration import DEFAULT_LR
-from crc.data import format_csv, read_csv, write_csv
-from crc.datasets import load_dataset
-from crc.errors import CRCError
-from crc.model_file import TrainedModel, load_model
-from crc.models import MODELS, make_model, model_options
-from crc.schema import Schema
-from nodes.local_data import load_local
-from nodes.peer import Peer, PeerSettings
+from crc.cli.circuit_options import with_circuit_options
+from crc.core.calibration import DEFAULT_LR
+from crc.core.data import format_csv, read_csv, write_csv
+from crc.core.datasets import load_dataset
+from crc.core.errors import CRCError
+from crc.core.model_file import TrainedModel, load_model
+from crc.core.models import MODELS, make_model, model_options
+from crc.core.schema import Schema
+from crc.nodes.local_data import load_local
+from crc.nodes.peer import Peer, PeerSettings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

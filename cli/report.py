@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 from crc.report.sources import RUN, density_series, load_results, run_curves, table_curves
 from crc.report.tables import runs_csv, runs_markdown, table_csv, table_markdown
 

@@ -8,10 +8,10 @@ import sys
 
 import click
 
-from cli.options import run_options
-from crc.datasets import BUNDLED, load_bundled
-from crc.simulation import SimulationConfig, simulate as run_simulation
-from topologies import network_factory
+from crc.cli.options import run_options
+from crc.core.datasets import BUNDLED, load_bundled
+from crc.protocol.simulation import SimulationConfig, simulate as run_simulation
+from crc.topologies import network_factory
 
 
 @click.command()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cli.options import options
-from crc.simulation import SimulationConfig, load_for, make_split, repeat_seeds
-from nodes.deployment import write_deployment
+from crc.cli.options import options
+from crc.protocol.simulation import SimulationConfig, load_for, make_split, repeat_seeds
+from crc.nodes.deployment import write_deployment
 
 
 @click.command()

@@ -5,10 +5,10 @@ statistics, RC and local RC, the vectorized CRC engine, metrics and the
 simulator. Graphs come from ``topologies``, real peers from ``nodes``.
 """
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 from crc.estimators import NaiveBayesClassifier, QDAClassifier
-from crc.model_file import TrainedModel, load_model
-from crc.schema import Schema
+from crc.core.model_file import TrainedModel, load_model
+from crc.core.schema import Schema
 
 __version__ = "0.1.0"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
-from crc.data import encode, raw_cells, standardize
-from crc.errors import CRCError
-from crc.models import make_model
-from crc.schema import infer_schema
+from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
+from crc.core.data import encode, raw_cells, standardize
+from crc.core.errors import CRCError
+from crc.core.models import make_model
+from crc.core.schema import infer_schema
 
 LEARNING = ("ml", "rc")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.files import atomic_write_json, read_json
+from crc.core.errors import CRCError
+from crc.core.files import atomic_write_json, read_json
 
 FORMAT = "crc-checkpoint/1"
 FILE_NAME = "checkpoint.json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crc.data import Dataset, to_columns, write_csv
-from crc.simulation import Split
+from crc.core.data import Dataset, to_columns, write_csv
+from crc.protocol.simulation import Split
 
 
 def node_file(directory, index: int) -> Path:

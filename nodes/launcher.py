@@ -18,12 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.files import read_json
-from crc.model_file import load_model
-from crc.simulation import SimulationConfig, central_results, crc_results, ess_for, load_for, prepare_repeat
-from nodes.deployment import node_file, write_deployment
-from topologies import Schedule
+from crc.core.errors import CRCError
+from crc.core.files import read_json
+from crc.core.model_file import load_model
+from crc.protocol.simulation import SimulationConfig, central_results, crc_results, ess_for, load_for, prepare_repeat
+from crc.nodes.deployment import node_file, write_deployment
+from crc.topologies import Schedule
 
 STARTUP_ALLOWANCE_S = 60.0
 REAP_GRACE_S = 3.0
@@ -46,7 +46,7 @@ def free_ports(count: int) -> list[int]:
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, log_level: str) -> list[str]:
     """The ``crc node`` command line of peer ``index``."""
-    return [sys.executable, "-m", "cli", "node", "--bind", addresses[index],
+    return [sys.executable, "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, "--structure", config.structure,
             "--components", str(config.components), "--depth", str(config.depth), "--repetitions", str(config.repetitions),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.data import encode, read_csv, standardize
-from crc.errors import CRCError
-from crc.models import GenerativeModel
-from crc.schema import Schema
+from crc.core.data import encode, read_csv, standardize
+from crc.core.errors import CRCError
+from crc.core.models import GenerativeModel
+from crc.core.schema import Schema
 
 
 def load_local(path, schema: Schema, model: GenerativeModel) -> tuple[np.ndarray, np.ndarray]:

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crc.calibration import labelled_statistics, lrc, soft_zero_one
-from crc.models.base import GenerativeModel
-from nodes import checkpoint
-from nodes.transport import Transport
-from nodes.wire import CAUSES, Expectation, Rejected, decode, encode
+from crc.core.calibration import labelled_statistics, lrc, soft_zero_one
+from crc.core.models.base import GenerativeModel
+from crc.nodes import checkpoint
+from crc.nodes.transport import Transport
+from crc.nodes.wire import CAUSES, Expectation, Rejected, decode, encode
 
 FINAL_LINGER_MS = 1000
 """On a normal finish, how long queued statistics may take to leave (a stop request closes at once)."""

@@ -14,7 +14,7 @@ import time
 
 import zmq
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 
 QUEUE_MESSAGES = 256
 """High-water mark per neighbour: rounds of statistics ZeroMQ may hold for it."""

@@ -2,13 +2,13 @@
 
 import math
 
-from topologies.diagnostics import describe, describe_schedule, spectral_gap
-from topologies.generators import (chain_graph, complete_graph, erdos_renyi_graph, grid_graph, random_regular_graph,
+from crc.topologies.diagnostics import describe, describe_schedule, spectral_gap
+from crc.topologies.generators import (chain_graph, complete_graph, erdos_renyi_graph, grid_graph, random_regular_graph,
                                    random_tree_graph, ring_graph, small_world_graph, star_graph, tree_plus_graph)
-from topologies.graph_io import load_graph, save_graph
-from topologies.mixing import averaging_matrix
-from topologies.schedule import Schedule
-from topologies.spec import HELP, KINDS, build, parse
+from crc.topologies.graph_io import load_graph, save_graph
+from crc.topologies.mixing import averaging_matrix
+from crc.topologies.schedule import Schedule
+from crc.topologies.spec import HELP, KINDS, build, parse
 
 
 def network_factory(spec: str, period: float = math.inf):

@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from topologies.mixing import closed_adjacency
+from crc.topologies.mixing import closed_adjacency
 
 DENSE_EIGEN_LIMIT = 2000
 

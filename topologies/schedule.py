@@ -7,9 +7,9 @@ import math
 import networkx as nx
 import numpy as np
 
-from topologies.diagnostics import density
-from topologies.mixing import averaging_matrix
-from topologies.spec import build, parse
+from crc.topologies.diagnostics import density
+from crc.topologies.mixing import averaging_matrix
+from crc.topologies.spec import build, parse
 
 
 class Schedule:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from topologies import generators as g
+from crc.topologies import generators as g
 
 KINDS = {
     "tree": (g.random_tree_graph, ()),

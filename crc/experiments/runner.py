@@ -27,14 +27,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from crc.data import Dataset
-from crc.datasets import BUNDLED, SYNTHETIC, load_dataset
-from crc.errors import CRCError
+from crc.core.data import Dataset
+from crc.core.datasets import BUNDLED, SYNTHETIC, load_dataset
+from crc.core.errors import CRCError
 from crc.experiments.grids import REFERENCE_SIZE, TABLES, TEST_INSTANCES, Table
 from crc.experiments.summary import assemble
-from crc.files import atomic_write_json, atomic_write_text, read_json
+from crc.core.files import atomic_write_json, atomic_write_text, read_json
 from crc.report.tables import table_csv, table_markdown
-from crc.simulation import SimulationConfig, load_for, simulate, simulate_central
+from crc.protocol.simulation import SimulationConfig, load_for, simulate, simulate_central
 
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

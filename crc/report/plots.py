@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 
 
 def _pyplot():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crc.errors import CRCError
-from crc.files import read_json
+from crc.core.errors import CRCError
+from crc.core.files import read_json
 
 RUN, TABLE = "run", "table"
 

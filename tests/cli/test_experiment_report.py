@@ -2,7 +2,7 @@ import json
 
 from click.testing import CliRunner
 
-from cli.main import main
+from crc.cli.main import main
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -3,11 +3,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from crc.data import read_csv
-from crc.model_file import TrainedModel
-from crc.models import make_model
-from crc.schema import Schema
+from crc.cli.main import main
+from crc.core.data import read_csv
+from crc.core.model_file import TrainedModel
+from crc.core.models import make_model
+from crc.core.schema import Schema
 
 
 def run(*args):

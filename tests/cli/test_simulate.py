@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
+from crc.cli.main import main
 
 SMALL = ["--nodes", "5", "--local-size", "20", "--rounds", "4"]
 

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from crc.calibration import labelled_statistics, lrc, rc, soft_zero_one
-from crc.models import MODELS, make_model
+from crc.core.calibration import labelled_statistics, lrc, rc, soft_zero_one
+from crc.core.models import MODELS, make_model
 
 KINDS = sorted(MODELS)
 

@@ -3,14 +3,14 @@ import pytest
 from scipy.integrate import trapezoid
 from scipy.special import logsumexp
 
-from crc.calibration import labelled_statistics
-from crc.data import dataset_from_columns, standardize
-from crc.datasets import load_bundled
-from crc.engine import CRCEngine, LocalData
-from crc.models import make_model, one_hot
-from crc.simulation import SimulationConfig, prepare_repeat, simulate
-from topologies import averaging_matrix, network_factory, random_tree_graph
-from tests.conftest import mixed_columns, prepared
+from crc.core.calibration import labelled_statistics
+from crc.core.data import dataset_from_columns, standardize
+from crc.core.datasets import load_bundled
+from crc.core.engine import CRCEngine, LocalData
+from crc.core.models import make_model, one_hot
+from crc.protocol.simulation import SimulationConfig, prepare_repeat, simulate
+from crc.topologies import averaging_matrix, network_factory, random_tree_graph
+from support.tables import mixed_columns, prepared
 
 
 def circuit(schema, components=3, seed=0):

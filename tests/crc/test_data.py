@@ -3,10 +3,10 @@ import gzip
 import numpy as np
 import pytest
 
-from crc.data import encode, read_csv, split_indices
-from crc.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
-from crc.errors import CRCError
-from crc.schema import infer_schema
+from crc.core.data import encode, read_csv, split_indices
+from crc.core.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
+from crc.core.errors import CRCError
+from crc.core.schema import infer_schema
 
 
 def write(path, text, gz=False):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 from crc.estimators import NaiveBayesClassifier, QDAClassifier
 
 

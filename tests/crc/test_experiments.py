@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 from crc.experiments import TABLES, run_experiments
 from crc.experiments.grids import TEST_INSTANCES
 from crc.experiments.runner import plan
 from crc.report.tables import gap, table_csv, table_markdown
-from crc.simulation import SimulationConfig, simulate, simulate_central
-from topologies import network_factory
+from crc.protocol.simulation import SimulationConfig, simulate, simulate_central
+from crc.topologies import network_factory
 
 TINY = {"rounds": 4, "nodes": 15, "local_size": 10}  # 15 nodes leave room for a tree +80
 

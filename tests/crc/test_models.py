@@ -3,9 +3,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crc.errors import CRCError
-from crc.models import MODELS, make_model, one_hot
-from tests.conftest import mixed_columns, prepared
+from crc.core.errors import CRCError
+from crc.core.models import MODELS, make_model, one_hot
+from support.tables import mixed_columns, prepared
 
 KINDS = sorted(MODELS)
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from crc.errors import CRCError
-from crc.schema import CONTINUOUS, DISCRETE, Schema, infer_schema
+from crc.core.errors import CRCError
+from crc.core.schema import CONTINUOUS, DISCRETE, Schema, infer_schema
 
 
 def table(**columns):

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import zmq
 
-from crc.data import read_csv
-from crc.model_file import load_model
-from crc.models import make_model
-from crc.schema import Schema
-from crc.simulation import SimulationConfig, ess_for
-from nodes.launcher import launch
-from nodes.wire import encode
-from tests.nodes.network import Network, scenario
+from crc.core.data import read_csv
+from crc.core.model_file import load_model
+from crc.core.models import make_model
+from crc.core.schema import Schema
+from crc.protocol.simulation import SimulationConfig, ess_for
+from crc.nodes.launcher import launch
+from crc.nodes.wire import encode
+from support.network import Network, scenario
 
 
 def neighbour_of(graph, index):

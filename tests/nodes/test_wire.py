@@ -4,7 +4,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from nodes.wire import ENVELOPE_BYTES, Expectation, Rejected, decode, encode
+from crc.nodes.wire import ENVELOPE_BYTES, Expectation, Rejected, decode, encode
 
 SIZE = 12
 EXPECT = Expectation(run="r1", schema_id="ab" * 32, ess=400.0, size=SIZE, neighbours=frozenset({"tcp://127.0.0.1:7001"}))

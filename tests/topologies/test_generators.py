@@ -2,7 +2,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from topologies import averaging_matrix, build, chain_graph, complete_graph, network_factory, random_tree_graph
+from crc.topologies import averaging_matrix, build, chain_graph, complete_graph, network_factory, random_tree_graph
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 50])

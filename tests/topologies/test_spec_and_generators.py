@@ -1,7 +1,7 @@
 import networkx as nx
 import pytest
 
-from topologies import build, parse, tree_plus_graph
+from crc.topologies import build, parse, tree_plus_graph
 
 SPECS = ["tree", "chain", "star", "ring", "complete", "grid", "tree+10", "er", "er:0.2", "regular", "regular:4",
          "small-world", "small-world:6:0.3"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.schema import Schema
 
 
 class CategoricalPart:

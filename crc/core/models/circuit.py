@@ -22,11 +22,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.models.base import GenerativeModel, normalise_exp, one_hot
-from crc.models.layout import Layout
-from crc.models.naive_bayes import NaiveBayes
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel, normalise_exp, one_hot
+from crc.core.models.layout import Layout
+from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.schema import Schema
 
 EM_ITERATIONS = 50
 SPREAD = 0.5

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from crc.data import Dataset
-from crc.datasets import load_bundled
-from crc.model_file import load_model
-from crc.simulation import SimulationConfig, ess_for, make_engine, prepare_repeat
-from nodes.deployment import node_file, write_deployment
-from nodes.launcher import free_ports
-from topologies import Schedule, network_factory
+from crc.core.data import Dataset
+from crc.core.datasets import load_bundled
+from crc.core.model_file import load_model
+from crc.protocol.simulation import SimulationConfig, ess_for, make_engine, prepare_repeat
+from crc.nodes.deployment import node_file, write_deployment
+from crc.nodes.launcher import free_ports
+from crc.topologies import Schedule, network_factory
 
 WAIT_S = 60.0
 
@@ -43,7 +43,7 @@ class Network:
 
     def command(self, index: int) -> list[str]:
         neighbours = ",".join(self.addresses[j] for j in sorted(self.graph.neighbors(index)))
-        return [sys.executable, "-m", "cli", "node", "--bind", self.addresses[index], "--peers", neighbours,
+        return [sys.executable, "-m", "crc", "node", "--bind", self.addresses[index], "--peers", neighbours,
                 "--data", str(node_file(self.directory, index)), "--schema", str(self.directory / "schema.json"),
                 "--rounds", str(self.config.rounds), "--ess", repr(ess_for(self.config)), "--timeout", str(self.timeout),
                 "--checkpoint", str(self.directory / f"checkpoint-{index}"), "--out", str(self.model_path(index)),

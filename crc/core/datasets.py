@@ -7,9 +7,9 @@ from importlib import resources
 
 import numpy as np
 
-from crc.data import Dataset, dataset_from_columns, read_csv
-from crc.errors import CRCError
-from crc.schema import CONTINUOUS, Feature, Schema
+from crc.core.data import Dataset, dataset_from_columns, read_csv
+from crc.core.errors import CRCError
+from crc.core.schema import CONTINUOUS, Feature, Schema
 
 BUNDLED = (
     "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",

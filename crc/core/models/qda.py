@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.models.base import LinearFamilyModel
-from crc.models.categorical import CategoricalPart
-from crc.models.layout import Layout
+from crc.core.errors import CRCError
+from crc.core.models.base import LinearFamilyModel
+from crc.core.models.categorical import CategoricalPart
+from crc.core.models.layout import Layout
 
 EIG_FLOOR = 1e-9
 """Smallest eigenvalue of a class covariance, in standardized units."""

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.files import atomic_write_text, read_json
+from crc.core.errors import CRCError
+from crc.core.files import atomic_write_text, read_json
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"

@@ -11,11 +11,11 @@ import tracemalloc
 import click
 import numpy as np
 
-from cli.bench.per_node_loop import per_node_crc
-from crc.engine import CRCEngine, LocalData, default_ess
-from crc.simulation import SimulationConfig, load_for, make_split, simulate
-from nodes.launcher import launch
-from topologies import averaging_matrix, network_factory, random_tree_graph
+from crc.bench.per_node_loop import per_node_crc
+from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.protocol.simulation import SimulationConfig, load_for, make_split, simulate
+from crc.nodes.launcher import launch
+from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 
 
 def _prepared(config: SimulationConfig):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.models.base import GenerativeModel, LinearFamilyModel
+from crc.core.models.base import GenerativeModel, LinearFamilyModel
 
 EVAL_BLOCK_BYTES = 256 * 2**20
 

@@ -11,11 +11,11 @@ import math
 
 import numpy as np
 
-from crc.data import encode, raw_cells, standardize
-from crc.errors import CRCError
-from crc.files import atomic_write_json, read_json
-from crc.models import MODELS, make_model
-from crc.schema import Schema
+from crc.core.data import encode, raw_cells, standardize
+from crc.core.errors import CRCError
+from crc.core.files import atomic_write_json, read_json
+from crc.core.models import MODELS, make_model
+from crc.core.schema import Schema
 
 FORMAT = "crc-model/1"
 MAX_MODEL_BYTES = 512 * 2**20

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.models.base import LinearFamilyModel
-from crc.models.categorical import CategoricalPart
-from crc.models.layout import Layout
+from crc.core.models.base import LinearFamilyModel
+from crc.core.models.categorical import CategoricalPart
+from crc.core.models.layout import Layout
 
 VAR_FLOOR = 1e-9
 """Smallest class-conditional variance, in standardized units."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.models.base import GenerativeModel, one_hot
+from crc.core.models.base import GenerativeModel, one_hot
 
 
 def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbours: list, *, ess: float, rounds: int, iterations: int = 1) -> np.ndarray:

@@ -1,12 +1,12 @@
 """Generative classifiers as sufficient statistics."""
 
-from crc.errors import CRCError
-from crc.models.base import GenerativeModel, one_hot
-from crc.models.circuit import MixtureCircuit
-from crc.models.region_graph import RegionGraphCircuit
-from crc.models.naive_bayes import NaiveBayes
-from crc.models.qda import QDA
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel, one_hot
+from crc.core.models.circuit import MixtureCircuit
+from crc.core.models.region_graph import RegionGraphCircuit
+from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.models.qda import QDA
+from crc.core.schema import Schema
 
 CIRCUIT_STRUCTURES = {"mixture": MixtureCircuit, "region-graph": RegionGraphCircuit}
 

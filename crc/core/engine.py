@@ -14,9 +14,9 @@ from typing import Callable, Union
 import numpy as np
 import scipy.sparse as sp
 
-from crc.calibration import DEFAULT_LR, labelled_statistics, lrc
-from crc.errors import CRCError
-from crc.models.base import GenerativeModel
+from crc.core.calibration import DEFAULT_LR, labelled_statistics, lrc
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
 
 Mixing = Union[sp.spmatrix, sp.sparray, np.ndarray, Callable[[int], object]]
 """A row-stochastic (n, n) averaging matrix, or a function of the round (1, 2, ...) returning one."""

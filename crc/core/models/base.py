@@ -19,9 +19,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.models.layout import Layout
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.models.layout import Layout
+from crc.core.schema import Schema
 
 COUNT_FLOOR = 1e-9
 """Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""

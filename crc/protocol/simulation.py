@@ -18,14 +18,14 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from crc import metrics
-from crc.calibration import DEFAULT_LR, labelled_statistics, rc
-from crc.data import Dataset, split_indices, standardize
-from crc.datasets import load_dataset
-from crc.engine import CRCEngine, LocalData, Mixing, default_ess
-from crc.errors import CRCError
-from crc.models import CIRCUIT_DEFAULTS, GenerativeModel, make_model, model_options
-from crc.partition import PARTITIONS, design_matrix, local_sizes, partition
+from crc.core import metrics
+from crc.core.calibration import DEFAULT_LR, labelled_statistics, rc
+from crc.core.data import Dataset, split_indices, standardize
+from crc.core.datasets import load_dataset
+from crc.core.engine import CRCEngine, LocalData, Mixing, default_ess
+from crc.core.errors import CRCError
+from crc.core.models import CIRCUIT_DEFAULTS, GenerativeModel, make_model, model_options
+from crc.core.partition import PARTITIONS, design_matrix, local_sizes, partition
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.files import atomic_write_text
-from crc.schema import CONTINUOUS, Schema, canonical_value, infer_schema, is_missing
+from crc.core.errors import CRCError
+from crc.core.files import atomic_write_text
+from crc.core.schema import CONTINUOUS, Schema, canonical_value, infer_schema, is_missing
 
 MAX_TABLE_BYTES = 2 * 2**30
 

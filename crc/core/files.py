@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from crc.errors import CRCError
+from crc.core.errors import CRCError
 
 MAX_JSON_BYTES = 256 * 2**20
 

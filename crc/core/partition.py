@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.schema import Schema
 
 PARTITIONS = ("iid", "covariate", "label", "joint", "dirichlet")
 PARTITION_HELP = (

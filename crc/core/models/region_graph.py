@@ -25,12 +25,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from crc.errors import CRCError
-from crc.models.base import GenerativeModel
-from crc.models.circuit import EM_ITERATIONS, fit_em, seeded_leaves
-from crc.models.layout import Layout
-from crc.models.naive_bayes import NaiveBayes
-from crc.schema import Schema
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
+from crc.core.models.circuit import EM_ITERATIONS, fit_em, seeded_leaves
+from crc.core.models.layout import Layout
+from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.schema import Schema
 
 
 

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from crc.models.base import GenerativeModel, one_hot
+from crc.core.models.base import GenerativeModel, one_hot
 
 DEFAULT_LR = 0.05
 DEFAULT_ITERATIONS = 64
