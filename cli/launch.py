@@ -10,15 +10,15 @@ from dataclasses import replace
 
 import click
 
-from crc.cli.options import DEFAULTS, options
-from crc.protocol.simulation import SimulationConfig
+from crc.cli.options import DEFAULTS, MODEL, options
 from crc.nodes.launcher import launch as run_launch
+from crc.protocol import SimulationConfig
 
 LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
 
 
 @click.command()
-@options("data", "label", "model", "structure", "components", "depth", "repetitions", "sums", "structure_seed", "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
+@options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
               help="Each peer's wait for its neighbours per round (covers the peers' start-up).")
@@ -35,7 +35,7 @@ def launch(timeout, workdir, log_level, as_json, **settings):
     With no options: 10 peers on a random tree, 50 instances each of the
     bundled 'penbased' data, 64 rounds.
     """
-    config = SimulationConfig(**settings)
+    config = SimulationConfig.from_settings(**settings)
     directory = workdir or tempfile.mkdtemp(prefix="crc-launch-")
     try:
         with click.progressbar(length=config.nodes, label="peers finished", file=sys.stderr,

@@ -18,7 +18,7 @@ COMMANDS = {
     "node": "crc.cli.peer:node",
     "predict": "crc.cli.peer:predict",
     "launch": "crc.cli.launch:launch",
-    "bench": "crc.bench:bench",
+    "bench": "crc.cli.bench:bench",
 }
 
 

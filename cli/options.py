@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.model_options import model_choice, option_decorators
 from crc.core.calibration import DEFAULT_LR
-from crc.cli.circuit_options import circuit_options
-from crc.core.models import CIRCUIT_DEFAULTS, MODELS
+from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
-from crc.protocol.simulation import SimulationConfig
+from crc.protocol import SimulationConfig
 from crc.topologies import HELP, parse
 
 DEFAULTS = SimulationConfig()
@@ -28,9 +28,8 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--data", default=base.data, show_default=True,
                      help="Bundled data set name (see `crc datasets`), 'synthetic', or a CSV file path."),
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
-        click.option("--model", type=click.Choice(sorted(MODELS)), default=base.model, show_default=True,
-                     help="Generative classifier: naive Bayes, QDA, or a probabilistic circuit (mixture of products)."),
-        *circuit_options({name: getattr(base, name) for name in CIRCUIT_DEFAULTS}).values(),
+        model_choice(base.model),
+        *option_decorators(),
         click.option("--topology", default=base.topology, show_default=True, callback=_check_topology,
                      help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,
@@ -58,9 +57,13 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Test set: a fraction of the data if below 1, else a count."),
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
     ]
-    names = ["data", "label", "model", "structure", "components", "depth", "repetitions", "sums", "structure_seed", "topology", "period", "nodes", "local_size", "pooled_size", "partition", "alpha",
-             "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
+    names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
+             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
     return dict(zip(names, options))
+
+
+MODEL = ("model", *(option.name for option in all_options()))
+"""The names of ``--model`` and of every model option, for ``options(*MODEL)``."""
 
 
 def options(*names: str, base: SimulationConfig = DEFAULTS):

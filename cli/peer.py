@@ -8,13 +8,13 @@ import sys
 
 import click
 
-from crc.cli.circuit_options import with_circuit_options
+from crc.cli.model_options import with_model_options
 from crc.core.calibration import DEFAULT_LR
 from crc.core.data import format_csv, read_csv, write_csv
 from crc.core.datasets import load_dataset
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
-from crc.core.models import MODELS, make_model, model_options
+from crc.core.models import make_model, model_options
 from crc.core.schema import Schema
 from crc.nodes.local_data import load_local
 from crc.nodes.peer import Peer, PeerSettings
@@ -53,8 +53,7 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
-@click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
-@with_circuit_options
+@with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
@@ -70,7 +69,7 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
 def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, checkpoint, run_id, out, log_level,
-         **circuit):
+         **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -83,7 +82,7 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
     neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
-    options = model_options(model, **circuit)
+    options = model_options(model, structure)
     classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level, bind)

@@ -10,7 +10,8 @@ import click
 
 from crc.cli.options import run_options
 from crc.core.datasets import BUNDLED, load_bundled
-from crc.protocol.simulation import SimulationConfig, simulate as run_simulation
+from crc.protocol import SimulationConfig
+from crc.protocol import simulate as run_simulation
 from crc.topologies import network_factory
 
 
@@ -28,7 +29,7 @@ def simulate(as_json: bool, **options):
     With no options: naive Bayes, 50 peers on a random tree, 50 instances each,
     64 rounds, on the bundled 'letter' data set (the paper's default setting).
     """
-    config = SimulationConfig(**options)
+    config = SimulationConfig.from_settings(**options)
     total = config.repeats * config.rounds
     with click.progressbar(length=total, label="simulating", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
         network = network_factory(config.topology, config.period or math.inf)

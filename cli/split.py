@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from crc.cli.options import options
-from crc.protocol.simulation import SimulationConfig, load_for, make_split, repeat_seeds
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import load_for, make_split, repeat_seeds
 from crc.nodes.deployment import write_deployment
 
 
@@ -19,7 +20,7 @@ def split(out, **settings):
     The split is the one `crc simulate` uses for the same options and seed
     (its first repeat), so a deployment can be compared with the simulator.
     """
-    config = SimulationConfig(**settings)
+    config = SimulationConfig.from_settings(**settings)
     config.validate()
     dataset = load_for(config)
     drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])

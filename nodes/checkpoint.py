@@ -19,6 +19,18 @@ def save(directory, *, identity: dict, round_: int, stats: np.ndarray, metrics: 
                                                     "statistics": np.asarray(stats).tolist(), "metrics": metrics})
 
 
+def completed_round(directory) -> int | None:
+    """The round a checkpoint records (0 without a checkpoint), or None if it cannot be read."""
+    path = Path(directory) / FILE_NAME
+    if not path.exists():
+        return 0
+    try:
+        round_ = read_json(path, what="checkpoint").get("round")
+    except (CRCError, AttributeError):
+        return None
+    return round_ if isinstance(round_, int) and not isinstance(round_, bool) and round_ >= 0 else None
+
+
 def load(directory, *, identity: dict, size: int) -> tuple[int, np.ndarray, dict] | None:
     """(round, statistics, metrics) of the checkpoint in ``directory``, or None if there is none.
 

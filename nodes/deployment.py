@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crc.core.data import Dataset, to_columns, write_csv
-from crc.protocol.simulation import Split
+from crc.protocol.repeat import Split
 
 
 def node_file(directory, index: int) -> Path:

@@ -12,16 +12,19 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from crc.core.errors import CRCError
-from crc.core.files import read_json
 from crc.core.model_file import load_model
-from crc.protocol.simulation import SimulationConfig, central_results, crc_results, ess_for, load_for, prepare_repeat
+from crc.core.models import all_options
+from crc.protocol import SimulationConfig
+from crc.protocol.central import central_results
+from crc.protocol.repeat import ess_for, load_for, prepare_repeat
+from crc.protocol.results import repeat_results, results_json
+from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
 from crc.topologies import Schedule
 
@@ -46,11 +49,11 @@ def free_ports(count: int) -> list[int]:
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, log_level: str) -> list[str]:
     """The ``crc node`` command line of peer ``index``."""
+    flags = {option.name: option.flag for option in all_options()}
+    model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     return [sys.executable, "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
-            "--schema", str(workdir / "schema.json"), "--model", config.model, "--structure", config.structure,
-            "--components", str(config.components), "--depth", str(config.depth), "--repetitions", str(config.repetitions),
-            "--sums", str(config.sums), "--structure-seed", str(config.structure_seed), "--rounds", str(config.rounds),
+            "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level]
@@ -117,12 +120,12 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
             metrics.append(model.metrics)
             entry.update(status="finished", rounds_done=model.metrics.get("rounds_done"))
         else:
-            entry.update(status="failed", rounds_done=_checkpoint_round(workdir / f"checkpoint-{index}"))
+            entry.update(status="failed", rounds_done=completed_round(workdir / f"checkpoint-{index}"))
         status.append(entry)
     if not finished:
         raise CRCError(f"no peer finished; see the logs in {workdir}")
     central = central_results(dataset, config, rep)
-    results = crc_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
+    results = repeat_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected = {}
@@ -144,15 +147,7 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
         "wall_s": wall, "finished": len(finished), "failed": [s for s in status if s["status"] != "finished"],
         "workdir": str(workdir),
     }
-    return {"config": {**asdict(config), "ess": ess, "instances": len(dataset), "classes": dataset.schema.n_classes,
-                       "timeout": timeout},
-            **{k: results[k] for k in ("ml", "rc", "crc", "train_gap", "test_gap", "rounds", "evaluation", "local_sizes")},
-            "repeats": [results], "network": network, "nodes": status}
+    combined = results_json(config, dataset, [results])
+    combined["config"]["timeout"] = timeout
+    return {**combined, "network": network, "nodes": status}
 
-
-def _checkpoint_round(directory: Path):
-    path = directory / "checkpoint.json"
-    try:
-        return read_json(path).get("round") if path.exists() else 0
-    except CRCError:
-        return None

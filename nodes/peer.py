@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crc.core.calibration import labelled_statistics, lrc, soft_zero_one
-from crc.core.models.base import GenerativeModel
+from crc.core.calibration import lrc, soft_zero_one
+from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.nodes import checkpoint
 from crc.nodes.transport import Transport
 from crc.nodes.wire import CAUSES, Expectation, Rejected, decode, encode
@@ -73,7 +73,7 @@ class Peer:
             raise ValueError(f"{settings.bind} lists itself among its peers")
         self.model, self.phi, self.y, self.ess, self.settings = model, phi, y, float(ess), settings
         self.log = log or logging.getLogger("crc.node")
-        self.target = None if model.latent else labelled_statistics(model, phi, y)
+        self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers))
         self.round, self.stats, self.metrics = 0, model.uniform(self.ess), Metrics()
@@ -165,7 +165,7 @@ class Peer:
                 self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
                 self.log.warning("round %d: no statistics from %s within %.1f s", wanted + 1, peer, self.settings.timeout)
         aggregated = (self.stats + sum(received.values(), np.zeros_like(self.stats))) / (1 + len(received))
-        self.stats = lrc(self.model, aggregated, self.phi, self.target, iterations=self.settings.iters, y=self.y)
+        self.stats = lrc(self.model, aggregated, self.phi, self.weights, iterations=self.settings.iters)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
         self.metrics.rounds_done = self.round

@@ -1,4 +1,8 @@
-"""``crc bench``: throughput of the CRC engine, against a per-node loop and at scale."""
+"""Benchmarks of the CRC engine (against a per-node loop, at scale) and of real peers, as JSON-ready dicts.
+
+Layer: on top, beside ``crc.cli`` (which calls it for ``crc bench``); it may use
+every package but the command line, and nothing imports it but ``crc.cli``.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,12 @@ import tempfile
 import time
 import tracemalloc
 
-import click
 import numpy as np
 
 from crc.bench.per_node_loop import per_node_crc
 from crc.core.engine import CRCEngine, LocalData, default_ess
-from crc.protocol.simulation import SimulationConfig, load_for, make_split, simulate
+from crc.protocol import SimulationConfig, simulate
+from crc.protocol.repeat import load_for, make_split
 from crc.nodes.launcher import launch
 from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 
@@ -102,28 +106,3 @@ def peers_run(config: SimulationConfig) -> dict:
         "overhead_bytes_per_message": net["bytes_per_message"] - net["payload_bytes"],
         "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
     }
-
-
-@click.command()
-@click.option("--only", type=click.Choice(["engine", "scale", "peers"]), default=None, help="Run one part only.")
-@click.option("--data", default="letter", show_default=True, help="Data set of the engine-versus-loop part.")
-@click.option("--model", type=click.Choice(["nb", "qda"]), default="nb", show_default=True)
-@click.option("--scale-nodes", type=click.IntRange(min=2), default=10_000, show_default=True, help="Peers of the scale run.")
-@click.option("--seed", type=int, default=0, show_default=True)
-def bench(only, data, model, scale_nodes, seed):
-    """Measure the CRC engine; prints JSON.
-
-    engine: the default setting (50 peers x 50 instances, 64 rounds, random
-    tree) on --data, vectorized engine against a per-node Python loop.
-    scale: 'synthetic' data, --scale-nodes peers x 50 instances, 64 rounds.
-    peers: 16 real `crc node` processes on loopback on a random tree, 64
-    rounds on --data, against `crc simulate` of the same run.
-    """
-    report = {}
-    if only in (None, "engine"):
-        report["engine"] = engine_versus_loop(SimulationConfig(data=data, model=model, seed=seed))
-    if only in (None, "scale"):
-        report["scale"] = scale_run(SimulationConfig(data="synthetic", model=model, nodes=scale_nodes, seed=seed))
-    if only in (None, "peers"):
-        report["peers"] = peers_run(SimulationConfig(data=data, model=model, nodes=16, seed=seed))
-    click.echo(json.dumps(report, indent=2))

@@ -1,17 +1,20 @@
 """A straightforward CRC: a Python loop over nodes, each calling the model on its own data.
 
 Kept beside the benchmark as the baseline the vectorized engine is measured
-against (and checked equal to); it is not part of the library.
+against (and checked equal to); the tests use it as the reference
+implementation of Algorithm 2. It is not part of the library's API.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from crc.core.models.base import GenerativeModel, one_hot
+from crc.core.calibration import lrc
+from crc.core.models.base import GenerativeModel, labelled_weights
 
 
-def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbours: list, *, ess: float, rounds: int, iterations: int = 1) -> np.ndarray:
+def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbours: list, *, ess: float, rounds: int,
+                 iterations: int = 1) -> np.ndarray:
     """CRC with one model call per node and round.
 
     Parameters
@@ -24,19 +27,9 @@ def per_node_crc(model: GenerativeModel, local_phi: list, local_y: list, neighbo
     ndarray of shape (n, size): the final statistics.
     """
     n = len(local_phi)
-    targets = [model.statistics(phi, one_hot(y, model.n_classes)) if not model.latent else None
-               for phi, y in zip(local_phi, local_y)]
+    weights = [labelled_weights(y, model.n_classes) for y in local_y]
     stats = [model.uniform(ess) for _ in range(n)]
     for _ in range(rounds):
-        aggregated = [sum(stats[u] for u in [v] + list(neighbours[v])) / (1 + len(neighbours[v])) for v in range(n)]
-        updated = []
-        for v in range(n):
-            s = aggregated[v]
-            for _ in range(iterations):
-                theta = model.theta(s)
-                target = targets[v] if targets[v] is not None else \
-                    model.labelled(theta, local_phi[v], one_hot(local_y[v], model.n_classes))
-                s = s + target - model.expected_statistics(theta, local_phi[v])
-            updated.append(s)
-        stats = updated
+        aggregated = [sum(stats[u] for u in [v, *neighbours[v]]) / (1 + len(neighbours[v])) for v in range(n)]
+        stats = [lrc(model, aggregated[v], local_phi[v], weights[v], iterations=iterations) for v in range(n)]
     return np.array(stats)

@@ -48,7 +48,7 @@ def rc(
     select_best: bool = True,
     callback: Callable[[int, np.ndarray], None] | None = None,
 ) -> RCResult:
-    """Algorithm 1: ``s <- s + lr (s(X,Y) - s(X, theta(s)))``.
+    """Algorithm 1: ``s <- s + lr s(X, Y - P; theta(s))``, i.e. ``s + lr (s(X, Y) - s(X, theta(s)))``.
 
     Parameters
     ----------
@@ -62,9 +62,8 @@ def rc(
     callback : callable(iteration, stats), optional
         Called for every iterate, 0 included.
     """
-    target = model.fit_ml(phi, y)
     weights = one_hot(y, model.n_classes)
-    stats = target.copy() if init is None else np.array(init, dtype=np.float64)
+    stats = model.fit_ml(phi, y) if init is None else np.array(init, dtype=np.float64)
     best, best_loss, best_iteration, losses = stats, np.inf, 0, []
     for iteration in range(iterations + 1):
         theta = model.theta(stats)
@@ -77,10 +76,7 @@ def rc(
             best, best_loss, best_iteration = stats, loss, iteration
         if iteration == iterations:
             break
-        if model.latent:  # s(X, Y; theta) - s(X, theta; theta) = s(X, Y - P; theta): statistics are linear in the weights
-            stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
-        else:
-            stats = stats + lr * (target - model.statistics(phi, posteriors))
+        stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
     if not select_best:
         best, best_iteration = stats, iterations
     return RCResult(stats=best, best_iteration=best_iteration, losses=losses)
@@ -90,13 +86,12 @@ def lrc(
     model: GenerativeModel,
     stats: np.ndarray,
     phi: np.ndarray,
-    target: np.ndarray | None,
+    weights: np.ndarray,
     mask: np.ndarray | None = None,
     *,
     iterations: int = 1,
-    y: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Algorithm 3, batched over nodes: ``iterations`` times ``s <- s + s(X_v,Y_v) - s(X_v, theta(s))``.
+    """Algorithm 3, batched over nodes: ``iterations`` times ``s <- s + s(X_v, Y_v - P_v; theta(s))``.
 
     Parameters
     ----------
@@ -104,33 +99,11 @@ def lrc(
         Aggregated statistics, one row per node.
     phi : ndarray of shape (..., m, k)
         Each node's local feature map, padded to a common ``m``.
-    target : ndarray of shape (..., size) or None
-        Each node's labelled statistics ``s(X_v, Y_v)``; for a latent model
-        they depend on the parameters and are recomputed from ``y`` every step.
+    weights : ndarray of shape (..., m, r)
+        Each node's labelled weights (``labelled_weights``: one-hot labels, zero on padding).
     mask : ndarray of shape (..., m), optional
         1 for a real instance, 0 for padding.
-    y : ndarray of shape (..., m), optional
-        Local labels, needed by latent models.
     """
     for _ in range(iterations):
-        theta = model.theta(stats)
-        if model.latent:  # one E-step with weights Y - P (statistics are linear in the weights)
-            weights = one_hot(y, model.n_classes) - model.posteriors(theta, phi)
-            if mask is not None:
-                weights = weights * mask[..., None]
-            stats = stats + model.labelled(theta, phi, weights)
-        else:
-            stats = stats + target - model.expected_statistics(theta, phi, mask)
+        stats = stats + model.residual(model.theta(stats), phi, weights, mask)
     return stats
-
-
-def labelled_statistics(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, mask: np.ndarray | None = None,
-                        theta: dict | None = None) -> np.ndarray:
-    """``s(X, Y; theta)`` with optional padding mask; phi (..., m, k), y (..., m) -> (..., size).
-
-    ``theta`` is needed by latent models only.
-    """
-    weights = one_hot(y, model.n_classes)
-    if mask is not None:
-        weights = weights * mask[..., None]
-    return model.labelled(theta, phi, weights) if model.latent else model.statistics(phi, weights)

@@ -14,9 +14,9 @@ from typing import Callable, Union
 import numpy as np
 import scipy.sparse as sp
 
-from crc.core.calibration import DEFAULT_LR, labelled_statistics, lrc
+from crc.core.calibration import DEFAULT_LR, lrc
 from crc.core.errors import CRCError
-from crc.core.models.base import GenerativeModel
+from crc.core.models.base import GenerativeModel, labelled_weights
 
 Mixing = Union[sp.spmatrix, sp.sparray, np.ndarray, Callable[[int], object]]
 """A row-stochastic (n, n) averaging matrix, or a function of the round (1, 2, ...) returning one."""
@@ -83,7 +83,7 @@ class CRCEngine:
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
         self.n_nodes = local.phi.shape[0]
-        self.target = None if model.latent else labelled_statistics(model, local.phi, local.y, local.mask)
+        self.weights = labelled_weights(local.y, model.n_classes, local.mask)
         self._padding = None if local.mask.all() else local.mask
         self.stats = np.tile(model.uniform(self.ess), (self.n_nodes, 1))
         self.round = 0
@@ -101,8 +101,7 @@ class CRCEngine:
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
         aggregated = self.aggregate()
-        self.stats = lrc(self.model, aggregated, self.local.phi, self.target, self._padding, iterations=self.iterations,
-                         y=self.local.y)
+        self.stats = lrc(self.model, aggregated, self.local.phi, self.weights, self._padding, iterations=self.iterations)
         self.round += 1
         return aggregated
 

@@ -22,7 +22,7 @@ import os
 import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -34,7 +34,9 @@ from crc.experiments.grids import REFERENCE_SIZE, TABLES, TEST_INSTANCES, Table
 from crc.experiments.summary import assemble
 from crc.core.files import atomic_write_json, atomic_write_text, read_json
 from crc.report.tables import table_csv, table_markdown
-from crc.protocol.simulation import SimulationConfig, load_for, simulate, simulate_central
+from crc.core.models import all_options
+from crc.protocol import SimulationConfig, simulate, simulate_central
+from crc.protocol.repeat import load_for
 
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -55,11 +57,11 @@ class Cell:
         A field the stored configuration lacks (it was written before the field
         existed) counts as its default, which is how that cell was computed.
         """
-        defaults = _jsonable(asdict(SimulationConfig()))
-        wanted = _jsonable(asdict(self.config))
+        defaults = _jsonable({**{option.name: option.default for option in all_options()}, **SimulationConfig().to_json()})
+        wanted = _jsonable(self.config.to_json())
         if wanted["ess"] is None:  # results record the ESS Eq. 5 gave, not the absent option
             del wanted["ess"]
-        return all(stored.get(key, defaults[key]) == value for key, value in wanted.items())
+        return all(stored.get(key, defaults.get(key)) == value for key, value in wanted.items())
 
     def path(self, out: Path) -> Path:
         return out / "cells" / self.table / self.data / f"{self.column}.json"
@@ -123,7 +125,7 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
             if column.key == "reference":
                 overrides["local_size"] = int(min(REFERENCE_SIZE, available))
             settings = {"model": model, **overrides}
-            config = SimulationConfig(data=data, label=csv_label, repeats=repeats, seed=seed, test_size=TEST_INSTANCES,
+            config = SimulationConfig.from_settings(data=data, label=csv_label, repeats=repeats, seed=seed, test_size=TEST_INSTANCES,
                                       curve=table.needs_curve, **settings)
             config.validate()
             skip = ""

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from crc.core.calibration import labelled_statistics, lrc, rc, soft_zero_one
+from crc.core.calibration import lrc, rc, soft_zero_one
 from crc.core.models import MODELS, make_model
+from crc.core.models.base import labelled_weights
 
 KINDS = sorted(MODELS)
 
@@ -33,10 +34,9 @@ def test_lrc_preserves_ess_batched_with_padding(kind, mixed):
     phi_nodes = np.stack([phi[:100], np.concatenate([phi[100:180], np.zeros((20, phi.shape[1]))])])
     y_nodes = np.stack([y[:100], np.concatenate([y[100:180], np.zeros(20, dtype=y.dtype)])])
     mask = np.stack([np.ones(100), np.r_[np.ones(80), np.zeros(20)]])
-    target = None if model.latent else labelled_statistics(model, phi_nodes, y_nodes, mask)
+    weights = labelled_weights(y_nodes, schema.n_classes, mask)
     start = np.tile(model.uniform(500.0), (2, 1))
-    out = lrc(model, start, phi_nodes, target, mask, iterations=5, y=y_nodes)
+    out = lrc(model, start, phi_nodes, weights, mask, iterations=5)
     np.testing.assert_allclose(model.ess(out), 500.0, rtol=1e-12)
-    alone_target = None if model.latent else model.fit_ml(phi[100:180], y[100:180])
-    alone = lrc(model, start[1], phi[100:180], alone_target, iterations=5, y=y[100:180])
+    alone = lrc(model, start[1], phi[100:180], labelled_weights(y[100:180], schema.n_classes), iterations=5)
     np.testing.assert_allclose(out[1], alone, rtol=1e-10, atol=1e-9)

@@ -3,12 +3,13 @@ import pytest
 from scipy.integrate import trapezoid
 from scipy.special import logsumexp
 
-from crc.core.calibration import labelled_statistics
 from crc.core.data import dataset_from_columns, standardize
 from crc.core.datasets import load_bundled
 from crc.core.engine import CRCEngine, LocalData
 from crc.core.models import make_model, one_hot
-from crc.protocol.simulation import SimulationConfig, prepare_repeat, simulate
+from crc.protocol import SimulationConfig, simulate
+from crc.protocol.baseline import mixture_of_nodes
+from crc.protocol.repeat import prepare_repeat
 from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 from support.tables import mixed_columns, prepared
 
@@ -35,7 +36,7 @@ def test_one_component_is_exactly_naive_bayes(mixed):
 def test_simulate_with_one_component_matches_nb():
     base = dict(data="twonorm", nodes=6, local_size=30, rounds=5)
     nb = simulate(SimulationConfig(**base), network_factory("tree"))
-    pc = simulate(SimulationConfig(**base, model="pc", components=1), network_factory("tree"))
+    pc = simulate(SimulationConfig.from_settings(**base, model="pc", components=1), network_factory("tree"))
     for name in ("ml", "rc", "crc"):
         assert pc[name] == pytest.approx(nb[name], abs=1e-12)
 
@@ -107,9 +108,9 @@ def test_sum_node_counts_match_class_counts_and_posteriors(mixed):
     model = circuit(schema, components=3)
     phi = model.features(x)
     theta = model.theta(model.fit_ml(phi, y))
-    counts = model.table(labelled_statistics(model, phi, y, theta=theta))[:, 0].reshape(schema.n_classes, 3).sum(axis=1)
+    counts = model.table(model.labelled(theta, phi, one_hot(y, schema.n_classes)))[:, 0].reshape(schema.n_classes, 3).sum(axis=1)
     np.testing.assert_allclose(counts, np.bincount(y, minlength=schema.n_classes), rtol=1e-12)
-    expected = model.table(model.expected_statistics(theta, phi))[:, 0].reshape(schema.n_classes, 3).sum(axis=1)
+    expected = model.table(model.labelled(theta, phi, model.posteriors(theta, phi)))[:, 0].reshape(schema.n_classes, 3).sum(axis=1)
     np.testing.assert_allclose(expected, model.posteriors(theta, phi).sum(axis=0), rtol=1e-10)
 
 
@@ -125,17 +126,17 @@ def test_structure_seed_fixes_the_circuit():
 
 @pytest.mark.parametrize("model", ["nb", "pc"])
 def test_mixture_of_one_node_is_that_nodes_ml_model(model):
-    config = SimulationConfig(data="twonorm", model=model, components=2, nodes=1, local_size=200, rounds=2, baseline=True)
+    config = SimulationConfig.from_settings(data="twonorm", model=model, components=2, nodes=1, local_size=200, rounds=2, baseline=True)
     out = simulate(config, network_factory("tree"))
     assert out["mixture_of_nodes"]["test_error"] == pytest.approx(out["ml"]["test_error"], abs=1e-12)
     assert out["mixture_of_nodes"]["test_loglik"] == pytest.approx(out["ml"]["test_loglik"], rel=1e-9)
 
 
 def test_mixture_of_nodes_weights_nodes_by_local_size():
-    config = SimulationConfig(data="twonorm", model="pc", components=2, nodes=5, local_size=40, rounds=2,
-                              baseline=True, size_skew=1.0)
+    config = SimulationConfig.from_settings(data="twonorm", model="pc", components=2, nodes=5, local_size=40, rounds=2,
+                                            baseline=True, size_skew=1.0)
     rep = prepare_repeat(load_bundled("twonorm"), config, 0)
-    got = rep.mixture_of_nodes()
+    got = mixture_of_nodes(rep)
     split, model = rep.split, rep.split.model
     phi, y = split.phi_test[rep.test_idx], split.y_test[rep.test_idx]
     sizes = np.array([len(p) for p in split.parts])

@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 
 from crc.core.errors import CRCError
 from crc.core.partition import PARTITIONS, design_matrix, first_principal_component, local_sizes, partition
-from crc.protocol.simulation import SimulationConfig, simulate
+from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
 
@@ -120,7 +120,7 @@ def test_partitions_need_what_they_use():
 def test_centralized_errors_do_not_depend_on_the_partition():
     base = SimulationConfig(data="twonorm", nodes=8, local_size=25, rounds=3, repeats=2)
     network = network_factory("tree")
-    runs = {kind: simulate(SimulationConfig(**{**base.__dict__, "partition": kind}), network) for kind in ("iid", "label", "covariate")}
+    runs = {kind: simulate(base.with_settings(partition=kind), network) for kind in ("iid", "label", "covariate")}
     for kind in ("label", "covariate"):
         assert runs[kind]["rc"] == runs["iid"]["rc"] and runs[kind]["ml"] == runs["iid"]["ml"]
     assert runs["label"]["crc"] != runs["iid"]["crc"]

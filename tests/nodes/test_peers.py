@@ -12,7 +12,8 @@ from crc.core.data import read_csv
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
-from crc.protocol.simulation import SimulationConfig, ess_for
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import ess_for
 from crc.nodes.launcher import launch
 from crc.nodes.wire import encode
 from support.network import Network, scenario
@@ -48,7 +49,7 @@ def hub_and_leaf(graph):
     {"structure": "region-graph", "depth": 2, "repetitions": 2, "sums": 2, "structure_seed": 4},
 ])
 def test_circuit_peers_equal_the_simulator(tmp_path, structure):
-    config = SimulationConfig(data="mushroom", model="pc", nodes=4, local_size=40, rounds=6, test_size=500, **structure)
+    config = SimulationConfig(data="mushroom", model="pc", model_options=structure, nodes=4, local_size=40, rounds=6, test_size=500)
     launch(config, tmp_path / "run", timeout=30.0)
     _, _, expected = scenario(tmp_path / "sim", nodes=4, rounds=6, data="mushroom", local_size=40, model="pc", **structure)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(4)])

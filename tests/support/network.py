@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,9 +12,12 @@ import numpy as np
 from crc.core.data import Dataset
 from crc.core.datasets import load_bundled
 from crc.core.model_file import load_model
-from crc.protocol.simulation import SimulationConfig, ess_for, make_engine, prepare_repeat
-from crc.nodes.deployment import node_file, write_deployment
-from crc.nodes.launcher import free_ports
+from crc.nodes.checkpoint import completed_round
+from crc.nodes.deployment import write_deployment
+from crc.nodes.launcher import free_ports, node_command
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import ess_for, prepare_repeat
+from crc.protocol.simulator import make_engine
 from crc.topologies import Schedule, network_factory
 
 WAIT_S = 60.0
@@ -24,7 +25,7 @@ WAIT_S = 60.0
 
 def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30, **model):
     """A deployment directory, its graph and the simulator's final statistics (n, size) for it."""
-    config = SimulationConfig(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500, **model)
+    config = SimulationConfig.from_settings(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500, **model)
     dataset: Dataset = load_bundled(data)
     rep = prepare_repeat(dataset, config, 0)
     write_deployment(dataset, rep.split, tmp_path)
@@ -42,12 +43,8 @@ class Network:
         self.processes: dict[int, subprocess.Popen] = {}
 
     def command(self, index: int) -> list[str]:
-        neighbours = ",".join(self.addresses[j] for j in sorted(self.graph.neighbors(index)))
-        return [sys.executable, "-m", "crc", "node", "--bind", self.addresses[index], "--peers", neighbours,
-                "--data", str(node_file(self.directory, index)), "--schema", str(self.directory / "schema.json"),
-                "--rounds", str(self.config.rounds), "--ess", repr(ess_for(self.config)), "--timeout", str(self.timeout),
-                "--checkpoint", str(self.directory / f"checkpoint-{index}"), "--out", str(self.model_path(index)),
-                "--log-level", "info"]
+        return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
+                            ess=ess_for(self.config), timeout=self.timeout, log_level="info")
 
     def model_path(self, index: int) -> Path:
         return self.directory / f"model-{index}.json"
@@ -67,11 +64,7 @@ class Network:
             self.start(index)
 
     def checkpoint_round(self, index: int) -> int:
-        path = self.directory / f"checkpoint-{index}" / "checkpoint.json"
-        try:
-            return json.loads(path.read_text())["round"]
-        except (OSError, ValueError, KeyError):
-            return 0
+        return completed_round(self.directory / f"checkpoint-{index}") or 0
 
     def wait_for_round(self, index: int, round_: int, limit: float = WAIT_S) -> None:
         deadline = time.monotonic() + limit

@@ -1,53 +1,50 @@
-"""Generative classifiers as sufficient statistics."""
+"""Generative classifiers as sufficient statistics, and the registry of model kinds.
+
+A model kind is registered once in ``MODELS``; it declares its structure
+options (``OPTIONS``), picks its own from mixed settings (``select_options``)
+and builds a model after checking them (``create``).
+"""
 
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel, one_hot
 from crc.core.models.circuit import MixtureCircuit
-from crc.core.models.region_graph import RegionGraphCircuit
 from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.models.options import Option
+from crc.core.models.pc import ProbabilisticCircuit
 from crc.core.models.qda import QDA
+from crc.core.models.region_graph import RegionGraphCircuit
 from crc.core.schema import Schema
 
-CIRCUIT_STRUCTURES = {"mixture": MixtureCircuit, "region-graph": RegionGraphCircuit}
+MODELS = {kind.kind: kind for kind in (NaiveBayes, QDA, ProbabilisticCircuit)}
+"""Model kinds by the name users give (``--model``)."""
 
 
-def make_circuit(schema: Schema, *, structure: str = "mixture", **options) -> GenerativeModel:
-    """A probabilistic-circuit model: ``mixture`` (components, structure_seed) or
-    ``region-graph`` (depth, repetitions, sums, structure_seed)."""
-    if structure not in CIRCUIT_STRUCTURES:
-        raise CRCError(f"unknown circuit structure {structure!r}; known: {', '.join(CIRCUIT_STRUCTURES)}")
-    return CIRCUIT_STRUCTURES[structure](schema, **options)
+def model_kind(kind: str):
+    """The registered model kind named ``kind``; a CRCError for an unknown name."""
+    if kind not in MODELS:
+        raise CRCError(f"unknown model {kind!r}; known: {', '.join(MODELS)}")
+    return MODELS[kind]
 
 
-MODELS = {NaiveBayes.kind: NaiveBayes, QDA.kind: QDA, "pc": make_circuit}
+def all_options() -> tuple[Option, ...]:
+    """Every registered kind's options, each once (options shared between kinds are one object)."""
+    options: dict[str, Option] = {}
+    for kind in MODELS.values():
+        for option in kind.OPTIONS:
+            if options.setdefault(option.name, option) is not option:
+                raise RuntimeError(f"model option {option.name!r} is declared twice with different meanings")
+    return tuple(options.values())
 
 
-CIRCUIT_DEFAULTS = {"structure": "mixture", "components": 2, "depth": 2, "repetitions": 2, "sums": 2, "structure_seed": 0}
-"""Default circuit settings of every command and of the simulator."""
-
-
-def model_options(model: str, **settings) -> dict:
-    """The structure options ``make_model`` takes for ``model`` (circuits only), from command-line settings
-    (``CIRCUIT_DEFAULTS`` keys; missing ones take their defaults)."""
-    settings = {**CIRCUIT_DEFAULTS, **settings}
-    structure, structure_seed = settings["structure"], settings["structure_seed"]
-    if model != "pc":
-        return {}
-    if structure == "mixture":
-        return {"structure": structure, "components": settings["components"], "structure_seed": structure_seed}
-    return {"structure": structure, "depth": settings["depth"], "repetitions": settings["repetitions"],
-            "sums": settings["sums"], "structure_seed": structure_seed}
+def model_options(kind: str, settings) -> dict:
+    """The options model ``kind`` takes, picked from ``settings`` (a mapping that may hold any kind's options)."""
+    return model_kind(kind).select_options(settings)
 
 
 def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
-    """Build the model named ``kind`` for a schema; ``options`` are the model's structure settings."""
-    if kind not in MODELS:
-        raise CRCError(f"unknown model {kind!r}; known: {', '.join(MODELS)}")
-    try:
-        return MODELS[kind](schema, **options)
-    except TypeError:
-        raise CRCError(f"model {kind!r} does not take the options {sorted(options)}") from None
+    """Build the model named ``kind`` for a schema; ``options`` are checked against its declaration."""
+    return model_kind(kind).create(schema, **options)
 
 
-__all__ = ["CIRCUIT_DEFAULTS", "CIRCUIT_STRUCTURES", "GenerativeModel", "MODELS", "MixtureCircuit", "NaiveBayes", "QDA", "RegionGraphCircuit",
-           "make_circuit", "make_model", "model_options", "one_hot"]
+__all__ = ["MODELS", "GenerativeModel", "MixtureCircuit", "NaiveBayes", "Option", "ProbabilisticCircuit", "QDA",
+           "RegionGraphCircuit", "all_options", "make_model", "model_kind", "model_options", "one_hot"]

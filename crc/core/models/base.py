@@ -21,6 +21,7 @@ import numpy as np
 
 from crc.core.errors import CRCError
 from crc.core.models.layout import Layout
+from crc.core.models.options import Option, check_exact, select
 from crc.core.schema import Schema
 
 COUNT_FLOOR = 1e-9
@@ -40,15 +41,34 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return (np.asarray(y)[..., None] == np.arange(n_classes)).astype(np.float64)
 
 
+def labelled_weights(y: np.ndarray, n_classes: int, mask: np.ndarray | None = None) -> np.ndarray:
+    """The weights ``Y`` of ``s(X, Y)``: one-hot labels (..., m, r), zero on padding where ``mask`` (..., m) is 0."""
+    weights = one_hot(y, n_classes)
+    return weights if mask is None else weights * mask[..., None]
+
+
 class GenerativeModel(ABC):
     """A generative classifier represented by its sufficient statistics.
 
-    ``latent`` models (circuits) have hidden variables: their statistics
-    ``s(X, W; theta)`` contain an E-step and depend on the current parameters.
+    Models with hidden variables (circuits) override ``labelled``: their
+    statistics ``s(X, W; theta)`` contain an E-step and depend on the parameters.
     """
 
     kind: str = ""
-    latent: bool = False
+    summary: str = ""
+    """One line for the ``--model`` help."""
+    OPTIONS: tuple[Option, ...] = ()
+    """Structure options beyond the schema: the constructor's keyword arguments, stored as attributes of the same names."""
+
+    @classmethod
+    def select_options(cls, settings) -> dict:
+        """This model's options from ``settings`` (which may hold other models' options too), defaults where absent."""
+        return select(cls.OPTIONS, settings)
+
+    @classmethod
+    def create(cls, schema: Schema, **options) -> "GenerativeModel":
+        """The model for ``schema`` after checking ``options`` against ``OPTIONS`` (untrusted values are bounded)."""
+        return cls(schema, **check_exact(cls.OPTIONS, options, f"model {cls.kind!r}"))
 
     def __init__(self, schema: Schema):
         self.schema = schema
@@ -92,30 +112,33 @@ class GenerativeModel(ABC):
 
     @property
     def options(self) -> dict:
-        """Structure settings beyond the schema (none by default), as ``make_model`` takes them."""
-        return {}
+        """Structure settings beyond the schema, as ``make_model`` takes them."""
+        return {option.name: getattr(self, option.name) for option in self.OPTIONS}
 
     def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``s(X, W; theta)``; without hidden variables it does not depend on ``theta``."""
         return self.statistics(phi, weights)
 
-    def fit_ml(self, phi: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Maximum-likelihood statistics ``s(X, Y)``."""
-        return self.statistics(phi, one_hot(y, self.n_classes))
+    def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+        """Maximum-likelihood statistics ``s(X, Y)``: phi (..., m, k), y (..., m), padding mask (..., m) -> (..., size)."""
+        return self.statistics(phi, labelled_weights(y, self.n_classes, mask))
 
     def posteriors(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         """Class posteriors p(y|x) of shape (..., m, r), normalised by log-sum-exp."""
         return normalise_exp(self.log_joint(theta, phi), axis=-1)
 
-    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        """``s(X, theta)``: statistics weighted by the model's own posteriors, (..., size).
+    def residual(self, theta: dict, phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """``s(X, W - P; theta)``, the change of one calibration step (RC, LRC), of shape (..., size).
 
-        ``mask`` of shape (..., m) zeroes padding instances.
+        ``weights`` (..., m, r) are the labelled weights (one-hot, zero on padding);
+        ``P`` are the model's posteriors, zeroed where ``mask`` (..., m) is 0.
+        Statistics are linear in the weights, so this is ``s(X, Y; theta) - s(X, theta; theta)``
+        for every model, latent or not.
         """
         posteriors = self.posteriors(theta, phi)
         if mask is not None:
-            posteriors = posteriors * mask[..., None]
-        return self.labelled(theta, phi, posteriors)
+            posteriors *= mask[..., None]
+        return self.labelled(theta, phi, weights - posteriors)
 
     def _floor(self, table: np.ndarray) -> np.ndarray:
         """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""
@@ -158,11 +181,11 @@ class LinearFamilyModel(GenerativeModel):
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         return np.matmul(phi, np.swapaxes(self.natural(theta), -1, -2))
 
-    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        # Class-major scores (..., r, m): the softmax then reduces across rows,
+    def residual(self, theta: dict, phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        # Class-major posteriors (..., r, m): the softmax then reduces across rows,
         # which numpy does far faster than along a short last axis.
-        weights = normalise_exp(np.matmul(self.natural(theta), np.swapaxes(phi, -1, -2)), axis=-2)
+        posteriors = normalise_exp(np.matmul(self.natural(theta), np.swapaxes(phi, -1, -2)), axis=-2)
         if mask is not None:
-            weights *= mask[..., None, :]
-        table = np.matmul(weights, phi)
+            posteriors *= mask[..., None, :]
+        table = np.matmul(np.swapaxes(weights, -1, -2) - posteriors, phi)
         return table.reshape(table.shape[:-2] + (self.size,))

@@ -23,26 +23,32 @@ from dataclasses import replace
 import numpy as np
 
 from crc.core.errors import CRCError
-from crc.core.models.base import GenerativeModel, normalise_exp, one_hot
+from crc.core.models.base import GenerativeModel, labelled_weights, normalise_exp
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.models.options import Option
 from crc.core.schema import Schema
 
 EM_ITERATIONS = 50
 SPREAD = 0.5
 """Scale of the seeded component offsets that break the symmetry of ``uniform``."""
 
+STRUCTURE_SEED = Option("structure_seed", int, 0, "Circuit (--model pc): seed of the structure and of the start's "
+                        "symmetry breaking; part of the schema id, so all peers must share it.", low=0, high=2**32 - 1)
+COMPONENTS = Option("components", int, 2, "Mixture circuit: product components per class; 1 is naive Bayes.",
+                    low=1, high=64)
+
 
 class MixtureCircuit(GenerativeModel):
     """Per class, a sum node over ``components`` fully factorized product nodes."""
 
     kind = "pc"
-    latent = True
+    structure = "mixture"
+    OPTIONS = (COMPONENTS, STRUCTURE_SEED)
 
-    def __init__(self, schema: Schema, *, components: int = 2, structure_seed: int = 0):
-        if not isinstance(components, int) or components < 1:
-            raise CRCError(f"a circuit needs at least one component, got {components!r}")
-        self.components, self.structure_seed = components, int(structure_seed)
+    def __init__(self, schema: Schema, *, components: int = COMPONENTS.default, structure_seed: int = STRUCTURE_SEED.default):
+        self.components = COMPONENTS.check(components)
+        self.structure_seed = STRUCTURE_SEED.check(structure_seed)
         subclasses = tuple(f"{c}\x1f{k}" for c in schema.classes for k in range(components))
         self.leaves = NaiveBayes(replace(schema, classes=subclasses))
         super().__init__(schema)
@@ -55,7 +61,7 @@ class MixtureCircuit(GenerativeModel):
 
     @property
     def options(self) -> dict:
-        return {"structure": "mixture", "components": self.components, "structure_seed": self.structure_seed}
+        return {"structure": self.structure, **super().options}
 
     def features(self, x: np.ndarray) -> np.ndarray:
         return self.leaves.features(x)
@@ -79,10 +85,6 @@ class MixtureCircuit(GenerativeModel):
         responsibilities = normalise_exp(self._component_scores(theta, phi), axis=-1)
         expanded = (weights[..., None] * responsibilities).reshape(weights.shape[:-1] + (-1,))
         return self.leaves.statistics(phi, expanded)
-
-    def expected_statistics(self, theta: dict, phi: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        """``s(X, theta)``: every instance weighted by its sub-class posteriors p(y, k | x)."""
-        return self.leaves.expected_statistics(theta, phi, mask)
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
                iterations: int = EM_ITERATIONS) -> np.ndarray:
@@ -121,13 +123,11 @@ def seeded_leaves(leaves: NaiveBayes, count: float, n: int, rng: np.random.Gener
 
 def fit_em(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
            iterations: int = EM_ITERATIONS) -> np.ndarray:
-    """EM for a latent model from its uniform start: ``iterations`` times ``s <- s(X, Y; theta(s))``.
+    """EM for a model with hidden variables from its uniform start: ``iterations`` times ``s <- s(X, Y; theta(s))``.
 
     Batched like every statistic: phi (..., m, k), y (..., m), mask (..., m) -> (..., size).
     """
-    weights = one_hot(y, model.n_classes)
-    if mask is not None:
-        weights = weights * mask[..., None]
+    weights = labelled_weights(y, model.n_classes, mask)
     stats = np.broadcast_to(model.uniform(1.0), weights.shape[:-2] + (model.size,))  # theta is scale-free
     for _ in range(iterations):
         stats = model.labelled(model.theta(stats), phi, weights)

@@ -31,6 +31,7 @@ class NaiveBayes(LinearFamilyModel):
     """
 
     kind = "nb"
+    summary = "naive Bayes (Gaussian continuous, categorical discrete features)"
 
     def _layout(self) -> Layout:
         self.continuous = self.schema.continuous

@@ -34,6 +34,7 @@ class QDA(LinearFamilyModel):
     """
 
     kind = "qda"
+    summary = "QDA (one full-covariance Gaussian per class; discrete features categorical)"
 
     def _layout(self) -> Layout:
         self.continuous = self.schema.continuous

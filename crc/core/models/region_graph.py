@@ -27,11 +27,17 @@ import numpy as np
 
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
-from crc.core.models.circuit import EM_ITERATIONS, fit_em, seeded_leaves
+from crc.core.models.circuit import EM_ITERATIONS, STRUCTURE_SEED, fit_em, seeded_leaves
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.models.options import Option
 from crc.core.schema import Schema
 
+DEPTH = Option("depth", int, 2, "Region-graph circuit: levels of random binary feature splits.", low=1, high=8)
+REPETITIONS = Option("repetitions", int, 2, "Region-graph circuit: independent random splits mixed at the top.",
+                     low=1, high=32)
+SUMS = Option("sums", int, 2, "Region-graph circuit: sum nodes per region (and leaf channels per leaf region).",
+              low=1, high=16)
 
 
 @dataclass(frozen=True)
@@ -72,14 +78,15 @@ def _softmax(a: np.ndarray) -> np.ndarray:
 
 class RegionGraphCircuit(GenerativeModel):
     kind = "pc"
-    latent = True
+    structure = "region-graph"
+    OPTIONS = (DEPTH, REPETITIONS, SUMS, STRUCTURE_SEED)
 
-    def __init__(self, schema: Schema, *, depth: int = 2, repetitions: int = 2, sums: int = 2, structure_seed: int = 0):
+    def __init__(self, schema: Schema, *, depth: int = DEPTH.default, repetitions: int = REPETITIONS.default,
+                 sums: int = SUMS.default, structure_seed: int = STRUCTURE_SEED.default):
         if len(schema.features) < 2:
             raise CRCError("a region-graph circuit needs at least two features")
-        if min(depth, repetitions, sums) < 1:
-            raise CRCError(f"depth, repetitions and sums must be at least 1, got {depth}, {repetitions}, {sums}")
-        self.depth, self.repetitions, self.sums, self.structure_seed = depth, repetitions, sums, int(structure_seed)
+        self.depth, self.repetitions, self.sums = DEPTH.check(depth), REPETITIONS.check(repetitions), SUMS.check(sums)
+        self.structure_seed = STRUCTURE_SEED.check(structure_seed)
         rng = np.random.default_rng(structure_seed)
         self.trees = []
         for _ in range(repetitions):
@@ -126,8 +133,7 @@ class RegionGraphCircuit(GenerativeModel):
 
     @property
     def options(self) -> dict:
-        return {"structure": "region-graph", "depth": self.depth, "repetitions": self.repetitions, "sums": self.sums,
-                "structure_seed": self.structure_seed}
+        return {"structure": self.structure, **super().options}
 
     def features(self, x: np.ndarray) -> np.ndarray:
         return self.leaves.features(x)

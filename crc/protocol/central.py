@@ -1,0 +1,44 @@
+"""Centralized ML and RC on a repeat's pooled training set: the references CRC is compared with."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from crc.core.calibration import rc
+from crc.core.data import Dataset
+from crc.protocol.config import SimulationConfig
+from crc.protocol.repeat import Repeat
+
+
+class CentralCache(Protocol):
+    """Storage for centralized ML/RC errors, shared by runs on the same pooled split."""
+
+    def get(self, key: dict) -> dict | None: ...
+
+    def put(self, key: dict, value: dict) -> None: ...
+
+
+def central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict:
+    """Everything the centralized errors of one repeat depend on."""
+    return {"version": 2, "data": config.data, "label": config.label, "model_options": config.model_options,
+            "schema": dataset.schema.fingerprint, "instances": len(dataset), "model": config.model,
+            "train_size": config.train_size, "test_size": config.test_size, "lr": config.lr, "iterations": config.rounds,
+            "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
+
+
+def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None) -> dict:
+    """``{"ml": ..., "rc": ...}``: train/test errors and test log-likelihood of centralized learning, cached if asked."""
+    key = central_key(dataset, config, rep.index)
+    central = cache.get(key) if cache is not None else None
+    if central is None:
+        split = rep.split
+        ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
+        rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
+        central = {}
+        for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
+            train_err, test_err = rep.errors(stats[None, :])
+            central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
+                             "test_loglik": float(rep.test_log_likelihood(stats[None, :])[0])}
+        if cache is not None:
+            cache.put(key, central)
+    return central

@@ -1,0 +1,109 @@
+"""The configuration of one experiment, shared by the simulator, real launches and the experiment grids."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+from crc.core.calibration import DEFAULT_LR
+from crc.core.errors import CRCError
+from crc.core.models import all_options, model_options
+from crc.core.partition import PARTITIONS
+
+DEFAULT_EVAL_NODES = 1000
+DEFAULT_EVAL_INSTANCES = 20_000
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Options of one experiment; the names are those of the results JSON's ``config``.
+
+    ``model_options`` holds the model's structure options (see ``crc.core.models``);
+    it is completed with the declared defaults and checked on construction. Use
+    ``from_settings`` to build a configuration from flat settings as commands and
+    grids write them (``components=4`` beside ``nodes=50``).
+    """
+
+    data: str = "letter"
+    label: str | None = None
+    model: str = "nb"
+    model_options: dict = field(default_factory=dict)
+    topology: str = "tree"
+    period: int | None = None
+    nodes: int = 50
+    local_size: int = 50
+    pooled_size: int | None = None
+    partition: str = "iid"
+    alpha: float = 1.0
+    size_skew: float = 0.0
+    rounds: int = 64
+    iters: int = 1
+    lr: float = DEFAULT_LR
+    ess: float | None = None
+    test_size: float = 0.25
+    seed: int = 0
+    repeats: int = 1
+    curve: bool = False
+    baseline: bool = False
+    eval_nodes: int = DEFAULT_EVAL_NODES
+    eval_instances: int = DEFAULT_EVAL_INSTANCES
+
+    def __post_init__(self):
+        object.__setattr__(self, "model_options", model_options(self.model, self.model_options))
+
+    @classmethod
+    def from_settings(cls, **settings) -> SimulationConfig:
+        """A configuration from flat settings: configuration fields and any model's options by name.
+
+        Options of other models than ``model`` are ignored; an unknown name is a CRCError.
+        """
+        names = {f.name for f in fields(cls)} - {"model_options"}
+        option_names = {option.name for option in all_options()}
+        unknown = sorted(set(settings) - names - option_names)
+        if unknown:
+            raise CRCError(f"unknown setting(s) {', '.join(unknown)}")
+        options = {key: value for key, value in settings.items() if key in option_names}
+        return cls(**{key: value for key, value in settings.items() if key in names}, model_options=options)
+
+    def with_settings(self, **settings) -> SimulationConfig:
+        """A copy with some flat settings changed (as ``from_settings`` takes them)."""
+        return SimulationConfig.from_settings(**{**self.to_json(), **settings})
+
+    def to_json(self) -> dict:
+        """Flat JSON object: every field, with the model's options in place of ``model_options``."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "model_options":
+                out.update(value)
+            else:
+                out[f.name] = value
+        return out
+
+    def validate(self) -> None:
+        """A CRCError naming the first option out of range."""
+        checks = [
+            (self.nodes >= 1, f"--nodes must be at least 1, got {self.nodes}"),
+            (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
+            (self.pooled_size is None or self.pooled_size >= self.nodes,
+             f"--train-size {self.pooled_size} leaves some of the {self.nodes} nodes without data"),
+            (self.partition in PARTITIONS, f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}"),
+            (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
+            (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
+            (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
+            (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
+            (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
+            (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
+            (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
+            (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
+            (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise CRCError(message)
+
+    @property
+    def train_size(self) -> int:
+        """Size m of the pooled training set: ``pooled_size`` if set (fragmentation), else n x m_v."""
+        return self.pooled_size if self.pooled_size is not None else self.nodes * self.local_size

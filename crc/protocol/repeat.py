@@ -1,0 +1,138 @@
+"""One repeat of an experiment: its seeds, its split of the data over the peers and its evaluation sample.
+
+Section IV of the paper: the pooled training set of ``nodes x local_size``
+instances and a disjoint test set are drawn at random; continuous features are
+standardized with the pooled training mean and std; every peer's error is
+measured on the *global* training set and on the test set. The simulator,
+``crc split`` and ``crc launch`` all draw a repeat here, so they agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from crc.core import metrics
+from crc.core.data import Dataset, split_indices, standardize
+from crc.core.datasets import load_dataset
+from crc.core.engine import default_ess
+from crc.core.errors import CRCError
+from crc.core.models import GenerativeModel, make_model
+from crc.core.partition import design_matrix, local_sizes, partition
+from crc.protocol.config import SimulationConfig
+
+
+@dataclass
+class Split:
+    """One repeat's standardized training and test data and the nodes' parts.
+
+    ``train_rows`` and ``test_rows`` index the data set; ``parts`` index the training set.
+    """
+
+    model: GenerativeModel
+    phi_train: np.ndarray
+    y_train: np.ndarray
+    phi_test: np.ndarray
+    y_test: np.ndarray
+    parts: list
+    train_rows: np.ndarray
+    test_rows: np.ndarray
+
+
+def load_for(config: SimulationConfig) -> Dataset:
+    """Load the configured data set (the synthetic one sized to fit the run)."""
+    train = config.train_size
+    if config.test_size >= 1:
+        test = int(config.test_size)
+    else:  # the smallest total whose test fraction leaves room for the training set
+        test = int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
+    return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
+
+
+def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_classes: bool = True) -> Split:
+    """Draw the training and test sets and share the training set out over the nodes.
+
+    A class without training instance is an error unless ``require_all_classes``
+    is false (centralized learning curves on tiny samples).
+    """
+    rng = np.random.default_rng(seed)
+    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
+    absent = sorted(set(range(dataset.schema.n_classes)) - set(np.unique(dataset.y[train]).tolist()))
+    if absent and require_all_classes:
+        names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
+        raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
+    schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
+    model = make_model(config.model, schema, **config.model_options)
+    x_train = standardize(schema, dataset.x[train])
+    phi_train = model.features(x_train)
+    phi_test = model.features(standardize(schema, dataset.x[test]))
+    sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
+    design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
+    parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, train, test)
+
+
+def repeat_seeds(seed: int, repeat: int) -> tuple[np.random.SeedSequence, ...]:
+    """Seeds of the split, the graph and the evaluation sample of one repeat (the same in every command)."""
+    return tuple(np.random.SeedSequence(seed, spawn_key=(repeat,)).spawn(3))
+
+
+def evaluation_sample(split: Split, config: SimulationConfig, seed: np.random.SeedSequence):
+    """Node indices and train/test instance indices used for evaluation (sampled when large).
+
+    The instance samples do not depend on the number of nodes, so centralized
+    errors are shared by runs that differ only in their network or partition.
+    """
+    node_seed, instance_seed = seed.spawn(2)
+    nodes = np.arange(config.nodes)
+    if config.nodes > config.eval_nodes:
+        nodes = np.sort(np.random.default_rng(node_seed).choice(config.nodes, config.eval_nodes, replace=False))
+    rng = np.random.default_rng(instance_seed)
+
+    def sample(m: int) -> np.ndarray:
+        return np.sort(rng.choice(m, config.eval_instances, replace=False)) if m > config.eval_instances else np.arange(m)
+
+    return nodes, sample(len(split.y_train)), sample(len(split.y_test))
+
+
+@dataclass
+class Repeat:
+    """One repeat's split, graph seed and evaluation sample, shared by the simulator and real launches."""
+
+    index: int
+    split: Split
+    graph_seed: np.random.SeedSequence
+    eval_nodes: np.ndarray
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+
+    def errors(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Train and test errors (n,) of node statistics (n, size) on the evaluation sample."""
+        split = self.split
+        return (metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx]),
+                metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
+
+    def test_log_likelihood(self, stats: np.ndarray) -> np.ndarray:
+        """Mean test log p(x, y) (n,) of node statistics (n, size), in standardized units."""
+        split = self.split
+        return metrics.node_log_likelihood(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx])
+
+    @property
+    def sampled(self) -> bool:
+        split = self.split
+        return bool(len(self.eval_nodes) < len(split.parts) or len(self.train_idx) < len(split.y_train)
+                    or len(self.test_idx) < len(split.y_test))
+
+
+def prepare_repeat(dataset: Dataset, config: SimulationConfig, repeat: int, *, require_all_classes: bool = True) -> Repeat:
+    """Draw repeat number ``repeat``: its split, graph seed and evaluation sample."""
+    split_seed, graph_seed, eval_seed = repeat_seeds(config.seed, repeat)
+    split = make_split(dataset, config, split_seed, require_all_classes=require_all_classes)
+    return Repeat(repeat, split, graph_seed, *evaluation_sample(split, config, eval_seed))
+
+
+def ess_for(config: SimulationConfig) -> float:
+    """``--ess``, or Eq. 5's ``m / (lr n)``."""
+    return float(config.ess or default_ess(config.train_size, config.nodes, config.lr))

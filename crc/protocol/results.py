@@ -1,0 +1,70 @@
+"""The results JSON (DESIGN.md), built in one place for the simulator and for real launches."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.core.data import Dataset
+from crc.protocol.config import SimulationConfig
+from crc.protocol.repeat import Repeat
+
+
+def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float, nodes: np.ndarray | None = None) -> dict:
+    """One repeat's results object from the nodes' final statistics (n_eval, size).
+
+    ``nodes`` are the node indices the rows of ``final`` belong to (default: the
+    evaluation sample); local sizes are reported over all nodes of the split.
+    """
+    train_err, test_err = rep.errors(final)
+    nodes = rep.eval_nodes if nodes is None else nodes
+    result = {
+        "ml": central["ml"],
+        "rc": central["rc"],
+        "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+                "train_std": float(train_err.std()), "test_std": float(test_err.std()),
+                "test_loglik": float(rep.test_log_likelihood(final).mean())},
+        "rounds": [],
+        "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(rep.train_idx)),
+                       "test_instances": int(len(rep.test_idx)),
+                       "sampled": bool(rep.sampled or len(nodes) < len(rep.split.parts))},
+        "ess": float(ess),
+        "local_sizes": {"min": int(min(map(len, rep.split.parts))), "max": int(max(map(len, rep.split.parts)))},
+    }
+    result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
+    result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
+    return result
+
+
+def _mean_of(dicts: list[dict]) -> dict:
+    return {key: float(np.mean([d[key] for d in dicts])) for key in dicts[0]}
+
+
+def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]) -> dict:
+    """The results object: the configuration and the means over ``repeats`` (``repeat_results`` objects)."""
+    summary = {
+        "config": {**config.to_json(), "ess": repeats[0]["ess"], "instances": len(dataset),
+                   "classes": dataset.schema.n_classes},
+        "ml": _mean_of([r["ml"] for r in repeats]),
+        "rc": _mean_of([r["rc"] for r in repeats]),
+        "crc": _mean_of([r["crc"] for r in repeats]),
+        "train_gap": float(np.mean([r["train_gap"] for r in repeats])),
+        "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
+        "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],
+        "evaluation": repeats[0]["evaluation"],
+        "local_sizes": {"min": min(r["local_sizes"]["min"] for r in repeats),
+                        "max": max(r["local_sizes"]["max"] for r in repeats)},
+        "repeats": repeats,
+    }
+    if "mixture_of_nodes" in repeats[0]:
+        summary["mixture_of_nodes"] = _mean_of([r["mixture_of_nodes"] for r in repeats])
+    if "density" in repeats[0]:
+        summary["density"] = float(np.mean([r["density"] for r in repeats]))
+    for row in summary["rounds"]:
+        row["round"] = int(row["round"])
+    return summary
+
+
+def central_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]) -> dict:
+    """The results object of centralized learning only (no network): configuration, ML and RC means, repeats."""
+    return {"config": {**config.to_json(), "instances": len(dataset), "classes": dataset.schema.n_classes},
+            "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]), "repeats": repeats}

@@ -1,0 +1,85 @@
+"""The simulator: one data set, a network, CRC against centralized ML and RC, all peers in one process.
+
+The network is passed in as a function ``network(n, seed) -> Mixing`` so that
+this package needs no graph library. A mixing object that has a ``density()``
+method (a topology schedule) has its density recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from crc.core.data import Dataset
+from crc.core.engine import CRCEngine, LocalData, Mixing
+from crc.protocol.baseline import mixture_of_nodes
+from crc.protocol.central import CentralCache, central_results
+from crc.protocol.config import SimulationConfig
+from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
+from crc.protocol.results import central_json, repeat_results, results_json
+
+Network = Callable[[int, np.random.SeedSequence], Mixing]
+"""``network(n, seed)``: the mixing (matrix or per-round function) of one repeat's graph."""
+
+
+def make_engine(rep: Repeat, config: SimulationConfig, network: Network) -> tuple[CRCEngine, Mixing]:
+    """The CRC engine of a repeat, every node at ``uniform(m0)``, and its mixing."""
+    local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
+    mixing = network(config.nodes, rep.graph_seed)
+    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters), mixing
+
+
+def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, repeat: int, progress=None, *,
+               cache: CentralCache | None = None) -> dict:
+    """One repeat: split, ML, RC, CRC, and its results object."""
+    rep = prepare_repeat(dataset, config, repeat)
+    central = central_results(dataset, config, rep, cache)
+    engine, mixing = make_engine(rep, config, network)
+    curve = []
+
+    def on_round(round_: int, stats: np.ndarray) -> None:
+        if config.curve:
+            train_err, test_err = rep.errors(stats[rep.eval_nodes])
+            curve.append({"round": round_, "train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+                          "train_std": float(train_err.std()), "test_std": float(test_err.std())})
+        if progress is not None:
+            progress(round_)
+
+    final = engine.run(config.rounds, on_round)
+    result = repeat_results(rep, central, final[rep.eval_nodes], ess=engine.ess)
+    result["rounds"] = curve
+    if hasattr(mixing, "density"):
+        result["density"] = float(mixing.density(config.rounds))
+    if config.baseline:
+        result["mixture_of_nodes"] = mixture_of_nodes(rep)
+    return result
+
+
+def simulate(config: SimulationConfig, network: Network, *, dataset: Dataset | None = None, progress=None,
+             cache: CentralCache | None = None) -> dict:
+    """Run ``config.repeats`` repeats and return the results JSON object of DESIGN.md.
+
+    ``progress(repeat, round)``, if given, is called after every round; ``cache``
+    stores the centralized errors so that runs on the same split share them.
+    """
+    config.validate()
+    dataset = dataset if dataset is not None else load_for(config)
+    repeats = []
+    for index in range(config.repeats):
+        hook = (lambda round_, index=index: progress(index, round_)) if progress else None
+        repeats.append(run_repeat(dataset, config, network, index, hook, cache=cache))
+    return results_json(config, dataset, repeats)
+
+
+def simulate_central(config: SimulationConfig, *, dataset: Dataset | None = None, cache: CentralCache | None = None) -> dict:
+    """Centralized ML and RC only, on pooled training sets of ``config.train_size`` (no network).
+
+    The seeds, splits and means are those of ``simulate``, so its figures match a
+    simulation's for the same configuration.
+    """
+    config.validate()
+    dataset = dataset if dataset is not None else load_for(config)
+    repeats = [central_results(dataset, config, prepare_repeat(dataset, config, index, require_all_classes=False), cache)
+               for index in range(config.repeats)]
+    return central_json(config, dataset, repeats)
