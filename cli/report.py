@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from crc.core.errors import CRCError
-from crc.report.sources import RUN, density_series, load_results, run_curves, table_curves
+from crc.report.kinds import kind_of
+from crc.report.plots import convergence_figure
+from crc.report.sources import RUN, load_results, run_curves
 from crc.report.tables import runs_csv, runs_markdown, table_csv, table_markdown
 
 
@@ -25,9 +27,9 @@ def report(files, fmt, plots):
     with --curve and for table3/table11; test gap against graph density for
     tables over topologies.
     """
-    loaded = [(path, *load_results(path)) for path in files]
-    runs = [obj for _, kind, obj in loaded if kind == RUN]
-    tables = [obj for _, kind, obj in loaded if kind != RUN]
+    loaded = [load_results(path) for path in files]
+    runs = [obj for source, obj in loaded if source == RUN]
+    tables = [obj for source, obj in loaded if source != RUN]
     if runs:
         click.echo(runs_markdown(runs) if fmt == "markdown" else runs_csv(runs))
     for table in tables:
@@ -38,8 +40,7 @@ def report(files, fmt, plots):
 
 
 def _figures(runs: list[dict], tables: list[dict], directory: Path) -> list[Path]:
-    from crc.report.plots import convergence_figure, gap_density_figure
-
+    """Draw the runs' curves in one figure and each table's plots (as its kind offers them); returns the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     curves = [curve for results in runs for curve in run_curves(results)]
@@ -47,13 +48,9 @@ def _figures(runs: list[dict], tables: list[dict], directory: Path) -> list[Path
         convergence_figure(curves, directory / "convergence.png")
         written.append(directory / "convergence.png")
     for table in tables:
-        if curves := table_curves(table):
-            path = directory / f"{table['table']}-convergence.png"
-            convergence_figure(curves, path, title=f"{table['table']}: CRC test error by round")
-            written.append(path)
-        if series := density_series(table):
-            path = directory / f"{table['table']}-gap-density.png"
-            gap_density_figure(series, path, title=f"{table['table']}: {table['title']}")
+        for plot in kind_of(table).plots(table):
+            path = directory / f"{table['table']}-{plot.name}.png"
+            plot.draw(path)
             written.append(path)
     if not written:
         raise CRCError("nothing to plot: no per-round curves (run with --curve) and no topology tables")

@@ -12,17 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from crc.report.kinds import CONVERGENCE, FIRST_ROUND, GAP, LEARNING_CURVE, MODEL_COMPARISON, TableKind
+
 DEFAULT_DATASETS = ("letter", "magic", "penbased", "satimage", "optdigits", "twonorm", "ring", "texture", "marketing", "mushroom")
 TEST_INSTANCES = 2000
 """Every experiment tests on the same 2,000 held-out instances per repeat (the paper does not give its test size)."""
 REFERENCE_SIZE = 10240
 """Table II's gold standard: RC on 10,240 training instances (or all the data set can spare)."""
-
-GAP = "gap"
-CONVERGENCE = "convergence"
-LEARNING_CURVE = "learning_curve"
-FIRST_ROUND = "first_round"
-MODEL_COMPARISON = "models"
 
 
 @dataclass(frozen=True)
@@ -37,26 +33,21 @@ class Column:
 
 @dataclass(frozen=True)
 class Table:
-    """A named grid; ``kind`` says what each cell reports."""
+    """A named grid; its ``kind`` (see ``crc.report.kinds``) says what its cells run and report."""
 
     name: str
     title: str
-    kind: str
+    kind: TableKind
     columns: tuple[Column, ...]
     note: str = ""
 
     @property
     def needs_curve(self) -> bool:
-        return self.kind in (CONVERGENCE, FIRST_ROUND)
-
-    @property
-    def keeps_model(self) -> bool:
-        """Whether the columns choose the model (the table's --model is then ignored)."""
-        return self.kind == MODEL_COMPARISON
+        return self.kind.needs_curve
 
     @property
     def central_only(self) -> bool:
-        return self.kind == LEARNING_CURVE
+        return self.kind.central_only
 
 
 def _topology_columns(overrides: dict, kinds, letter) -> tuple[Column, ...]:
@@ -73,7 +64,7 @@ TABLES = {
               tuple(Column(f"m{m}", str(m), {"nodes": 1, "local_size": m}, (letter,))
                     for m, letter in zip((20, 40, 80, 160, 320, 640, 1280, 2560, 5120),
                                          (0.77, 0.77, 0.73, 0.44, 0.33, 0.22, 0.13, 0.06, 0.02)))
-              + (Column("reference", "ref. error", {"nodes": 1, "local_size": REFERENCE_SIZE}, (0.19,)),),
+              + (Column(LEARNING_CURVE.reference, "ref. error", {"nodes": 1, "local_size": REFERENCE_SIZE}, (0.19,)),),
               note=f"Reference: RC with m = {REFERENCE_SIZE} training instances, or all a data set can spare besides "
                    f"its {TEST_INSTANCES} test instances (the 'ref. m' column)."),
         Table("table3", "Convergence of local models at round 64: gaps to RC, spread across nodes, RC error", CONVERGENCE,
@@ -112,9 +103,3 @@ TABLES = {
                     for p, letter in zip((math.inf, 8, 4, 2, 1), (0.59, 0.57, 0.57, 0.57, 0.57)))),
     )
 }
-
-CONVERGENCE_FIELDS = (
-    ("train ML gap", "train_ml_gap"), ("train CRC gap", "train_gap"), ("train std", "train_std"), ("train RC error", "train_rc"),
-    ("test ML gap", "test_ml_gap"), ("test CRC gap", "test_gap"), ("test std", "test_std"), ("test RC error", "test_rc"),
-)
-"""Table III's sub-columns: (header, key in the cell summary)."""

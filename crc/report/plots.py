@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from crc.core.errors import CRCError
+from crc.report.format import CONVERGED, NEAR
 
 
 def _pyplot():
@@ -63,8 +64,8 @@ def gap_density_figure(series: dict[str, list[tuple[float, float]]], path, *, ti
     for index, (name, points) in enumerate(series.items()):
         points = sorted(points)
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=f"C{index % 10}", label=name)
-    ax.axhline(0.01, color="black", linewidth=0.8, linestyle="--")
-    ax.axhline(0.05, color="grey", linewidth=0.8, linestyle=":")
+    ax.axhline(CONVERGED, color="black", linewidth=0.8, linestyle="--")
+    ax.axhline(NEAR, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xscale("log")
     ax.set_xlabel("graph density (edges / possible edges, log scale)")
     ax.set_ylabel("test gap CRC - RC")

@@ -1,29 +1,59 @@
-"""Read results files (a simulation/launch run, or an experiment table) and pull out what reports need."""
+"""Read results files (a simulation/launch run, or an experiment table) and pull out what reports of runs need."""
 
 from __future__ import annotations
 
 from crc.core.errors import CRCError
 from crc.core.files import read_json
+from crc.report.kinds import KINDS
 
 RUN, TABLE = "run", "table"
+METHODS = ("ml", "rc", "crc")
 
 
 def load_results(path) -> tuple[str, dict]:
-    """(kind, object) of a results JSON file; anything else is a CRCError naming the file."""
+    """(RUN or TABLE, object) of a results JSON file; anything else is a CRCError naming the file."""
     obj = read_json(path, what="results file")
-    try:
-        if isinstance(obj, dict) and {"table", "rows", "columns"} <= obj.keys():
-            for row in obj["rows"]:
-                assert isinstance(row["data"], str) and isinstance(row["cells"], dict)
-            return TABLE, obj
-        if isinstance(obj, dict) and {"config", "ml", "rc", "crc"} <= obj.keys():
-            for name in ("ml", "rc", "crc"):
-                assert isinstance(obj[name]["test_error"], (int, float))
-            assert isinstance(obj.get("rounds", []), list)
-            return RUN, obj
-    except (AssertionError, KeyError, TypeError):
-        pass
-    raise CRCError(f"{path}: not a crc results file (neither `crc simulate --json` output nor an experiment table)")
+    if isinstance(obj, dict) and {"table", "rows", "columns"} <= obj.keys():
+        source, what, problem = TABLE, "experiment table", _table_problem(obj)
+    elif isinstance(obj, dict) and {"config", "ml", "rc", "crc"} <= obj.keys():
+        source, what, problem = RUN, "run", _run_problem(obj)
+    else:
+        raise CRCError(f"{path}: not a crc results file (neither `crc simulate --json` output nor an experiment table)")
+    if problem:
+        raise CRCError(f"{path}: not a valid {what}: {problem}")
+    return source, obj
+
+
+def _table_problem(table: dict) -> str:
+    """What makes an experiment table unreadable ("" if nothing)."""
+    if not isinstance(table.get("kind"), str) or table["kind"] not in KINDS:
+        return f"unknown kind {table.get('kind')!r} (known: {', '.join(KINDS)})"
+    columns, rows = table["columns"], table["rows"]
+    if not isinstance(columns, list) or not all(isinstance(c, dict) and {"key", "header", "paper_letter"} <= c.keys()
+                                                for c in columns):
+        return "columns must be a list of {key, header, paper_letter}"
+    if not isinstance(rows, list):
+        return "rows must be a list"
+    for position, row in enumerate(rows, 1):
+        if not (isinstance(row, dict) and isinstance(row.get("data"), str) and isinstance(row.get("cells"), dict)):
+            return f"row {position} needs a data set name (data) and its cells"
+        missing = [c["key"] for c in columns if not isinstance(row["cells"].get(c["key"]), dict)]
+        if missing:
+            return f"row {position} ({row['data']}) has no cell for column {', '.join(map(str, missing))}"
+    return ""
+
+
+def _run_problem(results: dict) -> str:
+    """What makes a run's results unreadable ("" if nothing)."""
+    if not isinstance(results["config"], dict):
+        return "config must be an object"
+    for method in METHODS:
+        part = results[method]
+        if not isinstance(part, dict) or not isinstance(part.get("test_error"), (int, float)):
+            return f"{method} needs a numeric test_error"
+    if not isinstance(results.get("rounds", []), list):
+        return "rounds must be a list"
+    return ""
 
 
 def run_name(results: dict) -> str:
@@ -33,32 +63,8 @@ def run_name(results: dict) -> str:
 
 
 def run_curves(results: dict) -> list[dict]:
-    """The per-round curve of one run ([] when it was run without --curve)."""
+    """The per-round curve of one run ([] when it was run without --curve), as ``crc.report.plots`` draws it."""
     if not results.get("rounds"):
         return []
     return [{"name": run_name(results), "rounds": results["rounds"], "rc_test_error": results["rc"]["test_error"],
              "ml_test_error": results["ml"]["test_error"]}]
-
-
-def table_curves(table: dict) -> list[dict]:
-    """Every cell of a table that kept its per-round curve (table3, table11)."""
-    curves = []
-    single = len(table["columns"]) == 1
-    for row in table["rows"]:
-        for column in table["columns"]:
-            cell = row["cells"].get(column["key"], {})
-            if cell.get("curve"):
-                name = row["data"] if single else f"{row['data']} {column['header']}"
-                curves.append({"name": name, "rounds": cell["curve"], "rc_test_error": cell["rc_test_error"],
-                               "ml_test_error": cell["ml_test_error"]})
-    return curves
-
-
-def density_series(table: dict) -> dict[str, list[tuple[float, float]]]:
-    """{data set: [(graph density, test gap)]} over the cells that recorded a density."""
-    series = {}
-    for row in table["rows"]:
-        points = [(cell["density"], cell["value"]) for cell in row["cells"].values() if "density" in cell]
-        if len({p[0] for p in points}) > 1:
-            series[row["data"]] = points
-    return series

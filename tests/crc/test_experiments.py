@@ -8,8 +8,9 @@ from crc.core.errors import CRCError
 from crc.experiments import TABLES, run_experiments
 from crc.experiments.grids import TEST_INSTANCES
 from crc.experiments.runner import plan
-from crc.report.tables import gap, table_csv, table_markdown
-from crc.protocol.simulation import SimulationConfig, simulate, simulate_central
+from crc.protocol import SimulationConfig, simulate, simulate_central
+from crc.report.format import gap
+from crc.report.tables import table_csv, table_markdown
 from crc.topologies import network_factory
 
 TINY = {"rounds": 4, "nodes": 15, "local_size": 10}  # 15 nodes leave room for a tree +80

@@ -1,0 +1,44 @@
+"""Centralized RC's learning curve against a reference training size (table II)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.report.format import number
+from crc.report.table_kind import TableKind
+
+PAPER_REFERENCE_SIZE = 10240
+"""The training size of the paper's reference RC."""
+
+
+class LearningCurveKind(TableKind):
+    """Each size column: RC's test gap to the ``reference`` column, paired repeat by repeat (same seeds, same test
+    sets); the reference column: RC's test error. A last column gives each data set's reference training size."""
+
+    name = "learning_curve"
+    central_only = True
+    reference = "reference"
+    """The key of the reference column."""
+
+    def summarise(self, column: str, results: dict, row: dict[str, dict]) -> dict | None:
+        if column == self.reference:
+            return {"value": results["rc"]["test_error"], "train_size": results["config"]["local_size"]}
+        reference = row.get(self.reference)
+        if reference is None:
+            return None
+        gaps = [r["rc"]["test_error"] - ref["rc"]["test_error"] for r, ref in zip(results["repeats"], reference["repeats"])]
+        return {"value": float(np.mean(gaps)), "rc_test_error": results["rc"]["test_error"],
+                "train_size": results["config"]["local_size"]}
+
+    def cell_text(self, column: dict, cell: dict) -> list[str]:
+        """The reference's error as a plain figure; the gaps highlighted."""
+        return [number(cell["value"])] if column["key"] == self.reference else super().cell_text(column, cell)
+
+    def extra_headers(self) -> list[str]:
+        return ["ref. m"]
+
+    def extra_cells(self, row: dict) -> list[str]:
+        return [str(row["cells"].get(self.reference, {}).get("train_size", "n/a"))]
+
+    def extra_paper(self) -> list[str]:
+        return [str(PAPER_REFERENCE_SIZE)]

@@ -1,0 +1,65 @@
+"""The model comparison (NB, QDA, probabilistic circuits): errors and log-likelihoods of ML, RC, CRC and the
+mixture-of-nodes baseline, one Markdown line per (data set, model)."""
+
+from __future__ import annotations
+
+from crc.report.format import HIGHLIGHTING, gap, heading, loglik, markdown_row, number
+from crc.report.table_kind import TableKind
+
+METHODS = ("ml", "rc", "crc", "mixture_of_nodes")
+MODEL_FIELDS = (("ML error", "ml_test_error"), ("RC error", "rc_test_error"), ("CRC error", "crc_test_error"),
+                ("mixture-of-nodes error", "mixture_of_nodes_test_error"), ("ML log-lik", "ml_test_loglik"),
+                ("RC log-lik", "rc_test_loglik"), ("CRC log-lik", "crc_test_loglik"),
+                ("mixture-of-nodes log-lik", "mixture_of_nodes_test_loglik"))
+"""The figures of a line: (header, key in the cell summary); the gap follows the first three."""
+NAIVE_BAYES, CIRCUIT_PREFIX = "nb", "pc"
+"""Column keys: naive Bayes, and the probabilistic circuits compared with it."""
+
+
+class ModelComparisonKind(TableKind):
+    """Each cell: test error and mean test log-likelihood of every method the cell ran; the value is CRC's gap."""
+
+    name = "models"
+    columns_choose_model = True
+
+    def summarise(self, column: str, results: dict, row: dict[str, dict]) -> dict:
+        summary = {"value": results["test_gap"]}
+        for method in METHODS:
+            if method in results:
+                summary[f"{method}_test_error"] = results[method]["test_error"]
+                summary[f"{method}_test_loglik"] = results[method]["test_loglik"]
+        return summary
+
+    def markdown(self, table: dict) -> str:
+        """One line per (data set, model): test errors, the gap, log-likelihoods; then whether a circuit beats NB."""
+        headers = ["Data set", "model"] + [h for h, _ in MODEL_FIELDS[:3]] + ["gap CRC - RC"] + [h for h, _ in MODEL_FIELDS[3:]]
+        lines = heading(table) + [markdown_row(headers), markdown_row(["---", "---"] + ["---:"] * (len(headers) - 2))]
+        verdicts = []
+        for row in table["rows"]:
+            for column in table["columns"]:
+                cell = row["cells"][column["key"]]
+                if "value" in cell:
+                    figures = [number(cell.get(key), 3) for _, key in MODEL_FIELDS[:3]] + [gap(cell["value"])]
+                    figures += [number(cell.get(MODEL_FIELDS[3][1]), 3)] + [loglik(cell.get(key)) for _, key in MODEL_FIELDS[4:]]
+                else:
+                    figures = ["n/a" if "skip" in cell else "…"] * (len(headers) - 2)
+                lines.append(markdown_row([row["data"], column["header"]] + figures))
+            verdicts.append(_circuit_verdict(table, row))
+        lines += ["", f"{HIGHLIGHTING}. Log-likelihoods: mean log p(x, y) per test instance, "
+                  "continuous features standardized; CRC's is the mean over peers.", "", "Circuits against naive Bayes "
+                  "(CRC test error at round 64):", ""] + [f"- {verdict}" for verdict in verdicts if verdict]
+        return "\n".join(lines) + "\n"
+
+
+def _circuit_verdict(table: dict, row: dict) -> str:
+    """Whether the best circuit beats NB on CRC's test error for one data set ("" without both)."""
+    cells = row["cells"]
+    nb = cells.get(NAIVE_BAYES, {}).get("crc_test_error")
+    circuits = {c["header"]: cells[c["key"]]["crc_test_error"] for c in table["columns"]
+                if c["key"].startswith(CIRCUIT_PREFIX) and "crc_test_error" in cells.get(c["key"], {})}
+    if nb is None or not circuits:
+        return ""
+    best = min(circuits, key=circuits.get)
+    if circuits[best] < nb:
+        return f"{row['data']}: {best} beats NB ({circuits[best]:.4f} against {nb:.4f})."
+    return f"{row['data']}: no circuit beats NB (best {best}, {circuits[best]:.4f} against {nb:.4f})."
