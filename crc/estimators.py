@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
-from crc.core.data import encode, raw_cells, standardize
+from crc.core.data import encode, encode_features, raw_cells, standardize
 from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.schema import infer_schema
@@ -61,8 +61,7 @@ class _GenerativeClassifier:
     def _phi(self, X):
         if not hasattr(self, "model_"):
             raise CRCError("this estimator is not fitted yet: call fit first")
-        x, _ = encode(self.schema_, _columns(X, self.feature_names_), labels=False, source="X")
-        return self.model_.features(standardize(self.schema_, x))
+        return self.model_.features(encode_features(self.schema_, X, source="X"))
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of shape (m, n_classes), columns in ``classes_`` order."""

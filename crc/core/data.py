@@ -183,6 +183,28 @@ def write_csv(path, columns: dict[str, list[str]]) -> None:
     atomic_write_text(path, format_csv(columns))
 
 
+def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndarray:
+    """Standardized encoded features (m, d) of raw feature cells, for prediction.
+
+    ``columns`` is ``{feature name: [cell, ...]}`` (extra columns such as the label
+    are ignored), or an (m, d) array-like in the schema's feature order. Cells may
+    be strings or numbers; None, NaN, ``""`` and ``?`` are missing.
+    """
+    names = schema.feature_names
+    if isinstance(columns, dict):
+        missing = [name for name in names if name not in columns]
+        if missing:
+            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+        cells = {name: raw_cells(columns[name]) for name in names}
+    else:
+        rows = np.asarray(columns, dtype=object)
+        if rows.ndim != 2 or rows.shape[1] != len(names):
+            raise CRCError(f"{source}: expected {len(names)} feature columns ({', '.join(names)}), got shape {rows.shape}")
+        cells = {name: raw_cells(rows[:, j]) for j, name in enumerate(names)}
+    x, _ = encode(schema, cells, labels=False, source=source)
+    return standardize(schema, x)
+
+
 def standardize(schema: Schema, x: np.ndarray) -> np.ndarray:
     """Apply the schema's standardization to the continuous columns of ``x`` (a copy)."""
     out = np.array(x, dtype=np.float64, copy=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crc.core.models.base import GenerativeModel, LinearFamilyModel
+from crc.core.numeric import logsumexp
 
 EVAL_BLOCK_BYTES = 256 * 2**20
 
@@ -35,11 +36,6 @@ def node_errors(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: n
     return (node_predictions(model, stats, phi) != y[None, :]).mean(axis=1)
 
 
-def error(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: np.ndarray) -> float:
-    """0-1 error of one classifier with statistics (size,)."""
-    return float(node_errors(model, stats[None, :], phi, y)[0])
-
-
 def _blocks(model: GenerativeModel, n: int, m: int):
     block = max(1, EVAL_BLOCK_BYTES // max(1, 8 * m * model.n_classes))
     return range(0, n, block), block
@@ -63,5 +59,5 @@ def mixture_log_joint(model: GenerativeModel, stats: np.ndarray, weights: np.nda
     for start in starts:
         scores = model.log_joint(model.theta(stats[start:start + block]), phi)
         scores += np.log(weights[start:start + block])[:, None, None]
-        total = np.logaddexp(total, np.logaddexp.reduce(scores, axis=0))
+        total = logsumexp(np.concatenate([total[None], scores]), axis=0)
     return total

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from crc.core.data import encode, raw_cells, standardize
+from crc.core.data import encode_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.core.models import MODELS, make_model
@@ -39,27 +39,13 @@ class TrainedModel:
         self.metrics = metrics or {}
         self.model_options = model_options
 
-    def _phi(self, columns, source: str) -> np.ndarray:
-        if not isinstance(columns, dict):
-            rows = np.asarray(columns, dtype=object)
-            if rows.ndim != 2 or rows.shape[1] != len(self.schema.features):
-                raise CRCError(f"{source}: expected {len(self.schema.features)} feature columns "
-                               f"({', '.join(self.schema.feature_names)}), got shape {rows.shape}")
-            columns = {name: raw_cells(rows[:, j]) for j, name in enumerate(self.schema.feature_names)}
-        features = {name: columns[name] for name in self.schema.feature_names if name in columns}
-        missing = [name for name in self.schema.feature_names if name not in columns]
-        if missing:
-            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
-        x, _ = encode(self.schema, features, labels=False, source=source)
-        return self.model.features(standardize(self.schema, x))
-
     def predict_proba(self, columns, *, source: str = "data") -> np.ndarray:
         """Class probabilities (m, n_classes).
 
         ``columns`` is ``{feature name: [raw cell, ...]}`` (extra columns ignored), or an
         (m, d) array of values in the schema's feature order (None or NaN for missing).
         """
-        return self.model.posteriors(self.theta, self._phi(columns, source))
+        return self.model.posteriors(self.theta, self.model.features(encode_features(self.schema, columns, source=source)))
 
     def predict(self, columns, *, source: str = "data") -> np.ndarray:
         """Predicted class labels (m,) as strings."""

@@ -22,18 +22,11 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.core.models.layout import Layout
 from crc.core.models.options import Option, check_exact, select
+from crc.core.numeric import normalise_exp
 from crc.core.schema import Schema
 
 COUNT_FLOOR = 1e-9
 """Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""
-
-
-def normalise_exp(scores: np.ndarray, axis: int) -> np.ndarray:
-    """Log-joints -> posteriors along ``axis``, in place, by log-sum-exp (subtract the max, exp, divide)."""
-    scores -= scores.max(axis=axis, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=axis, keepdims=True)
-    return scores
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -23,10 +23,11 @@ from dataclasses import replace
 import numpy as np
 
 from crc.core.errors import CRCError
-from crc.core.models.base import GenerativeModel, labelled_weights, normalise_exp
+from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes
 from crc.core.models.options import Option
+from crc.core.numeric import logsumexp, normalise_exp
 from crc.core.schema import Schema
 
 EM_ITERATIONS = 50
@@ -76,9 +77,7 @@ class MixtureCircuit(GenerativeModel):
         return scores.reshape(scores.shape[:-1] + (self.n_classes, self.components))
 
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
-        scores = self._component_scores(theta, phi)
-        top = scores.max(axis=-1)
-        return top + np.log(np.exp(scores - top[..., None]).sum(axis=-1))
+        return logsumexp(self._component_scores(theta, phi))
 
     def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``s(X, W; theta)``: class weights (..., m, r) split over components by q(k | x, y)."""

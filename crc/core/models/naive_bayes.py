@@ -7,11 +7,10 @@ import numpy as np
 from crc.core.models.base import LinearFamilyModel
 from crc.core.models.categorical import CategoricalPart
 from crc.core.models.layout import Layout
+from crc.core.numeric import LOG_2PI
 
 VAR_FLOOR = 1e-9
 """Smallest class-conditional variance, in standardized units."""
-
-LOG_2PI = np.log(2 * np.pi)
 
 
 class NaiveBayes(LinearFamilyModel):

@@ -8,11 +8,10 @@ from crc.core.errors import CRCError
 from crc.core.models.base import LinearFamilyModel
 from crc.core.models.categorical import CategoricalPart
 from crc.core.models.layout import Layout
+from crc.core.numeric import LOG_2PI
 
 EIG_FLOOR = 1e-9
 """Smallest eigenvalue of a class covariance, in standardized units."""
-
-LOG_2PI = np.log(2 * np.pi)
 
 
 class QDA(LinearFamilyModel):

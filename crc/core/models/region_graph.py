@@ -20,7 +20,6 @@ Bayes.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,6 +30,7 @@ from crc.core.models.circuit import EM_ITERATIONS, STRUCTURE_SEED, fit_em, seede
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes
 from crc.core.models.options import Option
+from crc.core.numeric import logsumexp, normalise_exp
 from crc.core.schema import Schema
 
 DEPTH = Option("depth", int, 2, "Region-graph circuit: levels of random binary feature splits.", low=1, high=8)
@@ -56,24 +56,6 @@ def _split(features: np.ndarray, depth: int, regions: list[Region]) -> int:
     right = _split(features[half:], depth - 1, regions)
     regions.append(Region(tuple(int(f) for f in features), (left, right)))
     return len(regions) - 1
-
-
-def _last_axis(reduce, a: np.ndarray) -> np.ndarray:
-    """Reduce the short last axis slice by slice: numpy is slow along a last axis of a few elements."""
-    return functools.reduce(reduce, (a[..., i] for i in range(a.shape[-1])))
-
-
-def _logsumexp(a: np.ndarray) -> np.ndarray:
-    """log-sum-exp over the last axis."""
-    top = _last_axis(np.maximum, a)
-    return top + np.log(_last_axis(np.add, np.exp(a - top[..., None])))
-
-
-def _softmax(a: np.ndarray) -> np.ndarray:
-    """Normalised exponentials over the last axis."""
-    e = np.exp(a - _last_axis(np.maximum, a)[..., None])
-    e /= _last_axis(np.add, e)[..., None]
-    return e
 
 
 class RegionGraphCircuit(GenerativeModel):
@@ -183,19 +165,19 @@ class RegionGraphCircuit(GenerativeModel):
                 else:
                     products_below[(t, i)] = products
                     log_w = theta["log_inner"][..., :, self._inner_index[(t, i)], :, :]  # (..., r, S, S^2)
-                    rep_values.append(_logsumexp(log_w[..., None, :, :, :] + products[..., None, :]))
+                    rep_values.append(logsumexp(log_w[..., None, :, :, :] + products[..., None, :]))
             tops.append(rep_values[-1])
         return products_below, np.concatenate(tops, axis=-1)
 
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         _, tops = self._upward(theta, phi)
-        return theta["log_prior"][..., None, :] + _logsumexp(theta["log_top"][..., None, :, :] + tops)
+        return theta["log_prior"][..., None, :] + logsumexp(theta["log_top"][..., None, :, :] + tops)
 
     def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``s(X, W; theta)``: expected flows of the class weights (..., m, r) through every edge and leaf."""
         products_below, tops = self._upward(theta, phi)
         table_parts = {"count": weights.sum(axis=-2)[..., None]}
-        top_flow = weights[..., None] * _softmax(theta["log_top"][..., None, :, :] + tops)
+        top_flow = weights[..., None] * normalise_exp(theta["log_top"][..., None, :, :] + tops)
         table_parts["top"] = top_flow.sum(axis=-3)
         inner_counts = [None] * len(self._inner)
         leaf_stats = np.zeros(weights.shape[:-2] + (self.n_classes, self.repetitions, self.sums, self.leaves.layout.n_columns - 1))
@@ -216,7 +198,7 @@ class RegionGraphCircuit(GenerativeModel):
                 a, b = region.children
                 if i != len(regions) - 1:  # a sum layer: split each sum's flow over its products
                     log_w = theta["log_inner"][..., :, self._inner_index[(t, i)], :, :]
-                    edge = flow[..., None] * _softmax(log_w[..., None, :, :, :] + products_below[(t, i)][..., None, :])
+                    edge = flow[..., None] * normalise_exp(log_w[..., None, :, :, :] + products_below[(t, i)][..., None, :])
                     inner_counts[self._inner_index[(t, i)]] = edge.sum(axis=-4)
                     flow = edge.sum(axis=-2)
                 grid = flow.reshape(flow.shape[:-1] + (self.sums, self.sums))
