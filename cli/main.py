@@ -18,6 +18,7 @@ COMMANDS = {
     "node": "crc.cli.peer:node",
     "predict": "crc.cli.peer:predict",
     "launch": "crc.cli.launch:launch",
+    "graph": "crc.cli.graph:graph",
     "bench": "crc.cli.bench:bench",
 }
 

@@ -11,11 +11,12 @@ import heapq
 
 import networkx as nx
 import numpy as np
+from crc.topologies.errors import TopologyError
 
 
 def _check_nodes(n: int, minimum: int = 1) -> None:
     if not isinstance(n, (int, np.integer)) or n < minimum:
-        raise ValueError(f"number of nodes must be an integer >= {minimum}, got {n!r}")
+        raise TopologyError(f"number of nodes must be an integer >= {minimum}, got {n!r}")
 
 
 def _prufer_edges(sequence: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -88,7 +89,7 @@ def tree_plus_graph(n: int, extra: int, *, seed=None) -> nx.Graph:
     _check_nodes(n)
     free = n * (n - 1) // 2 - (n - 1)
     if not isinstance(extra, (int, np.integer)) or extra < 0 or extra > free:
-        raise ValueError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {extra!r}")
+        raise TopologyError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {extra!r}")
     rng = np.random.default_rng(seed)
     graph = random_tree_graph(n, seed=rng)
     target = graph.number_of_edges() + extra
@@ -111,7 +112,7 @@ def _first_connected(draw, seed, what: str) -> nx.Graph:
         graph = draw(int(rng.integers(2**63)))
         if nx.is_connected(graph):
             return graph
-    raise ValueError(f"no connected {what} in {MAX_CONNECT_ATTEMPTS} draws")
+    raise TopologyError(f"no connected {what} in {MAX_CONNECT_ATTEMPTS} draws")
 
 
 def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
@@ -127,7 +128,7 @@ def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
     _check_nodes(n)
     p = min(1.0, 2 * np.log(max(n, 2)) / n) if p is None else p
     if not 0 < p <= 1:
-        raise ValueError(f"edge probability must be in (0, 1], got {p}")
+        raise TopologyError(f"edge probability must be in (0, 1], got {p}")
     return _first_connected(lambda s: nx.gnp_random_graph(n, p, seed=s), seed, f"G({n}, {p}) graph (raise p)")
 
 
@@ -142,7 +143,7 @@ def random_regular_graph(n: int, degree: int = 3, *, seed=None) -> nx.Graph:
     """
     _check_nodes(n, minimum=3)
     if not 2 <= degree < n or (n * degree) % 2:
-        raise ValueError(f"no connected {degree}-regular graph on {n} nodes (need 2 <= degree < n and n * degree even)")
+        raise TopologyError(f"no connected {degree}-regular graph on {n} nodes (need 2 <= degree < n and n * degree even)")
     return _first_connected(lambda s: nx.random_regular_graph(degree, n, seed=s), seed, f"{degree}-regular graph on {n} nodes")
 
 
@@ -156,7 +157,7 @@ def small_world_graph(n: int, k: int = 4, p: float = 0.1, *, seed=None) -> nx.Gr
     """
     _check_nodes(n, minimum=3)
     if not 2 <= k < n or not 0 <= p <= 1:
-        raise ValueError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}, p={p}")
+        raise TopologyError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}, p={p}")
     rng = np.random.default_rng(seed)
     return nx.connected_watts_strogatz_graph(n, k, p, tries=MAX_CONNECT_ATTEMPTS, seed=int(rng.integers(2**63)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import networkx as nx
+from crc.topologies.errors import TopologyError
 
 MAX_GRAPH_FILE_BYTES = 64 * 2**20
 
@@ -28,15 +29,18 @@ def save_graph(graph: nx.Graph, path) -> None:
 
 def load_graph(path) -> nx.Graph:
     """Read and validate a graph file; raises ValueError naming the problem."""
-    with open(path, "rb") as fh:
-        raw = fh.read(MAX_GRAPH_FILE_BYTES + 1)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_GRAPH_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(raw) > MAX_GRAPH_FILE_BYTES:
-        raise ValueError(f"{path}: graph file larger than {MAX_GRAPH_FILE_BYTES} bytes")
+        raise TopologyError(f"{path}: graph file larger than {MAX_GRAPH_FILE_BYTES} bytes")
     text = raw.decode("utf-8", errors="strict")
     if str(path).endswith(".json"):
         obj = json.loads(text)
         if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), int) or not isinstance(obj.get("edges"), list):
-            raise ValueError(f"{path}: expected an object with integer 'nodes' and list 'edges'")
+            raise TopologyError(f"{path}: expected an object with integer 'nodes' and list 'edges'")
         n, edges = obj["nodes"], obj["edges"]
     else:
         n, edges = None, []
@@ -47,7 +51,7 @@ def load_graph(path) -> nx.Graph:
             elif body and not body.startswith("#"):
                 parts = body.split()
                 if len(parts) != 2:
-                    raise ValueError(f"{path}: line {number} must be 'u v'")
+                    raise TopologyError(f"{path}: line {number} must be 'u v'")
                 edges.append([_integer(p, path, number) for p in parts])
         n = n if n is not None else 1 + max((max(e) for e in edges), default=-1)
     return _validated(n, edges, path)
@@ -57,17 +61,17 @@ def _integer(text: str, path, number: int) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"{path}: line {number}: {text!r} is not a node number") from None
+        raise TopologyError(f"{path}: line {number}: {text!r} is not a node number") from None
 
 
 def _validated(n: int, edges: list, path) -> nx.Graph:
     if n < 1:
-        raise ValueError(f"{path}: a graph needs at least one node")
+        raise TopologyError(f"{path}: a graph needs at least one node")
     graph = nx.empty_graph(n)
     for edge in edges:
         if not (isinstance(edge, list) and len(edge) == 2 and all(isinstance(v, int) and 0 <= v < n for v in edge)):
-            raise ValueError(f"{path}: edge {edge!r} is not a pair of nodes in 0 .. {n - 1}")
+            raise TopologyError(f"{path}: edge {edge!r} is not a pair of nodes in 0 .. {n - 1}")
         if edge[0] == edge[1]:
-            raise ValueError(f"{path}: self-loop on node {edge[0]}")
+            raise TopologyError(f"{path}: self-loop on node {edge[0]}")
         graph.add_edge(*edge)
     return graph

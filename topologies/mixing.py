@@ -5,13 +5,14 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+from crc.topologies.errors import TopologyError
 
 
 def closed_adjacency(graph: nx.Graph) -> sp.csr_array:
     """Sparse (n, n) adjacency plus identity: each node's closed neighbourhood. Nodes must be 0 .. n-1."""
     n = graph.number_of_nodes()
     if set(graph.nodes) != set(range(n)):
-        raise ValueError("graph nodes must be the integers 0 .. n-1")
+        raise TopologyError("graph nodes must be the integers 0 .. n-1")
     edges = np.array(list(graph.edges), dtype=np.int64).reshape(-1, 2)
     rows = np.concatenate([np.arange(n), edges[:, 0], edges[:, 1]])
     cols = np.concatenate([np.arange(n), edges[:, 1], edges[:, 0]])

@@ -10,6 +10,7 @@ import numpy as np
 from crc.topologies.diagnostics import density
 from crc.topologies.mixing import averaging_matrix
 from crc.topologies.spec import build, parse
+from crc.topologies.errors import TopologyError
 
 
 class Schedule:
@@ -22,7 +23,7 @@ class Schedule:
     def __init__(self, spec: str, n: int, *, period: float = math.inf, seed=None):
         parse(spec)
         if not (period == math.inf or (float(period).is_integer() and period >= 1)):
-            raise ValueError(f"period must be a whole number of rounds >= 1 or infinite, got {period}")
+            raise TopologyError(f"period must be a whole number of rounds >= 1 or infinite, got {period}")
         self.spec, self.n, self.period = spec, n, period
         self._seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         self._cache: tuple[int, nx.Graph, object] | None = None
@@ -30,7 +31,7 @@ class Schedule:
     def epoch(self, round_: int) -> int:
         """Index of the graph in force at ``round_`` (0 for a static network)."""
         if round_ < 1:
-            raise ValueError(f"rounds start at 1, got {round_}")
+            raise TopologyError(f"rounds start at 1, got {round_}")
         return 0 if self.period == math.inf else (round_ - 1) // int(self.period)
 
     def _epoch_entry(self, epoch: int):

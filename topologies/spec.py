@@ -1,7 +1,8 @@
-"""Topology names as users write them: ``tree``, ``tree+20``, ``er:0.1``, ``small-world:4:0.2`` ...
+"""Topology names as users write them: ``tree``, ``tree+20``, ``er:0.1``, ``small-world:4:0.2``, ``file:g.json`` ...
 
 A spec is a kind, optionally followed by ``:``-separated parameters; ``tree+K``
-is a random tree with K extra random edges.
+is a random tree with K extra random edges; ``file:PATH`` is a graph file
+(see ``graph_io``), e.g. one written by ``crc graph --out``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import networkx as nx
 
 from crc.topologies import generators as g
+from crc.topologies.graph_io import load_graph
+from crc.topologies.errors import TopologyError
+
+FILE_PREFIX = "file:"
 
 KINDS = {
     "tree": (g.random_tree_graph, ()),
@@ -22,32 +27,41 @@ KINDS = {
     "small-world": (g.small_world_graph, (int, float)),
 }
 HELP = ("tree, tree+K (K extra random edges), chain, star, ring, complete, grid, "
-        "er[:P] (connected Erdos-Renyi), regular[:D] (random D-regular), small-world[:K[:P]]")
+        "er[:P] (connected Erdos-Renyi), regular[:D] (random D-regular), small-world[:K[:P]], file:PATH (a graph file)")
 
 
 def parse(spec: str) -> tuple[str, tuple]:
     """Split a spec into its kind and typed parameters; raises ValueError naming the problem."""
     spec = spec.strip()
+    if spec.startswith(FILE_PREFIX):
+        if not spec[len(FILE_PREFIX):]:
+            raise TopologyError(f"topology {spec!r}: give the graph file's path after 'file:'")
+        return "file", (spec[len(FILE_PREFIX):],)
     if spec.startswith("tree+"):
         extra = spec[len("tree+"):]
         if not extra.isdigit():
-            raise ValueError(f"topology {spec!r}: the number of extra edges after 'tree+' must be a whole number")
+            raise TopologyError(f"topology {spec!r}: the number of extra edges after 'tree+' must be a whole number")
         return "tree+", (int(extra),)
     kind, *raw = spec.split(":")
     if kind not in KINDS:
-        raise ValueError(f"unknown topology {spec!r}; known: {HELP}")
+        raise TopologyError(f"unknown topology {spec!r}; known: {HELP}")
     types = KINDS[kind][1]
     if len(raw) > len(types):
-        raise ValueError(f"topology {kind!r} takes at most {len(types)} parameter(s), got {len(raw)}")
+        raise TopologyError(f"topology {kind!r} takes at most {len(types)} parameter(s), got {len(raw)}")
     try:
         return kind, tuple(convert(value) for convert, value in zip(types, raw))
     except ValueError:
-        raise ValueError(f"topology {spec!r}: parameters must be {', '.join(t.__name__ for t in types)}") from None
+        raise TopologyError(f"topology {spec!r}: parameters must be {', '.join(t.__name__ for t in types)}") from None
 
 
 def build(spec: str, n: int, *, seed=None) -> nx.Graph:
     """The graph of ``spec`` on ``n`` nodes."""
     kind, params = parse(spec)
+    if kind == "file":
+        graph = load_graph(params[0])
+        if graph.number_of_nodes() != n:
+            raise TopologyError(f"{params[0]}: the graph has {graph.number_of_nodes()} nodes, the run has {n}")
+        return graph
     if kind == "tree+":
         return g.tree_plus_graph(n, *params, seed=seed)
     return KINDS[kind][0](n, *params, seed=seed)

@@ -1,0 +1,42 @@
+"""``crc graph``: how well a communication graph mixes, and the graph itself as a file."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+
+from crc.cli.options import options
+from crc.protocol.repeat import repeat_seeds
+from crc.topologies import Schedule, describe_schedule, save_graph
+
+
+@click.command()
+@options("topology", "period", "nodes", "rounds", "seed")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the graph of round 1 here: .json, or an edge list for any other name; "
+                   "`--topology file:OUT` reads it back.")
+@click.option("--json", "as_json", is_flag=True, help="Print the diagnostics as JSON.")
+def graph(topology, period, nodes, rounds, seed, out, as_json):
+    """Describe the communication graph that `crc simulate` and `crc launch`
+    draw for the same --topology, --nodes and --seed (their first repeat):
+    edges, density, diameter and spectral gap of the averaging matrix (larger
+    mixes faster). With --period, the means over the graphs used in --rounds rounds.
+    """
+    schedule = Schedule(topology, nodes, period=period or math.inf, seed=repeat_seeds(seed, 0)[1])
+    summary = describe_schedule(schedule, rounds)
+    if out:
+        save_graph(schedule.graph(1), out)
+    if as_json:
+        click.echo(json.dumps({"topology": topology, "nodes": nodes, "period": period, "rounds": rounds, "seed": seed,
+                               **summary}, indent=2))
+        return
+    dynamic = f", redrawn every {period} rounds ({summary['graphs']} graphs in {rounds} rounds)" if period else ""
+    click.echo(f"{topology} on {nodes} nodes{dynamic}: {summary['edges']:g} edges, density {summary['density']:.4f}, "
+               f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
+    if out:
+        click.echo(f"wrote {out}", err=True)
+
+
+
