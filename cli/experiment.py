@@ -8,7 +8,7 @@ import time
 import click
 
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
-from crc.core.models import MODELS
+from crc.cli.model_options import with_model_options
 from crc.topologies import network_factory
 
 
@@ -25,15 +25,15 @@ def _names(ctx, param, values) -> list[str]:
 @click.option("--datasets", default=",".join(DEFAULT_DATASETS), show_default=True,
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
-@click.option("--model", type=click.Choice(sorted(MODELS)), default="nb", show_default=True)
+@with_model_options
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel worker processes.")
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the tables and the finished cells.")
-def experiment(names, datasets, label, model, repeats, seed, jobs, out):
-    """Run the paper's experiment NAMES (table2 ... table12, or all).
+def experiment(names, datasets, label, model, repeats, seed, jobs, out, **structure):
+    """Run the paper's experiment NAMES (table2 ... table12, circuits, or all).
 
     Writes OUT/<table>.json, .csv and .md. Every finished cell is saved under
     OUT/cells, so an interrupted run continues where it stopped; cells that
@@ -44,7 +44,7 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out):
     table3   convergence: ML/CRC gaps, std      table9   network size n
     table4   tree, chain, +10 ... +80           table10  fragmentation (m = 12800)
     table5-7 covariate, label, joint drift      table11  local iterations
-    table12  dynamic network period
+    table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
     """
     sources = [d.strip() for d in datasets.split(",") if d.strip()]
     started = time.perf_counter()
@@ -68,7 +68,8 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out):
 
     try:
         tables = run_experiments(names, datasets=sources, repeats=repeats, seed=seed, jobs=jobs, out=out,
-                                 network_factory=network_factory, model=model, label=label, on_start=on_start, on_cell=on_cell)
+                                 network_factory=network_factory, model=model, label=label, defaults=structure,
+                                 on_start=on_start, on_cell=on_cell)
     finally:
         if "bar" in state:
             state["bar"].__exit__(None, None, None)
