@@ -7,12 +7,12 @@ import math
 import sys
 
 import click
-
 from crc.cli.options import run_options
+from crc.topologies import network_factory
+
 from crc.core.datasets import BUNDLED, load_bundled
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
-from crc.topologies import network_factory
 
 
 @click.command()
@@ -44,7 +44,9 @@ def simulate(as_json: bool, **options):
     click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers{dynamic}, {per_peer} instances each "
                f"({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
     click.echo(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>14}")
-    rows = [("ML", "ml"), ("RC", "rc"), ("CRC", "crc")] + ([("mixture of nodes", "mixture_of_nodes")] if "mixture_of_nodes" in results else [])
+    rows = [("ML", "ml"), ("RC", "rc"), ("CRC", "crc")]
+    if "mixture_of_nodes" in results:
+        rows.append(("mixture of nodes", "mixture_of_nodes"))
     for title, name in rows:
         row = results[name]
         click.echo(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{row['test_loglik']:>14.5g}")

@@ -6,9 +6,9 @@ simulator. Graphs come from ``topologies``, real peers from ``nodes``.
 """
 
 from crc.core.errors import CRCError
-from crc.estimators import NaiveBayesClassifier, QDAClassifier
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.schema import Schema
+from crc.estimators import NaiveBayesClassifier, QDAClassifier
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from support.tables import mixed_columns, prepared
 
 

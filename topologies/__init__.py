@@ -3,8 +3,18 @@
 import math
 
 from crc.topologies.diagnostics import describe, describe_schedule, spectral_gap
-from crc.topologies.generators import (chain_graph, complete_graph, erdos_renyi_graph, grid_graph, random_regular_graph,
-                                   random_tree_graph, ring_graph, small_world_graph, star_graph, tree_plus_graph)
+from crc.topologies.generators import (
+    chain_graph,
+    complete_graph,
+    erdos_renyi_graph,
+    grid_graph,
+    random_regular_graph,
+    random_tree_graph,
+    ring_graph,
+    small_world_graph,
+    star_graph,
+    tree_plus_graph,
+)
 from crc.topologies.graph_io import load_graph, save_graph
 from crc.topologies.mixing import averaging_matrix
 from crc.topologies.schedule import Schedule

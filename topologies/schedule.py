@@ -6,11 +6,10 @@ import math
 
 import networkx as nx
 import numpy as np
-
 from crc.topologies.diagnostics import density
+from crc.topologies.errors import TopologyError
 from crc.topologies.mixing import averaging_matrix
 from crc.topologies.spec import build, parse
-from crc.topologies.errors import TopologyError
 
 
 class Schedule:

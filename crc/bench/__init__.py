@@ -6,7 +6,6 @@ every package but the command line, and nothing imports it but ``crc.cli``.
 
 from __future__ import annotations
 
-import json
 import resource
 import tempfile
 import time
@@ -16,9 +15,9 @@ import numpy as np
 
 from crc.bench.per_node_loop import per_node_crc
 from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.nodes.launcher import launch
 from crc.protocol import SimulationConfig, simulate
 from crc.protocol.repeat import load_for, make_split
-from crc.nodes.launcher import launch
 from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 
 
@@ -49,7 +48,8 @@ def engine_versus_loop(config: SimulationConfig) -> dict:
     node_rounds = config.nodes * config.rounds
 
     mixing = averaging_matrix(graph)
-    engine_seconds, fast = _best_of(REPEATS, lambda: CRCEngine(split.model, local, mixing, ess=ess, iterations=config.iters).run(config.rounds))
+    engine_seconds, fast = _best_of(REPEATS, lambda: CRCEngine(split.model, local, mixing, ess=ess,
+                                                                iterations=config.iters).run(config.rounds))
     local_phi = [split.phi_train[p] for p in split.parts]
     local_y = [split.y_train[p] for p in split.parts]
     neighbours = [list(graph.neighbors(v)) for v in range(config.nodes)]

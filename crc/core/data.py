@@ -82,7 +82,8 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> 
     return {name: [row[j].strip() for row in rows] for j, name in enumerate(names)}
 
 
-def encode(schema: Schema, columns: dict[str, list[str]], *, labels: bool = True, source: str = "data") -> tuple[np.ndarray, np.ndarray | None]:
+def encode(schema: Schema, columns: dict[str, list[str]], *, labels: bool = True,
+           source: str = "data") -> tuple[np.ndarray, np.ndarray | None]:
     """Encode raw columns under a schema (no standardization).
 
     Returns ``x`` of shape (m, d) and ``y`` of shape (m,) (None when ``labels`` is

@@ -8,8 +8,8 @@ Python loop over nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,7 +18,7 @@ from crc.core.calibration import DEFAULT_LR, lrc
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel, labelled_weights
 
-Mixing = Union[sp.spmatrix, sp.sparray, np.ndarray, Callable[[int], object]]
+Mixing = sp.spmatrix | sp.sparray | np.ndarray | Callable[[int], object]
 """A row-stochastic (n, n) averaging matrix, or a function of the round (1, 2, ...) returning one."""
 
 
@@ -39,7 +39,7 @@ class LocalData:
     mask: np.ndarray
 
     @classmethod
-    def from_parts(cls, phi: np.ndarray, y: np.ndarray, parts: list[np.ndarray]) -> "LocalData":
+    def from_parts(cls, phi: np.ndarray, y: np.ndarray, parts: list[np.ndarray]) -> LocalData:
         """Gather rows of phi (m, k) and y (m,) for each node's index array."""
         if any(len(p) == 0 for p in parts):
             raise CRCError("every node needs at least one local instance")

@@ -121,7 +121,7 @@ class Schema:
         }
 
     @classmethod
-    def from_json(cls, obj: object) -> "Schema":
+    def from_json(cls, obj: object) -> Schema:
         """Validate and build a schema from parsed JSON (an untrusted object)."""
         if not isinstance(obj, dict) or obj.get("format") != SCHEMA_FORMAT:
             raise CRCError(f"not a schema: expected an object with format {SCHEMA_FORMAT!r}")
@@ -153,10 +153,10 @@ class Schema:
         atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
     @classmethod
-    def load(cls, path, *, max_bytes: int = 16 * 2**20) -> "Schema":
+    def load(cls, path, *, max_bytes: int = 16 * 2**20) -> Schema:
         return cls.from_json(read_json(path, max_bytes=max_bytes, what="schema file"))
 
-    def standardized(self, x_continuous: np.ndarray) -> "Schema":
+    def standardized(self, x_continuous: np.ndarray) -> Schema:
         """A copy whose continuous features carry the mean and std of the given data.
 
         Parameters

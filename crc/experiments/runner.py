@@ -21,22 +21,22 @@ import multiprocessing
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable
 
 from crc.core.data import Dataset
 from crc.core.datasets import BUNDLED, SYNTHETIC, load_dataset
 from crc.core.errors import CRCError
+from crc.core.files import atomic_write_json, atomic_write_text, read_json
+from crc.core.models import all_options
 from crc.experiments.grids import REFERENCE_SIZE, TABLES, TEST_INSTANCES, Table
 from crc.experiments.summary import assemble
-from crc.core.files import atomic_write_json, atomic_write_text, read_json
-from crc.report.tables import table_csv, table_markdown
-from crc.core.models import all_options
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.protocol.repeat import load_for
+from crc.report.tables import table_csv, table_markdown
 
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -99,7 +99,7 @@ class DirectoryCache:
         atomic_write_json(self._path(key), {"key": key, "value": value})
 
 
-@lru_cache(maxsize=None)  # a process keeps every data set it has read: they are small, parsing is not
+@cache  # a process keeps every data set it has read: they are small, parsing is not
 def _stored_dataset(source: str, label: str | None) -> Dataset:
     return load_dataset(source, label=label)
 

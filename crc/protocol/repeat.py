@@ -44,10 +44,8 @@ class Split:
 def load_for(config: SimulationConfig) -> Dataset:
     """Load the configured data set (the synthetic one sized to fit the run)."""
     train = config.train_size
-    if config.test_size >= 1:
-        test = int(config.test_size)
-    else:  # the smallest total whose test fraction leaves room for the training set
-        test = int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
+    # a count, or the smallest total whose test fraction leaves room for the training set
+    test = int(config.test_size) if config.test_size >= 1 else int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
     return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
 
 

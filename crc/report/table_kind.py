@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from crc.report.format import LEGEND, gap, heading, markdown_row, number
 

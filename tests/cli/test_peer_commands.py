@@ -2,8 +2,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from crc.cli.main import main
+
 from crc.core.data import read_csv
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model
@@ -47,7 +47,7 @@ def node_args(deployment, data):
 @pytest.mark.parametrize("edit, message", [
     (lambda lines: lines[:1] + [lines[1].rsplit(",", 1)[0] + ",martian"], "unknown class 'martian'"),
     (lambda lines: [lines[0].replace("class", "kind")] + lines[1:], "no label column 'class'"),
-    (lambda lines: [",".join(lines[0].split(",")[1:])] + [",".join(l.split(",")[1:]) for l in lines[1:]], "missing column"),
+    (lambda lines: [",".join(lines[0].split(",")[1:])] + [",".join(line.split(",")[1:]) for line in lines[1:]], "missing column"),
 ])
 def test_node_checks_its_data_before_any_network_activity(deployment, edit, message):
     lines = (deployment / "node-0.csv").read_text().splitlines()

@@ -3,7 +3,6 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from crc.cli.main import main
 
 SMALL = ["--nodes", "5", "--local-size", "20", "--rounds", "4"]
@@ -60,7 +59,8 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--data", "{csv}"], "needs --label"),
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "label column 'cls' has 1 missing values"),
-        (["--data", "{rare}", "--label", "cls", "--test-size", "0.5", "--seed", "1"], "class(es) 'maybe' have no instance in the training split"),
+        (["--data", "{rare}", "--label", "cls", "--test-size", "0.5", "--seed", "1"],
+         "class(es) 'maybe' have no instance in the training split"),
         (["--partition", "sorted"], "'sorted' is not one of"),
         (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
         (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),

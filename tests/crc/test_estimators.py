@@ -28,7 +28,8 @@ def test_fit_predict_score(cls, learning):
 
 def test_rc_training_soft_loss_not_above_ml():
     X, y = data()
-    assert NaiveBayesClassifier(learning="rc").fit(X, y).training_soft_loss_ <= NaiveBayesClassifier(learning="ml").fit(X, y).training_soft_loss_
+    rc, ml = NaiveBayesClassifier(learning="rc").fit(X, y), NaiveBayesClassifier(learning="ml").fit(X, y)
+    assert rc.training_soft_loss_ <= ml.training_soft_loss_
 
 
 def test_errors():

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.tables import mixed_columns, prepared
 
 from crc.core.errors import CRCError
 from crc.core.models import MODELS, make_model, one_hot
-from support.tables import mixed_columns, prepared
 
 KINDS = sorted(MODELS)
 
@@ -71,7 +71,8 @@ def test_categorical_nb_matches_hand_computation():
     # p(p) p(f=a|p) p(g=u|p) = 3/7 * 2/3 * 1/3 ; p(q) p(f=a|q) p(g=u|q) = 4/7 * 1/4 * 2/4
     joint_p, joint_q = 3 / 7 * 2 / 3 * 1 / 3, 4 / 7 * 1 / 4 * 2 / 4
     query = model.features(np.array([[0.0, 0.0]]))
-    np.testing.assert_allclose(model.posteriors(theta, query)[0], [joint_p / (joint_p + joint_q), joint_q / (joint_p + joint_q)], rtol=1e-12)
+    expected = [joint_p / (joint_p + joint_q), joint_q / (joint_p + joint_q)]
+    np.testing.assert_allclose(model.posteriors(theta, query)[0], expected, rtol=1e-12)
     np.testing.assert_allclose(np.exp(theta["log_cat"][0]), [2 / 3, 1 / 3, 1 / 3, 2 / 3], rtol=1e-12)
 
 

@@ -49,7 +49,8 @@ def test_json_round_trip_and_stable_fingerprint(tmp_path):
     [
         ({"format": "other"}, "not a schema"),
         ({"format": "crc-schema/1", "label": "y", "classes": ["a"], "features": []}, "two distinct classes"),
-        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": [{"name": "f", "kind": "continuous", "mean": 0, "std": 0}]}, "positive std"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"],
+          "features": [{"name": "f", "kind": "continuous", "mean": 0, "std": 0}]}, "positive std"),
         ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": [{"name": "f", "kind": "weird"}]}, "feature kind"),
         ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"]}, "missing or invalid"),
     ],

@@ -1,6 +1,7 @@
 """Small seeded data sets shared by the tests."""
 
 import numpy as np
+
 from crc.core.data import dataset_from_columns, standardize
 
 

@@ -3,8 +3,16 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-
-from crc.topologies import Schedule, chain_graph, complete_graph, describe, describe_schedule, load_graph, save_graph, spectral_gap
+from crc.topologies import (
+    Schedule,
+    chain_graph,
+    complete_graph,
+    describe,
+    describe_schedule,
+    load_graph,
+    save_graph,
+    spectral_gap,
+)
 
 
 def edges(graph):

@@ -59,7 +59,7 @@ class GenerativeModel(ABC):
         return select(cls.OPTIONS, settings)
 
     @classmethod
-    def create(cls, schema: Schema, **options) -> "GenerativeModel":
+    def create(cls, schema: Schema, **options) -> GenerativeModel:
         """The model for ``schema`` after checking ``options`` against ``OPTIONS`` (untrusted values are bounded)."""
         return cls(schema, **check_exact(cls.OPTIONS, options, f"model {cls.kind!r}"))
 

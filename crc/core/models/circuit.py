@@ -22,7 +22,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes

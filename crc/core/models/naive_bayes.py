@@ -78,5 +78,6 @@ class NaiveBayes(LinearFamilyModel):
         """Class counts m0/r; per continuous feature mean 0, variance 1; even category counts."""
         dc = len(self.continuous)
         per_class = m0 / self.n_classes
-        row = np.concatenate([[per_class], np.full(dc, per_class), np.zeros(dc), np.full(dc, per_class), self.categorical.uniform(per_class)])
+        row = np.concatenate([[per_class], np.full(dc, per_class), np.zeros(dc), np.full(dc, per_class),
+                              self.categorical.uniform(per_class)])
         return np.tile(row, self.n_classes)
