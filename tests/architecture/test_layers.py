@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import sys
 from pathlib import Path
@@ -109,3 +110,8 @@ def test_no_import_cycles():
 
     for node in graph:
         visit(node)
+
+
+def test_only_crc_is_installed_at_the_top_level():
+    distribution = importlib.metadata.distribution("crc-p2p")
+    assert distribution.read_text("top_level.txt").split() == ["crc"]
