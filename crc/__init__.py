@@ -1,8 +1,17 @@
 """Collaborative risk-based calibration of probabilistic generative classifiers.
 
-The maths only: schemas and data, generative classifiers as sufficient
-statistics, RC and local RC, the vectorized CRC engine, metrics and the
-simulator. Graphs come from ``topologies``, real peers from ``nodes``.
+Layers, each importing only those before it (``tests/architecture`` checks it):
+
+* ``crc.core``        the mathematics: schema, data, models as statistics, RC/LRC, the CRC engine, metrics,
+                      partitions (numpy/scipy only);
+* ``crc.protocol``    the simulation protocol: configuration, repeats (seeds, splits, evaluation), centralized
+                      references, the one results-JSON builder, the simulator;
+* ``crc.report``      tables and figures rendered from results JSON;
+* ``crc.experiments`` the paper's tables as resumable grids (on the protocol and the report);
+* ``crc.topologies``  communication graphs (networkx), beside the layers above: on ``crc.core.errors`` only;
+* ``crc.nodes``       real peers (ZeroMQ) on the core, the protocol and the topologies;
+* ``crc.estimators``  scikit-learn-style estimators on the core;
+* ``crc.bench``       benchmarks, and ``crc.cli`` the ``crc`` command, on top; nothing imports ``crc.cli``.
 """
 
 from crc.core.errors import CRCError

@@ -1,4 +1,8 @@
-"""Communication graphs for CRC: generators, specs, schedules over rounds, diagnostics, files."""
+"""Communication graphs for CRC: generators, specs, schedules over rounds, diagnostics, files.
+
+Layer: installed as ``crc.topologies``; imports networkx, numpy and scipy, and
+of the project only ``crc.core.errors`` (its errors are CRCErrors).
+"""
 
 import math
 
