@@ -12,6 +12,7 @@ import click
 
 from crc.cli.options import DEFAULTS, MODEL, options
 from crc.nodes.launcher import launch as run_launch
+from crc.nodes.peer import PeerSettings
 from crc.protocol import SimulationConfig
 
 LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
@@ -20,8 +21,10 @@ LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
 @click.command()
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
-              help="Each peer's wait for its neighbours per round (covers the peers' start-up).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
+              show_default=True,
+              help=f"Seconds each peer waits for its neighbours per round; the first round waits up to "
+                   f"{PeerSettings.first_round_timeout_s:g} s, for the peers' start-up.")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Keep the peers' files (data, logs, checkpoints, models) here [default: a temporary directory, removed].")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning", show_default=True,

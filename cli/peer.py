@@ -18,6 +18,7 @@ from crc.core.models import make_model, model_options
 from crc.core.schema import Schema
 from crc.nodes.local_data import load_local
 from crc.nodes.peer import Peer, PeerSettings
+from crc.nodes.transport import Transport
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -61,15 +62,19 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Equivalent sample size m0, the same on every peer [default: local size / lr, which is "
                    "m / (lr n) when all peers hold equally many instances].")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
-              help="Seconds to wait for the neighbours' statistics each round.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
+              show_default=True, help="Seconds each round waits for the neighbours' statistics.")
+@click.option("--first-round-timeout", type=click.FloatRange(min=0, min_open=True),
+              default=PeerSettings.first_round_timeout_s, show_default=True,
+              help="Seconds the first round waits, from the peer's start: covers the other peers' start-up "
+                   "(no later round gives up before then either; a resumed peer uses --timeout only).")
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
               help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
-def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, checkpoint, run_id, out, log_level,
-         **structure):
+def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
+         run_id, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -86,9 +91,9 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
     classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level, bind)
-    settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout=timeout, run=run_id,
-                            checkpoint_dir=checkpoint)
     try:
+        settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
+                                first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
@@ -100,7 +105,9 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    finished = peer.run()
+    transport = Transport(bind, list(neighbours), max_frame_bytes=peer.expect.max_frame_bytes,
+                          queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s)
+    finished = peer.run(transport)  # closes the transport
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess}

@@ -12,23 +12,23 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import all_options
+from crc.nodes.checkpoint import completed_round
+from crc.nodes.deployment import node_file, write_deployment
+from crc.nodes.peer import PeerSettings
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import repeat_results, results_json
-from crc.nodes.checkpoint import completed_round
-from crc.nodes.deployment import node_file, write_deployment
 from crc.topologies import Schedule
 
-STARTUP_ALLOWANCE_S = 60.0
 REAP_GRACE_S = 3.0
 
 
@@ -47,14 +47,15 @@ def free_ports(count: int) -> list[int]:
 
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
-                 ess: float, timeout: float, log_level: str) -> list[str]:
-    """The ``crc node`` command line of peer ``index``."""
+                 ess: float, timeout: float, first_round_timeout: float, log_level: str) -> list[str]:
+    """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings)."""
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     return [sys.executable, "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
+            "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level]
 
@@ -73,9 +74,17 @@ def _reap(processes: list[subprocess.Popen]) -> None:
             process.wait()
 
 
-def launch(config: SimulationConfig, workdir, *, timeout: float = 60.0, log_level: str = "warning",
+def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -> float:
+    """Seconds a whole launch may take: the peers' start-up (which the first round's timeout is sized
+    for), the first round, and every round waiting its full timeout, with one to spare for computing."""
+    return 2 * first_round_timeout + rounds * timeout
+
+
+def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
+           first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
            progress: Callable[[int, int], None] | None = None) -> dict:
-    """Run ``config.nodes`` peers, wait for them (bounded), and return the results JSON with ``network``."""
+    """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
+    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings)."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
@@ -93,10 +102,10 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = 60.0, log_leve
     try:
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
-                                   timeout=timeout, log_level=log_level)
+                                   timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
-        deadline = started + STARTUP_ALLOWANCE_S + config.rounds * timeout
+        deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
         while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
             if progress is not None:
                 progress(sum(p.poll() is not None for p in processes), config.nodes)

@@ -1,17 +1,20 @@
 """One real peer: the CRC round loop over the network (DESIGN.md, "Peers").
 
-At round t the peer waits until ``timeout`` for its neighbours' round t-1
+At round t the peer waits (until a timeout) for its neighbours' round t-1
 statistics, averages what arrived with its own (closed neighbourhood), runs
 LRC on its local data, sends its round-t statistics and writes a checkpoint.
 Early messages are kept for their round, stale ones dropped; anything invalid
-is rejected, counted by cause and never touches the statistics.
+is rejected, counted by cause and never touches the statistics. The network
+is a PeerTransport given to ``Peer.run``, which closes it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,22 +22,49 @@ import numpy as np
 from crc.core.calibration import lrc, soft_zero_one
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.nodes import checkpoint
-from crc.nodes.transport import Transport
+from crc.nodes.transport import PeerTransport
 from crc.nodes.wire import CAUSES, Expectation, Rejected, decode, encode
-
-FINAL_LINGER_MS = 1000
-"""On a normal finish, how long queued statistics may take to leave (a stop request closes at once)."""
 
 
 @dataclass(frozen=True)
 class PeerSettings:
+    """Everything a peer is told: who it is, whom it talks to, how long and how often it waits.
+
+    Each default below is the only one: ``crc node``, ``crc launch`` and the launcher use these.
+    """
+
     bind: str
+    """Address the peer listens on; also its name on the wire."""
     peers: tuple[str, ...]
+    """Bind addresses of the neighbours."""
     rounds: int = 64
+    """Rounds of the run, the same on every peer."""
     iters: int = 1
-    timeout: float = 10.0
+    """Local RC iterations per round."""
+    timeout_s: float = 10.0
+    """Seconds a round waits for the neighbours' statistics once the first round's allowance is over."""
+    first_round_timeout_s: float = 60.0
+    """Seconds the first round of a fresh run may wait, from the peer's start: the peers' start-up. No later
+    round gives up before then either, since a neighbour's neighbour that starts late delays the neighbour's
+    next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
+    queue_messages: int = 256
+    """Frames (rounds of statistics) ZeroMQ may queue per neighbour, outgoing and incoming."""
+    final_linger_ms: int = 1000
+    """Milliseconds queued statistics may take to leave after the last round (a stop closes at once)."""
+    poll_slice_s: float = 0.1
+    """Longest single wait for frames, in seconds: a stop request is seen within this time."""
     run: str = "crc"
+    """Run id: peers of other runs are ignored."""
     checkpoint_dir: str | None = None
+    """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
+
+    def __post_init__(self):
+        if self.bind in self.peers:
+            raise ValueError(f"{self.bind} lists itself among its peers")
+        if min(self.timeout_s, self.first_round_timeout_s, self.poll_slice_s) <= 0:
+            raise ValueError("timeouts and the poll slice must be positive")
+        if self.rounds < 1 or self.iters < 1 or self.queue_messages < 1 or self.final_linger_ms < 0:
+            raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
 
 
 @dataclass
@@ -56,7 +86,7 @@ class Metrics:
         return dict(self.__dict__)
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Metrics":
+    def from_json(cls, obj: dict) -> Metrics:
         metrics = cls()
         for key, value in obj.items():
             if hasattr(metrics, key):
@@ -68,9 +98,8 @@ class Peer:
     """A CRC peer with its local data ``phi`` (m, k), ``y`` (m,) and equivalent sample size ``ess``."""
 
     def __init__(self, model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, ess: float, settings: PeerSettings,
-                 log: logging.Logger | None = None):
-        if settings.bind in settings.peers:
-            raise ValueError(f"{settings.bind} lists itself among its peers")
+                 log: logging.Logger | None = None, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
         self.model, self.phi, self.y, self.ess, self.settings = model, phi, y, float(ess), settings
         self.log = log or logging.getLogger("crc.node")
         self.weights = labelled_weights(y, model.n_classes)
@@ -81,6 +110,7 @@ class Peer:
         self._inbox: dict[int, dict[str, np.ndarray]] = {}
         self._logged_causes: set[str] = set()
         self.stop = threading.Event()
+        self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
         self._resume()
 
     @property
@@ -104,7 +134,7 @@ class Peer:
             checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=self.stats,
                             metrics=self.metrics.to_json())
 
-    def _send(self, transport: Transport) -> None:
+    def _send(self, transport: PeerTransport) -> None:
         frame = encode(run=self.settings.run, sender=self.settings.bind, round_=self.round, schema_id=self.model.schema_id,
                        ess=self.ess, stats=self.stats)
         dropped = transport.send(frame)
@@ -141,11 +171,10 @@ class Peer:
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)
 
-    def _gather(self, transport: Transport, wanted: int) -> dict[str, np.ndarray]:
-        """Neighbours' statistics of round ``wanted``: all of them, or what arrived before the timeout."""
-        deadline = time.monotonic() + self.settings.timeout
+    def _gather(self, transport: PeerTransport, wanted: int, deadline: float) -> dict[str, np.ndarray]:
+        """Neighbours' statistics of round ``wanted``: all of them, or what arrived before ``deadline``."""
         while not self.stop.is_set() and len(self._inbox.get(wanted, {})) < len(self.settings.peers):
-            if time.monotonic() >= deadline:
+            if self.clock() >= deadline:
                 break
             for frame in transport.receive(deadline):
                 self._accept(frame, wanted)
@@ -153,17 +182,20 @@ class Peer:
             del self._inbox[old]
         return self._inbox.pop(wanted, {})
 
-    def step(self, transport: Transport) -> bool:
+    def step(self, transport: PeerTransport) -> bool:
         """One round; False if a stop request interrupted the wait."""
         started = time.perf_counter()
         wanted = self.round
-        received = self._gather(transport, wanted)
+        waiting_since = self.clock()
+        deadline = max(waiting_since + self.settings.timeout_s, self._startup_deadline)
+        received = self._gather(transport, wanted, deadline)
         if self.stop.is_set():
             return False
         for peer in self.settings.peers:
             if peer not in received:
                 self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
-                self.log.warning("round %d: no statistics from %s within %.1f s", wanted + 1, peer, self.settings.timeout)
+                self.log.warning("round %d: no statistics from %s within %.1f s", wanted + 1, peer,
+                                 deadline - waiting_since)
         aggregated = (self.stats + sum(received.values(), np.zeros_like(self.stats))) / (1 + len(received))
         self.stats = lrc(self.model, aggregated, self.phi, self.weights, iterations=self.settings.iters)
         self.round += 1
@@ -178,11 +210,17 @@ class Peer:
                       len(self.settings.peers), loss)
         return True
 
-    def run(self) -> bool:
-        """Run the remaining rounds; True if all were done, False if stopped early (checkpoint written)."""
-        transport = Transport(self.settings.bind, list(self.settings.peers), max_frame_bytes=self.expect.max_frame_bytes)
+    def run(self, transport: PeerTransport) -> bool:
+        """Run the remaining rounds over ``transport``; True if all were done, False if stopped early.
+
+        The peer owns ``transport`` from here on: it closes it when it returns or raises, letting queued
+        statistics leave for ``final_linger_ms`` after the last round, at once after a stop or an error.
+        A checkpoint of the last completed round is written in every case.
+        """
         finished = False
         try:
+            if self.round == 0:  # a fresh run: the neighbours may still be starting
+                self._startup_deadline = self.clock() + self.settings.first_round_timeout_s
             self.log.info("listening on %s, %d neighbours, starting at round %d", self.settings.bind,
                           len(self.settings.peers), self.round)
             if self.round < self.settings.rounds:
@@ -192,8 +230,10 @@ class Peer:
                     break
             finished = self.round >= self.settings.rounds
         finally:
-            self._checkpoint()
-            transport.close(FINAL_LINGER_MS if finished else 0)
+            try:
+                self._checkpoint()
+            finally:
+                transport.close(self.settings.final_linger_ms if finished else 0)
         if not finished:
             self.log.info("stopped at round %d; checkpoint written", self.round)
         return finished

@@ -1,4 +1,8 @@
-"""Real peer processes and sockets on 127.0.0.1: every wait bounded, every process reaped."""
+"""Real peer processes and sockets on 127.0.0.1: every wait bounded, every process reaped.
+
+Only what takes real processes is here (kills, pauses, start order, signals and exit codes, equality with
+the simulator through the launcher); the round logic itself is tested in-process in test_round_logic.py.
+"""
 
 import signal
 import time
@@ -12,10 +16,10 @@ from crc.core.data import read_csv
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
-from crc.protocol import SimulationConfig
-from crc.protocol.repeat import ess_for
 from crc.nodes.launcher import launch
 from crc.nodes.wire import encode
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import ess_for
 from support.network import Network, scenario
 
 
@@ -25,7 +29,7 @@ def neighbour_of(graph, index):
 
 def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
     config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500)
-    results = launch(config, tmp_path / "run", timeout=30.0)
+    results = launch(config, tmp_path / "run")  # the peers' default timeouts
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
@@ -50,7 +54,7 @@ def hub_and_leaf(graph):
 ])
 def test_circuit_peers_equal_the_simulator(tmp_path, structure):
     config = SimulationConfig(data="mushroom", model="pc", model_options=structure, nodes=4, local_size=40, rounds=6, test_size=500)
-    launch(config, tmp_path / "run", timeout=30.0)
+    launch(config, tmp_path / "run")
     _, _, expected = scenario(tmp_path / "sim", nodes=4, rounds=6, data="mushroom", local_size=40, model="pc", **structure)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(4)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
@@ -69,7 +73,7 @@ def kill_at_round(net: Network, victim: int, late: int, round_: int) -> int:
 def test_a_killed_peer_does_not_stop_the_others(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
     victim, late = hub_and_leaf(graph)
-    with Network(tmp_path, graph, config, timeout=1.0) as net:
+    with Network(tmp_path, graph, config, timeout=0.5) as net:
         killed_at = kill_at_round(net, victim, late, 3)
         net.start(late)
         others = [i for i in range(4) if i != victim]
@@ -93,7 +97,7 @@ def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_pa
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=10)
     victim, late = hub_and_leaf(graph)
     with Network(tmp_path, graph, config, timeout=2.0) as net:
-        killed_at = kill_at_round(net, victim, late, 3)
+        killed_at = kill_at_round(net, victim, late, 2)
         net.start(victim)
         net.start(late)
         codes = net.wait()
@@ -145,7 +149,9 @@ def test_sigterm_stops_a_peer_quickly_with_its_checkpoint(tmp_path):
         assert (tmp_path / "checkpoint-0" / "checkpoint.json").exists()
 
 
-def test_hostile_sender_is_rejected_counted_and_harmless(tmp_path):
+def test_hostile_frames_over_a_real_socket_are_rejected_and_harmless(tmp_path):
+    """Frames queued before the peer binds and sent while it runs reach its decoder through ZeroMQ and are
+    all rejected (the causes themselves: test_round_logic.py); the peer still equals the simulator."""
     config, graph, expected = scenario(tmp_path, nodes=3, rounds=8)
     target, other = [v for v in graph if graph.degree(v) == 1]  # the ends of the 3-node path
     friend = neighbour_of(graph, target)
@@ -154,12 +160,8 @@ def test_hostile_sender_is_rejected_counted_and_harmless(tmp_path):
         good = dict(run="crc", sender=net.addresses[friend], round_=0, schema_id=schema_id, ess=ess_for(config))
         hostile = [
             b"random bytes \x00\xff",
-            encode(**good, stats=np.zeros(size))[:-9],                      # truncated msgpack
             b"\xc6\xff\xff\xff\xf0" + b"x" * 32,                             # bin 32 claiming ~4 GB
-            encode(**{**good, "schema_id": "0" * 64}, stats=np.zeros(size)),
             encode(**{**good, "ess": good["ess"] * 2}, stats=np.zeros(size)),
-            encode(**good, stats=np.full(size, np.nan)),
-            encode(**good, stats=np.zeros(size + 3)),
             encode(**{**good, "sender": "tcp://127.0.0.1:1"}, stats=np.zeros(size)),
             msgpack.packb({"v": 1}),
             b"\x00" * (16 * size + 4096),                                    # oversized
@@ -183,13 +185,9 @@ def test_hostile_sender_is_rejected_counted_and_harmless(tmp_path):
             assert net.wait() == {i: 0 for i in range(3)}
         finally:
             context.destroy(linger=0)
-        metrics = load_model(net.model_path(target)).metrics
-        rejected = metrics["rejected"]
-        for cause in ("malformed", "schema", "ess", "non-finite", "length", "sender", "oversized", "stale"):
-            assert rejected[cause] >= 1, (cause, rejected)
+        rejected = load_model(net.model_path(target)).metrics["rejected"]
+        assert sum(rejected.values()) == 2 * len(hostile) + 1 and rejected["stale"] == 1, rejected
         np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-        log = net.log_path(target).read_text()
-        assert "rejected message (ess)" in log and "give every peer the same --ess" in log
 
 
 def _schema_id_and_size(directory, config):

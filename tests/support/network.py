@@ -38,13 +38,16 @@ class Network:
     """``crc node`` processes for a deployment in ``directory``; use as a context manager (reaps on exit)."""
 
     def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float):
+        """``timeout``: the peers' wait per round in seconds, the first round's too (the tests start, or hold
+        back, every peer themselves: no start-up allowance)."""
         self.directory, self.graph, self.config, self.timeout = directory, graph, config, timeout
         self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
         self.processes: dict[int, subprocess.Popen] = {}
 
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
-                            ess=ess_for(self.config), timeout=self.timeout, log_level="info")
+                            ess=ess_for(self.config), timeout=self.timeout,
+                            first_round_timeout=self.timeout, log_level="info")
 
     def model_path(self, index: int) -> Path:
         return self.directory / f"model-{index}.json"

@@ -1,0 +1,404 @@
+"""The peer's round logic in-process: a fake transport on a fake clock, no sockets, no processes.
+
+The peer under test is node ME of a small graph; its neighbours are played by
+the fake transport, which answers each statistics frame the peer sends with
+the neighbours' frames of the same round, taken from the vectorized
+simulator's run on the same local data and graph. Waiting costs no real time:
+the fake clock jumps to the next arrival, the end of a poll slice or the
+deadline.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from dataclasses import dataclass
+
+import msgpack
+import networkx as nx
+import numpy as np
+import pytest
+
+from crc.core.calibration import lrc
+from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core.models import make_model
+from crc.core.models.base import labelled_weights
+from crc.nodes.peer import Peer, PeerSettings
+from crc.nodes.wire import encode
+from crc.topologies import averaging_matrix
+from support.tables import mixed_columns, prepared
+
+GRAPH = nx.Graph([(0, 1), (1, 2), (1, 3), (2, 3)])
+ME = 1
+ADDRESS = [f"tcp://127.0.0.1:{7000 + v}" for v in GRAPH]
+NEIGHBOURS = sorted(GRAPH.neighbors(ME))
+ROUNDS = 8
+TIMEOUT_S = 1.0
+FIRST_ROUND_TIMEOUT_S = 5.0
+MAX_RECEIVE_CALLS = 100_000
+"""A peer that polls more often than this is stuck: the fake fails the test instead of spinning."""
+
+
+class FakeClock:
+    """Seconds that pass only when the fake transport waits."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeTransport:
+    """A PeerTransport in memory on a FakeClock.
+
+    ``answer(round_)`` gives the (delay_s, frame) pairs that arrive after the
+    peer sends its statistics of ``round_``, the delay counted from the send.
+    ``receive`` returns the frames due by now; with none due it waits one poll
+    slice: ``during_wait()`` runs (a stop request, an error), then the clock
+    jumps to the next arrival, the slice's end or the deadline, whichever comes
+    first, and the frames due by then are returned. Neighbours in ``full``
+    have a full queue: ``send`` reports them and they get nothing.
+    """
+
+    def __init__(self, clock: FakeClock, answer, *, poll_slice_s: float = PeerSettings.poll_slice_s,
+                 full: frozenset = frozenset(), during_wait=lambda: None):
+        self.clock, self.answer, self.poll_slice_s, self.full, self.during_wait = clock, answer, poll_slice_s, full, during_wait
+        self.sent: list[bytes] = []
+        self.closed_linger_ms: int | None = None
+        self._pending: list[tuple[float, int, bytes]] = []
+        self._order = itertools.count()
+        self._receive_calls = 0
+
+    def send(self, frame: bytes) -> list[str]:
+        assert self.closed_linger_ms is None, "send after close"
+        self.sent.append(frame)
+        for delay, reply in self.answer(msgpack.unpackb(frame)["round"]):
+            heapq.heappush(self._pending, (self.clock.now + delay, next(self._order), reply))
+        return sorted(self.full)
+
+    def receive(self, deadline: float) -> list[bytes]:
+        assert self.closed_linger_ms is None, "receive after close"
+        self._receive_calls += 1
+        assert self._receive_calls < MAX_RECEIVE_CALLS, "the peer keeps polling without progress"
+        if not self._pending or self._pending[0][0] > self.clock.now:
+            self.during_wait()
+            next_arrival = self._pending[0][0] if self._pending else float("inf")
+            self.clock.now = max(self.clock.now, min(next_arrival, self.clock.now + self.poll_slice_s, deadline))
+        return self._due()
+
+    def close(self, linger_ms: int) -> None:
+        assert self.closed_linger_ms is None, "closed twice"
+        self.closed_linger_ms = linger_ms
+
+    def _due(self) -> list[bytes]:
+        frames = []
+        while self._pending and self._pending[0][0] <= self.clock.now:
+            frames.append(heapq.heappop(self._pending)[2])
+        return frames
+
+    def sent_stats(self) -> dict[int, np.ndarray]:
+        """The statistics the peer sent, by round."""
+        objects = [msgpack.unpackb(frame) for frame in self.sent]
+        return {obj["round"]: np.frombuffer(obj["data"], dtype="<f8") for obj in objects}
+
+
+@dataclass
+class Setup:
+    """Local data of every node, the model, and the simulator's statistics after each round (ROUNDS + 1, n, size)."""
+
+    model: object
+    phi: list
+    y: list
+    ess: float
+    history: np.ndarray
+
+    def frame(self, node: int, round_: int, stats=None) -> bytes:
+        """Node's statistics frame of ``round_`` (the simulator's, unless ``stats`` is given)."""
+        stats = self.history[round_][node] if stats is None else stats
+        return encode(run="crc", sender=ADDRESS[node], round_=round_, schema_id=self.model.schema_id, ess=self.ess,
+                      stats=stats)
+
+    def neighbours_answer(self, round_: int, *, delay: float = 0.0, without=()) -> list[tuple[float, bytes]]:
+        return [(delay, self.frame(u, round_)) for u in NEIGHBOURS if u not in without]
+
+    def peer(self, clock: FakeClock, **settings) -> Peer:
+        settings = {"rounds": ROUNDS, "timeout_s": TIMEOUT_S, "first_round_timeout_s": FIRST_ROUND_TIMEOUT_S, **settings}
+        return Peer(self.model, self.phi[ME], self.y[ME], ess=self.ess, clock=clock,
+                    settings=PeerSettings(bind=ADDRESS[ME], peers=tuple(ADDRESS[u] for u in NEIGHBOURS), **settings))
+
+    def assert_follows_simulator(self, peer: Peer, transport: FakeTransport, rounds=range(1, ROUNDS + 1)) -> None:
+        """The peer's statistics after each of ``rounds`` equal the simulator's, to 1e-12."""
+        stats = {**transport.sent_stats(), peer.round: peer.stats}
+        for t in rounds:
+            expected = self.history[t][ME]
+            np.testing.assert_allclose(stats[t], expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max(),
+                                       err_msg=f"round {t}")
+
+
+@pytest.fixture(scope="module")
+def setup() -> Setup:
+    schema, x, y = prepared(mixed_columns())
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), GRAPH.number_of_nodes())
+    ess = default_ess(len(y), len(parts))
+    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(GRAPH), ess=ess)
+    history = [engine.stats.copy()]
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
+    return Setup(model, [phi[p] for p in parts], [y[p] for p in parts], ess, np.array(history))
+
+
+def no_rejections(peer: Peer) -> bool:
+    return not any(peer.metrics.rejected.values())
+
+
+def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setup):
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, setup.neighbours_answer)
+    assert peer.run(transport) is True
+    setup.assert_follows_simulator(peer, transport)
+    degree, frame_bytes = len(NEIGHBOURS), len(transport.sent[0])
+    assert sorted(transport.sent_stats()) == list(range(ROUNDS))  # round 0 on start, none after the last round
+    assert peer.metrics.messages_sent == degree * ROUNDS and peer.metrics.bytes_sent == degree * ROUNDS * frame_bytes
+    assert peer.metrics.messages_received == degree * ROUNDS and peer.metrics.send_dropped == 0
+    assert peer.metrics.rounds_done == ROUNDS and len(peer.metrics.soft_loss) == ROUNDS
+    assert set(peer.metrics.missing.values()) == {0} and no_rejections(peer)
+    assert clock.now == 0.0  # nobody waited
+    assert transport.closed_linger_ms == PeerSettings.final_linger_ms
+
+
+def test_a_stale_message_is_dropped_and_counted(setup):
+    stale = setup.frame(NEIGHBOURS[0], 2, stats=3 * setup.history[2][NEIGHBOURS[0]])
+
+    def answer(round_):
+        return setup.neighbours_answer(round_) + ([(0.0, stale)] if round_ == 3 else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert peer.metrics.rejected == {**dict.fromkeys(peer.metrics.rejected, 0), "stale": 1}
+    assert peer.metrics.messages_received == len(NEIGHBOURS) * ROUNDS
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_an_early_message_is_kept_and_used_in_its_round(setup):
+    early = NEIGHBOURS[0]
+
+    def answer(round_):
+        if round_ == 2:  # the neighbour's round-3 statistics come first, a round early
+            return [(0.0, setup.frame(early, 3))] + setup.neighbours_answer(2)
+        return setup.neighbours_answer(round_, without=[early] if round_ == 3 else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    setup.assert_follows_simulator(peer, transport)
+    assert set(peer.metrics.missing.values()) == {0} and no_rejections(peer)
+    assert peer.metrics.messages_received == len(NEIGHBOURS) * ROUNDS and clock.now == 0.0
+
+
+def test_a_duplicate_is_rejected_and_the_first_copy_used(setup):
+    twice = NEIGHBOURS[-1]
+    copy = setup.frame(twice, 2, stats=2 * setup.history[2][twice])
+
+    def answer(round_):
+        replies = setup.neighbours_answer(round_)
+        return [replies[-1], (0.0, copy), *replies[:-1]] if round_ == 2 else replies
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert peer.metrics.rejected == {**dict.fromkeys(peer.metrics.rejected, 0), "duplicate": 1}
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_a_message_beyond_the_runs_rounds_is_rejected(setup):
+    sender = NEIGHBOURS[0]
+    beyond = [(0.0, setup.frame(sender, ROUNDS, stats=setup.history[0][sender])),
+              (0.0, setup.frame(sender, 10 ** 9, stats=setup.history[0][sender]))]
+
+    def answer(round_):
+        return setup.neighbours_answer(round_) + (beyond if round_ == 0 else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert peer.metrics.rejected == {**dict.fromkeys(peer.metrics.rejected, 0), "malformed": 2}
+    setup.assert_follows_simulator(peer, transport)
+
+
+def lrc_of(setup: Setup, own: np.ndarray, received: list) -> np.ndarray:
+    """What the peer must compute from its own statistics and the ``received`` ones."""
+    aggregated = (own + sum(received)) / (1 + len(received))
+    return lrc(setup.model, aggregated, setup.phi[ME], labelled_weights(setup.y[ME], setup.model.n_classes))
+
+
+def test_a_missing_neighbour_is_counted_after_the_timeout_and_the_round_proceeds(setup):
+    startup_s, silent, late_round = 4.5, NEIGHBOURS[1], 3
+
+    def answer(round_):  # round 0 arrives after the start-up; in round 3 one neighbour stays silent
+        return setup.neighbours_answer(round_, delay=startup_s if round_ == 0 else 0.0,
+                                       without=[silent] if round_ == late_round else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert peer.metrics.missing == {**{ADDRESS[u]: 0 for u in NEIGHBOURS}, ADDRESS[silent]: 1}
+    assert clock.now == startup_s + TIMEOUT_S  # the start-up allowance was over: one plain timeout
+    assert peer.metrics.rounds_done == ROUNDS and no_rejections(peer)
+    setup.assert_follows_simulator(peer, transport, rounds=range(1, late_round + 1))
+    sent = transport.sent_stats()
+    arrived = [setup.history[late_round][u] for u in NEIGHBOURS if u != silent]
+    expected = lrc_of(setup, sent[late_round], arrived)
+    np.testing.assert_allclose(sent[late_round + 1], expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_the_first_round_waits_its_own_timeout_for_the_start_up(setup):
+    silent = NEIGHBOURS[0]
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[silent] if round_ == 0 else []))
+    assert peer.run(transport)
+    assert clock.now == FIRST_ROUND_TIMEOUT_S
+    assert peer.metrics.missing == {**{ADDRESS[u]: 0 for u in NEIGHBOURS}, ADDRESS[silent]: 1}
+    arrived = [setup.history[0][u] for u in NEIGHBOURS if u != silent]
+    expected = lrc_of(setup, setup.history[0][ME], arrived)
+    np.testing.assert_allclose(transport.sent_stats()[1], expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_a_late_start_two_hops_away_is_covered_by_the_first_rounds_allowance(setup):
+    """A neighbour's round-1 statistics wait for its own late neighbour: 3 s, more than the 1 s timeout."""
+    delay_s = 3.0
+
+    def answer(round_):
+        return setup.neighbours_answer(round_, delay=delay_s if round_ == 1 else 0.0)
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert clock.now == delay_s and set(peer.metrics.missing.values()) == {0}
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_a_stop_request_interrupts_the_wait(setup, tmp_path):
+    silent, stop_after_s = NEIGHBOURS[0], 0.3
+    clock = FakeClock()
+    peer = setup.peer(clock, checkpoint_dir=str(tmp_path))
+
+    def stop_later():
+        if clock.now >= stop_after_s:
+            peer.stop.set()
+
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[silent] if round_ == 2 else []),
+                              during_wait=stop_later)
+    assert peer.run(transport) is False
+    # seen at the end of the poll slice it arrived in, long before the wait's deadline
+    assert peer.round == 2 and clock.now == pytest.approx(stop_after_s + PeerSettings.poll_slice_s, abs=1e-9)
+    assert sorted(transport.sent_stats()) == [0, 1, 2]
+    assert set(peer.metrics.missing.values()) == {0}  # an interrupted round counts nobody missing
+    assert transport.closed_linger_ms == 0
+    assert setup.peer(FakeClock(), checkpoint_dir=str(tmp_path)).round == 2
+
+
+def test_an_error_still_closes_the_transport_at_once(setup):
+    def fail():
+        raise RuntimeError("network gone")
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, lambda round_: [], during_wait=fail)
+    with pytest.raises(RuntimeError, match="network gone"):
+        peer.run(transport)
+    assert transport.closed_linger_ms == 0
+
+
+def test_a_resumed_peer_continues_from_its_checkpoint_and_ends_like_an_uninterrupted_run(setup, tmp_path):
+    stopped_at = 3
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path))
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at
+
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+    assert resumed.round == stopped_at
+    np.testing.assert_array_equal(resumed.stats, first.stats)
+    transport = FakeTransport(resumed.clock, setup.neighbours_answer)
+    assert resumed.run(transport) is True
+    assert sorted(transport.sent_stats()) == list(range(stopped_at, ROUNDS))
+
+    uninterrupted = setup.peer(FakeClock())
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
+    np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
+    assert resumed.metrics.soft_loss == uninterrupted.metrics.soft_loss
+    assert resumed.metrics.rounds_done == ROUNDS
+    assert resumed.metrics.messages_received == uninterrupted.metrics.messages_received
+    setup.assert_follows_simulator(resumed, transport, rounds=range(stopped_at, ROUNDS + 1))
+
+
+def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
+    """A resumed peer joins running peers: no start-up allowance for its first wait."""
+    first = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+    only_round_0 = FakeTransport(first.clock, lambda round_: setup.neighbours_answer(round_) if round_ == 0 else [],
+                                 during_wait=first.stop.set)
+    assert first.run(only_round_0) is False
+
+    silent, clock = NEIGHBOURS[0], FakeClock()
+    resumed = setup.peer(clock, checkpoint_dir=str(tmp_path))
+    assert resumed.round == 1
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[silent] if round_ == 1 else []))
+    assert resumed.run(transport)
+    assert clock.now == TIMEOUT_S and resumed.metrics.missing[ADDRESS[silent]] == 1
+
+
+def test_a_full_queue_drops_that_neighbours_copy_and_counts_it(setup):
+    full = ADDRESS[NEIGHBOURS[0]]
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, setup.neighbours_answer, full=frozenset({full}))
+    assert peer.run(transport)
+    assert peer.metrics.send_dropped == ROUNDS
+    assert peer.metrics.messages_sent == (len(NEIGHBOURS) - 1) * ROUNDS
+    assert peer.metrics.bytes_sent == peer.metrics.messages_sent * len(transport.sent[0])
+
+
+def test_hostile_frames_are_rejected_by_cause_logged_once_per_cause_and_harmless(setup, caplog):
+    friend = NEIGHBOURS[0]
+    size, good = setup.model.size, dict(run="crc", sender=ADDRESS[friend], round_=1, schema_id=setup.model.schema_id,
+                                       ess=setup.ess)
+    hostile = {
+        "malformed": [b"random bytes \x00\xff", encode(**good, stats=np.zeros(size))[:-9],
+                      b"\xc6\xff\xff\xff\xf0" + b"x" * 32, msgpack.packb({"v": 1})],
+        "schema": [encode(**{**good, "schema_id": "0" * 64}, stats=np.zeros(size))],
+        "ess": [encode(**{**good, "ess": setup.ess * 2}, stats=np.zeros(size))],
+        "non-finite": [encode(**good, stats=np.full(size, np.nan))],
+        "length": [encode(**good, stats=np.zeros(size + 3))],
+        "sender": [encode(**{**good, "sender": "tcp://127.0.0.1:1"}, stats=np.zeros(size))],
+        "oversized": [b"\x00" * (16 * size + 4096)],
+        "run": [encode(**{**good, "run": "other"}, stats=np.zeros(size))],
+    }
+    frames = [(0.0, frame) for group in hostile.values() for frame in group]
+
+    def answer(round_):  # twice: before the real round-1 statistics and after them
+        return frames + setup.neighbours_answer(round_) + frames if round_ == 1 else setup.neighbours_answer(round_)
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    with caplog.at_level(logging.DEBUG, logger="crc.node"):
+        assert peer.run(transport)
+    assert peer.metrics.rejected == {**dict.fromkeys(peer.metrics.rejected, 0),
+                                     **{cause: 2 * len(group) for cause, group in hostile.items()}}
+    setup.assert_follows_simulator(peer, transport)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == len(hostile)  # once per cause; repeats go to debug
+    assert any("rejected message (ess)" in w and "give every peer the same --ess" in w for w in warnings)
