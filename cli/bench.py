@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import click
-from crc.cli.model_options import with_model_options
 
 from crc.bench import engine_versus_loop, peers_run, scale_run
+from crc.cli.model_options import with_model_options
 from crc.protocol import SimulationConfig
 
 

@@ -6,10 +6,10 @@ import sys
 import time
 
 import click
-from crc.cli.model_options import with_model_options
-from crc.topologies import network_factory
 
+from crc.cli.model_options import with_model_options
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
+from crc.topologies import network_factory
 
 
 def _names(ctx, param, values) -> list[str]:

@@ -6,10 +6,10 @@ import json
 import math
 
 import click
-from crc.cli.options import options
-from crc.topologies import Schedule, describe_schedule, save_graph
 
+from crc.cli.options import options
 from crc.protocol.repeat import repeat_seeds
+from crc.topologies import Schedule, describe_schedule, save_graph
 
 
 @click.command()

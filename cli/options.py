@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import click
-from crc.cli.model_options import model_choice, option_decorators
-from crc.topologies import HELP, parse
 
+from crc.cli.model_options import model_choice, option_decorators
 from crc.core.calibration import DEFAULT_LR
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
+from crc.topologies import HELP, parse
 
 DEFAULTS = SimulationConfig()
 

@@ -7,12 +7,12 @@ import math
 import sys
 
 import click
-from crc.cli.options import run_options
-from crc.topologies import network_factory
 
+from crc.cli.options import run_options
 from crc.core.datasets import BUNDLED, load_bundled
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
+from crc.topologies import network_factory
 
 
 @click.command()

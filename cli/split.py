@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import click
+
 from crc.cli.options import options
 from crc.nodes.deployment import write_deployment
-
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, make_split, repeat_seeds
 

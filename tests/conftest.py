@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from support.tables import mixed_columns, prepared
 
 

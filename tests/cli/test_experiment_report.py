@@ -1,6 +1,7 @@
 import json
 
 from click.testing import CliRunner
+
 from crc.cli.main import main
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

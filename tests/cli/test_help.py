@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+
 from crc.cli.main import COMMANDS
 
 

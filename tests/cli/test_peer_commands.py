@@ -2,8 +2,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from crc.cli.main import main
 
+from crc.cli.main import main
 from crc.core.data import read_csv
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model

@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+
 from crc.cli.main import main
 
 SMALL = ["--nodes", "5", "--local-size", "20", "--rounds", "4"]

@@ -1,9 +1,7 @@
 import numpy as np
 import pytest
-from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 from scipy.integrate import trapezoid
 from scipy.special import logsumexp
-from support.tables import mixed_columns, prepared
 
 from crc.core.data import dataset_from_columns, standardize
 from crc.core.datasets import load_bundled
@@ -12,6 +10,8 @@ from crc.core.models import make_model, one_hot
 from crc.protocol import SimulationConfig, simulate
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.repeat import prepare_repeat
+from crc.topologies import averaging_matrix, network_factory, random_tree_graph
+from support.tables import mixed_columns, prepared
 
 
 def circuit(schema, components=3, seed=0):

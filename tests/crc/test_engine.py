@@ -1,13 +1,13 @@
 import networkx as nx
 import numpy as np
 import pytest
-from crc.topologies import averaging_matrix, complete_graph, random_tree_graph
 
 from crc.bench.per_node_loop import per_node_crc
 from crc.core.calibration import rc
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
 from crc.core.models import MODELS, make_model
+from crc.topologies import averaging_matrix, complete_graph, random_tree_graph
 
 KINDS = sorted(MODELS)
 

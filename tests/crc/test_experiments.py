@@ -3,7 +3,6 @@ import io
 import json
 
 import pytest
-from crc.topologies import network_factory
 
 from crc.core.errors import CRCError
 from crc.experiments import TABLES, run_experiments
@@ -12,6 +11,7 @@ from crc.experiments.runner import plan
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.report.format import gap
 from crc.report.tables import table_csv, table_markdown
+from crc.topologies import network_factory
 
 TINY = {"rounds": 4, "nodes": 15, "local_size": 10}  # 15 nodes leave room for a tree +80
 

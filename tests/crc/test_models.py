@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.tables import mixed_columns, prepared
 
 from crc.core.errors import CRCError
 from crc.core.models import MODELS, make_model, one_hot
+from support.tables import mixed_columns, prepared
 
 KINDS = sorted(MODELS)
 

@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
-from crc.topologies import network_factory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crc.core.errors import CRCError
 from crc.core.partition import PARTITIONS, design_matrix, first_principal_component, local_sizes, partition
 from crc.protocol import SimulationConfig, simulate
+from crc.topologies import network_factory
 
 
 def pooled(m=600, n_classes=4, seed=0):

@@ -1,6 +1,7 @@
 import networkx as nx
 import numpy as np
 import pytest
+
 from crc.topologies import averaging_matrix, build, chain_graph, complete_graph, network_factory, random_tree_graph
 
 

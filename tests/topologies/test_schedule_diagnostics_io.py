@@ -3,6 +3,7 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
+
 from crc.topologies import (
     Schedule,
     chain_graph,

@@ -1,5 +1,6 @@
 import networkx as nx
 import pytest
+
 from crc.topologies import build, parse, tree_plus_graph
 
 SPECS = ["tree", "chain", "star", "ring", "complete", "grid", "tree+10", "er", "er:0.2", "regular", "regular:4",
