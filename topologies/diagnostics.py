@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
 from crc.topologies.mixing import closed_adjacency
 
 DENSE_EIGEN_LIMIT = 2000

@@ -11,6 +11,7 @@ import heapq
 
 import networkx as nx
 import numpy as np
+
 from crc.topologies.errors import TopologyError
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import networkx as nx
+
 from crc.topologies.errors import TopologyError
 
 MAX_GRAPH_FILE_BYTES = 64 * 2**20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+
 from crc.topologies.errors import TopologyError
 
 

@@ -6,6 +6,7 @@ import math
 
 import networkx as nx
 import numpy as np
+
 from crc.topologies.diagnostics import density
 from crc.topologies.errors import TopologyError
 from crc.topologies.mixing import averaging_matrix

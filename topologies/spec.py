@@ -8,6 +8,7 @@ is a random tree with K extra random edges; ``file:PATH`` is a graph file
 from __future__ import annotations
 
 import networkx as nx
+
 from crc.topologies import generators as g
 from crc.topologies.errors import TopologyError
 from crc.topologies.graph_io import load_graph
