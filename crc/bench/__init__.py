@@ -90,7 +90,7 @@ def scale_run(config: SimulationConfig) -> dict:
 def peers_run(config: SimulationConfig) -> dict:
     """Real peers on loopback (``crc launch``) against the simulator on the same run."""
     with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
-        results = launch(config, workdir, timeout=60.0)
+        results = launch(config, workdir)
     start = time.perf_counter()
     simulated = simulate(config, network_factory(config.topology))
     simulate_seconds = time.perf_counter() - start
