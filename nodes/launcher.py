@@ -51,7 +51,8 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings)."""
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
-    return [sys.executable, "-m", "crc", "node", "--bind", addresses[index],
+    # -I: the installed crc, never a checkout that happens to be the working directory.
+    return [sys.executable, "-I", "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
