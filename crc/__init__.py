@@ -10,15 +10,30 @@ Layers, each importing only those before it (``tests/architecture`` checks it):
 * ``crc.experiments`` the paper's tables as resumable grids (on the protocol and the report);
 * ``crc.topologies``  communication graphs (networkx), beside the layers above: on ``crc.core.errors`` only;
 * ``crc.nodes``       real peers (ZeroMQ) on the core, the protocol and the topologies;
-* ``crc.estimators``  scikit-learn-style estimators on the core;
+* ``crc.estimators``  scikit-learn estimators on the core and the topologies (scikit-learn is optional:
+                      ``crc.NaiveBayesClassifier`` and the others import it on first use);
 * ``crc.bench``       benchmarks, and ``crc.cli`` the ``crc`` command, on top; nothing imports ``crc.cli``.
 """
+
+import importlib
 
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.schema import Schema
-from crc.estimators import NaiveBayesClassifier, QDAClassifier
 
 __version__ = "0.1.0"
 
-__all__ = ["CRCError", "NaiveBayesClassifier", "QDAClassifier", "Schema", "TrainedModel", "__version__", "load_model"]
+__all__ = ["CRCError", "Schema", "TrainedModel", "__version__", "load_model"]
+
+ESTIMATORS = ("CircuitClassifier", "FederatedClassifier", "NaiveBayesClassifier", "QDAClassifier", "from_model")
+"""Names of ``crc.estimators`` available here; importing them needs scikit-learn (``pip install 'crc-p2p[sklearn]'``)."""
+
+
+def __getattr__(name: str):
+    if name in ESTIMATORS:
+        return getattr(importlib.import_module("crc.estimators"), name)
+    raise AttributeError(f"module 'crc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(ESTIMATORS))

@@ -1,90 +1,507 @@
-"""scikit-learn-style estimators for centralized use: NB and QDA learned by ML or RC."""
+"""scikit-learn estimators: naive Bayes, QDA and probabilistic circuits learned by ML or RC, or by CRC over a network.
+
+``NaiveBayesClassifier``, ``QDAClassifier`` and ``CircuitClassifier`` learn on
+pooled data; ``FederatedClassifier`` simulates CRC over a graph of peers that
+each hold one part of the data. Inputs are numpy arrays or pandas DataFrames of
+numbers, strings and categoricals with missing values (None, NaN); feature kinds
+follow the schema rule (a non-numeric column, or one with at most ten distinct
+values, is discrete). ``to_model`` gives a model file for ``crc predict`` and
+peers; ``from_model`` turns one back into an estimator.
+
+scikit-learn is an optional dependency: ``pip install 'crc-p2p[sklearn]'``.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.utils import check_array, column_or_1d
+    from sklearn.utils.multiclass import check_classification_targets, unique_labels
+    from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
+except ModuleNotFoundError as exc:
+    raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]'") from exc
 
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
 from crc.core.data import encode, encode_features, raw_cells, standardize
+from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
-from crc.core.models import make_model
-from crc.core.schema import infer_schema
+from crc.core.model_file import TrainedModel, label_dtype_of, load_model
+from crc.core.models import GenerativeModel, make_model, model_kind, model_options
+from crc.core.numeric import logsumexp
+from crc.core.schema import Schema, canonical_value, infer_schema, is_missing
+from crc.topologies import Schedule
 
 LEARNING = ("ml", "rc")
+LABEL = "class"
+"""Name of the label column in the schema (underscores are appended if a feature has that name)."""
+
+_PC = {option.name: option.default for option in model_kind("pc").OPTIONS}
 
 
-def _columns(X, names) -> dict[str, list[str]]:
-    X = np.asarray(X, dtype=object)
-    if X.ndim != 2:
-        raise CRCError(f"X must be 2-dimensional, got shape {X.shape}")
-    return {name: raw_cells(X[:, j]) for j, name in enumerate(names)}
+class _Classifier(ClassifierMixin, BaseEstimator):
+    """Input validation and prediction from the fitted ``schema_``, ``model_``, ``stats_``, ``theta_``, ``classes_``."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+    def _columns(self, X, *, reset: bool) -> list[np.ndarray]:
+        """The feature columns of X, each an array of shape (n_samples,); sets or checks
+        ``n_features_in_`` and ``feature_names_in_``."""
+        if hasattr(X, "columns") and hasattr(X, "iloc"):
+            validate_data(self, X, reset=reset, skip_check_array=True)
+            if min(X.shape) < 1:
+                raise ValueError(f"Found a DataFrame of shape {X.shape}: at least one sample and one feature are required.")
+            return [X.iloc[:, j].to_numpy(dtype=object, na_value=None) for j in range(X.shape[1])]
+        X = check_array(X, dtype=None, ensure_all_finite="allow-nan", estimator=self)
+        validate_data(self, X, reset=reset, skip_check_array=True)
+        return [X[:, j] for j in range(X.shape[1])]
+
+    def _feature_names(self) -> list[str]:
+        """``feature_names_in_``, or ``x0 … x{d-1}``."""
+        if hasattr(self, "feature_names_in_"):
+            return [str(name) for name in self.feature_names_in_]
+        return [f"x{j}" for j in range(self.n_features_in_)]
+
+    def _fitted(self, schema: Schema, model: GenerativeModel, stats: np.ndarray, classes: np.ndarray) -> None:
+        self.schema_, self.model_, self.classes_ = schema, model, classes
+        self.stats_, self.theta_ = stats, model.theta(stats)
+
+    def _log_posteriors(self, X, theta: dict) -> np.ndarray:
+        cells = {name: _cells(column, name) for name, column in zip(self.schema_.feature_names, self._columns(X, reset=False))}
+        joint = self.model_.log_joint(theta, self.model_.features(encode_features(self.schema_, cells, source="X")))
+        return joint - logsumexp(joint)[:, None]
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """Log class probabilities.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        return self._log_posteriors(X, self.theta_)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """The most probable labels, ndarray of shape (n_samples,) and the dtype of ``classes_``."""
+        best = self.predict_log_proba(X).argmax(axis=1)
+        return self.classes_[best]
+
+    def to_model(self) -> TrainedModel:
+        """The fitted classifier as a model file (``.save(path)``) that ``crc predict`` and ``from_model`` read."""
+        check_is_fitted(self)
+        return _trained_model(self.schema_, self.model_, self.stats_, self.classes_)
 
 
-class _GenerativeClassifier:
-    """Shared fit/predict of the estimators; subclasses set ``model_kind``."""
+class _GenerativeClassifier(_Classifier):
+    """A model kind learned on pooled data by ML or RC; subclasses set ``_kind`` and their structure options."""
 
-    model_kind = ""
+    _kind = ""
 
-    def __init__(self, *, learning: str = "rc", lr: float = DEFAULT_LR, iterations: int = DEFAULT_ITERATIONS):
+    def __init__(self, *, learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
         self.learning = learning
         self.lr = lr
         self.iterations = iterations
 
-    def fit(self, X, y):
-        """Fit on X of shape (m, d) (numbers, strings, NaN/None for missing) and labels y of shape (m,).
+    def _model_options(self) -> dict:
+        return {}
 
-        Feature kinds follow the schema rule (non-numeric or at most 10 distinct
-        values: discrete); continuous features are standardized on X.
-        """
+    def _check_learning(self) -> None:
         if self.learning not in LEARNING:
             raise CRCError(f"learning must be one of {LEARNING}, got {self.learning!r}")
-        X = np.asarray(X, dtype=object)
-        self.feature_names_ = [f"x{j}" for j in range(X.shape[1])] if X.ndim == 2 else []
-        columns = _columns(X, self.feature_names_)
-        labels = raw_cells(np.asarray(y, dtype=object))
-        if len(labels) != X.shape[0]:
-            raise CRCError(f"X has {X.shape[0]} rows but y has {len(labels)} labels")
-        schema = infer_schema({**columns, "__label__": labels}, "__label__")
-        x, y_codes = encode(schema, {**columns, "__label__": labels})
-        self.schema_ = schema.standardized(x[:, schema.continuous])
-        self.model_ = make_model(self.model_kind, self.schema_)
-        phi = self.model_.features(standardize(self.schema_, x))
+        if not self.lr > 0:
+            raise CRCError(f"lr must be positive, got {self.lr!r}")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int | np.integer) or self.iterations < 0:
+            raise CRCError(f"iterations must be a non-negative integer, got {self.iterations!r}")
+
+    def fit(self, X, y, sample_weight=None):
+        """Learn the classifier's statistics from (X, y).
+
+        The schema (classes, feature kinds, categories, standardization) is
+        inferred from the samples of positive weight; the standardization uses
+        their weighted mean and standard deviation.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numbers, strings or categories; None or NaN for a missing value.
+        y : array-like of shape (n_samples,)
+            Class labels of any one type.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights: they multiply each sample's one-hot label in
+            the statistics, RC's posteriors and its soft 0-1 loss.
+
+        Returns
+        -------
+        self : object
+        """
+        self._check_learning()
+        columns = self._columns(X, reset=True)
+        y = _labels(y, len(columns[0]))
+        weight = _sample_weight(sample_weight, len(y))
+        if weight is not None:
+            keep = weight > 0
+            columns, y, weight = [column[keep] for column in columns], y[keep], weight[keep]
+        classes, codes = _classes(y)
+        schema, x = _infer(self._feature_names(), columns, classes, codes)
+        schema = _standardized(schema, x, weight)
+        model = make_model(self._kind, schema, **self._model_options())
+        phi = model.features(standardize(schema, x))
         if self.learning == "rc":
-            self.stats_ = rc(self.model_, phi, y_codes, lr=self.lr, iterations=self.iterations).stats
+            stats = rc(model, phi, codes, lr=self.lr, iterations=self.iterations, sample_weight=weight).stats
         else:
-            self.stats_ = self.model_.fit_ml(phi, y_codes)
-        self.theta_ = self.model_.theta(self.stats_)
-        self.classes_ = np.array(self.schema_.classes, dtype=object)
-        self.training_soft_loss_ = soft_zero_one(self.model_.posteriors(self.theta_, phi), y_codes)
+            stats = model.fit_ml(phi, codes, mask=weight)
+        self._fitted(schema, model, stats, classes)
+        self.training_soft_loss_ = soft_zero_one(model.posteriors(self.theta_, phi), codes, weight)
         return self
-
-    def _phi(self, X):
-        if not hasattr(self, "model_"):
-            raise CRCError("this estimator is not fitted yet: call fit first")
-        return self.model_.features(encode_features(self.schema_, X, source="X"))
-
-    def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities of shape (m, n_classes), columns in ``classes_`` order."""
-        phi = self._phi(X)
-        return self.model_.posteriors(self.theta_, phi)
-
-    def predict(self, X) -> np.ndarray:
-        """Predicted labels of shape (m,), as the strings of ``classes_``."""
-        proba = self.predict_proba(X)
-        return self.classes_[proba.argmax(axis=1)]
-
-    def score(self, X, y) -> float:
-        """Accuracy on (X, y)."""
-        return float(np.mean(self.predict(X) == np.asarray([str(v) for v in y], dtype=object)))
 
 
 class NaiveBayesClassifier(_GenerativeClassifier):
-    """Naive Bayes (Gaussian continuous, categorical discrete features) learned by ML or RC."""
+    """Naive Bayes (Gaussian continuous, categorical discrete features) learned by ML or RC.
 
-    model_kind = "nb"
+    A missing value adds nothing to its feature's statistics and is marginalised at prediction.
+
+    Parameters
+    ----------
+    learning : {"rc", "ml"}, default="rc"
+        Risk-based calibration from the ML statistics, keeping the iterate of
+        lowest (weighted) training soft 0-1 loss, or maximum likelihood.
+    lr : float, default=0.05
+        RC's learning rate.
+    iterations : int, default=64
+        RC's iterations.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted as ``np.unique`` sorts them, of the dtype of ``y``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X was a DataFrame with string column names.
+    schema_ : Schema
+        Classes, feature kinds, categories and standardization.
+    model_ : GenerativeModel
+    stats_ : ndarray of shape (size,)
+        The sufficient statistics learned.
+    theta_ : dict of ndarray
+        Parameters of ``stats_``.
+    training_soft_loss_ : float
+        Weighted soft 0-1 loss on the training data.
+    """
+
+    _kind = "nb"
 
 
 class QDAClassifier(_GenerativeClassifier):
-    """QDA (full-covariance Gaussian classes) learned by ML or RC; discrete features categorical."""
+    """QDA (one full-covariance Gaussian per class over the continuous features) learned by ML or RC.
 
-    model_kind = "qda"
+    Discrete features are categorical and independent of the rest given the
+    class; a missing discrete value is marginalised, a missing continuous one
+    is an error. Parameters and attributes are those of ``NaiveBayesClassifier``.
+    """
+
+    _kind = "qda"
+
+
+class CircuitClassifier(_GenerativeClassifier):
+    """A probabilistic circuit per class learned by ML (EM) or RC.
+
+    Parameters
+    ----------
+    structure : {"mixture", "region-graph"}, default="mixture"
+        A sum over ``components`` fully factorized products, or a random region
+        graph of ``depth``, ``repetitions`` and ``sums``.
+    components : int, default=2
+    depth : int, default=2
+    repetitions : int, default=2
+    sums : int, default=2
+    structure_seed : int, default=0
+        Seed of the structure and of the symmetry breaking of the start.
+    learning, lr, iterations
+        As in ``NaiveBayesClassifier``; ``learning="ml"`` runs EM.
+
+    Attributes are those of ``NaiveBayesClassifier``.
+    """
+
+    _kind = "pc"
+
+    def __init__(self, *, structure=_PC["structure"], components=_PC["components"], depth=_PC["depth"],
+                 repetitions=_PC["repetitions"], sums=_PC["sums"], structure_seed=_PC["structure_seed"],
+                 learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
+        super().__init__(learning=learning, lr=lr, iterations=iterations)
+        self.structure = structure
+        self.components = components
+        self.depth = depth
+        self.repetitions = repetitions
+        self.sums = sums
+        self.structure_seed = structure_seed
+
+    def _model_options(self) -> dict:
+        return model_options(self._kind, {name: _python(getattr(self, name)) for name in _PC})
+
+
+ESTIMATORS = {cls._kind: cls for cls in (NaiveBayesClassifier, QDAClassifier, CircuitClassifier)}
+"""The pooled-data estimator of each model kind."""
+
+
+class FederatedClassifier(_Classifier):
+    """Collaborative risk-based calibration (CRC) of peers that each hold one part of the data, simulated.
+
+    Every peer starts from the uniform statistics of ESS ``ess``; each round it
+    averages its statistics with its neighbours' and takes ``iters`` local RC
+    steps on its own part (``crc.core.engine.CRCEngine``). The schema every peer
+    shares is inferred from the pooled parts, which also give the
+    standardization of the continuous features (as ``crc schema`` does).
+
+    The network's classifier (``predict`` and the other methods without
+    ``peer``, ``stats_``) is the one of the mean of the peers' final
+    statistics; ``peer=i`` gives peer ``i``'s own. On a complete graph with
+    ``iters=1`` the network's statistics after ``t`` rounds are those of
+    centralized RC's ``t``-th iterate from the uniform start, scaled (the
+    paper's Theorem 1); every peer holds them after one more averaging.
+
+    Parameters
+    ----------
+    model : {"nb", "qda", "pc"}, default="nb"
+    model_options : dict, default=None
+        The model kind's structure options (``crc.core.models.model_options``), e.g. ``{"components": 3}``.
+    topology : str, default="tree"
+        A graph spec of ``crc.topologies`` (``"complete"``, ``"tree+2"``, ``"er:0.2"``, …).
+    period : int, default=None
+        Redraw the graph every ``period`` rounds; None keeps one graph.
+    rounds : int, default=64
+    iters : int, default=1
+        Local RC steps per round.
+    lr : float, default=0.05
+        Enters only through the default ESS.
+    ess : float, default=None
+        Every peer's equivalent sample size; None for Eq. 5's ``m / (lr n)``.
+    seed : int, default=0
+        Seed of the graph draws.
+
+    Attributes
+    ----------
+    classes_, n_features_in_, feature_names_in_, schema_, model_
+        As in ``NaiveBayesClassifier``.
+    peer_stats_ : ndarray of shape (n_peers, size)
+        Every peer's final statistics.
+    stats_ : ndarray of shape (size,)
+        Their mean: the network's classifier.
+    theta_ : dict of ndarray
+        Parameters of ``stats_``.
+    ess_ : float
+        The equivalent sample size used.
+    """
+
+    def __init__(self, *, model="nb", model_options=None, topology="tree", period=None, rounds=64, iters=1,
+                 lr=DEFAULT_LR, ess=None, seed=0):
+        self.model = model
+        self.model_options = model_options
+        self.topology = topology
+        self.period = period
+        self.rounds = rounds
+        self.iters = iters
+        self.lr = lr
+        self.ess = ess
+        self.seed = seed
+
+    def fit(self, parts):
+        """Run CRC over the peers' parts.
+
+        Parameters
+        ----------
+        parts : list of (X, y)
+            One pair per peer: X array-like or DataFrame of shape (n_v, n_features),
+            every part with the same columns; y array-like of shape (n_v,).
+
+        Returns
+        -------
+        self : object
+        """
+        if not parts:
+            raise CRCError("parts is empty: CRC needs at least one peer")
+        columns = [self._columns(X, reset=index == 0) for index, (X, _) in enumerate(parts)]
+        labels = [_labels(y, len(part[0])) for part, (_, y) in zip(columns, parts)]
+        unique_labels(*labels)
+        classes, codes = _classes(np.concatenate(labels))
+        pooled = [np.concatenate(column) for column in zip(*columns)]
+        schema, x = _infer(self._feature_names(), pooled, classes, codes)
+        schema = schema.standardized(x[:, schema.continuous])
+        model = make_model(self.model, schema, **(self.model_options or {}))
+        rows = np.split(np.arange(len(codes)), np.cumsum([len(y) for y in labels])[:-1])
+        local = LocalData.from_parts(model.features(standardize(schema, x)), codes, rows)
+        mixing = Schedule(self.topology, len(parts), period=math.inf if self.period is None else self.period, seed=self.seed)
+        ess = default_ess(len(codes), len(parts), self.lr) if self.ess is None else self.ess
+        engine = CRCEngine(model, local, mixing, ess=ess, iterations=self.iters)
+        self.peer_stats_, self.ess_ = engine.run(self.rounds), engine.ess
+        self._fitted(schema, model, self.peer_stats_.mean(axis=0), classes)
+        return self
+
+    def _theta(self, peer: int | None) -> dict:
+        check_is_fitted(self)
+        return self.theta_ if peer is None else self.model_.theta(self._peer_stats(peer))
+
+    def _peer_stats(self, peer: int) -> np.ndarray:
+        if not 0 <= peer < len(self.peer_stats_):
+            raise CRCError(f"peer must lie in [0, {len(self.peer_stats_) - 1}], got {peer}")
+        return self.peer_stats_[peer]
+
+    def predict_log_proba(self, X, *, peer=None) -> np.ndarray:
+        """Log class probabilities (n_samples, n_classes) of the network, or of peer ``peer``."""
+        return self._log_posteriors(X, self._theta(peer))
+
+    def predict_proba(self, X, *, peer=None) -> np.ndarray:
+        """Class probabilities (n_samples, n_classes) of the network, or of peer ``peer``."""
+        return np.exp(self.predict_log_proba(X, peer=peer))
+
+    def predict(self, X, *, peer=None) -> np.ndarray:
+        """Labels (n_samples,) predicted by the network, or by peer ``peer``."""
+        best = self.predict_log_proba(X, peer=peer).argmax(axis=1)
+        return self.classes_[best]
+
+    def score(self, X, y, sample_weight=None, *, peer=None) -> float:
+        """Accuracy of the network, or of peer ``peer``, on (X, y)."""
+        predicted = self.predict(X, peer=peer)
+        return float(np.average(predicted == column_or_1d(y), weights=sample_weight))
+
+    def to_model(self, *, peer=None) -> TrainedModel:
+        """The network's classifier, or peer ``peer``'s, as a model file."""
+        check_is_fitted(self)
+        stats = self.stats_ if peer is None else self._peer_stats(peer)
+        return _trained_model(self.schema_, self.model_, stats, self.classes_)
+
+
+def from_model(model) -> _Classifier:
+    """A fitted estimator that predicts as a model file does.
+
+    Parameters
+    ----------
+    model : TrainedModel or path
+        A model written by ``to_model().save(path)`` or by ``crc node``.
+
+    Returns
+    -------
+    NaiveBayesClassifier, QDAClassifier or CircuitClassifier
+        Its ``classes_`` have the dtype of the labels it was fitted on when the
+        file records it (``to_model`` does for boolean, integer, float and numpy
+        string labels that are their own canonical spellings). Otherwise they
+        are the schema's class strings (object dtype) in the schema's order,
+        which for a peer's file is numeric order if all are numbers: labels
+        such as ``" a"`` or ``"1.0"`` come back as ``"a"`` and ``"1"``. Its
+        parameters are the defaults but for the circuit structure;
+        ``feature_names_in_`` is set unless the features are named ``x0 … x{d-1}``.
+    """
+    if not isinstance(model, TrainedModel):
+        model = load_model(model)
+    estimator = ESTIMATORS[model.kind](**model.model.options)
+    names = model.schema.feature_names
+    estimator.n_features_in_ = len(names)
+    if names != [f"x{j}" for j in range(len(names))]:
+        estimator.feature_names_in_ = np.array(names, dtype=object)
+    estimator._fitted(model.schema, model.model, model.stats, model.labels)
+    return estimator
+
+
+def _trained_model(schema: Schema, model: GenerativeModel, stats: np.ndarray, classes: np.ndarray) -> TrainedModel:
+    return TrainedModel(schema, model.kind, stats, label_dtype=label_dtype_of(classes), **model.options)
+
+
+def _labels(y, n_samples: int) -> np.ndarray:
+    """Validated class labels of shape (n_samples,); a missing label is an error."""
+    if y is None:
+        raise ValueError("requires y to be passed, but the target y is None")
+    y = column_or_1d(y, warn=True)
+    check_consistent_length(np.empty(n_samples), y)
+    if y.dtype.kind in "fc":
+        y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+    missing = [i for i, cell in enumerate(raw_cells(y)) if is_missing(cell)]
+    if missing:
+        raise CRCError(f"y has {len(missing)} missing labels (first at index {missing[0]})")
+    check_classification_targets(y)
+    return y
+
+
+def _sample_weight(sample_weight, n_samples: int) -> np.ndarray | None:
+    """Validated weights of shape (n_samples,), or None."""
+    if sample_weight is None:
+        return None
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    if weight.ndim == 0:
+        weight = np.full(n_samples, float(weight))
+    if weight.shape != (n_samples,):
+        raise ValueError(f"sample_weight.shape == {weight.shape}, expected {(n_samples,)}!")
+    if not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError("sample_weight must be finite and non-negative")
+    if not weight.sum() > 0:
+        raise ValueError("sample_weight is zero for every sample")
+    return weight
+
+
+def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(y, return_inverse=True)``: the classes (at least two) and each label's code."""
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise CRCError(f"y has one class ({classes[0]!r}) among the samples of positive weight; a classifier needs two")
+    return classes, codes.reshape(-1).astype(np.int64)
+
+
+def _infer(names: list[str], columns: list[np.ndarray], classes: np.ndarray, codes: np.ndarray) -> tuple[Schema, np.ndarray]:
+    """The schema of the columns (classes in the order of ``classes``, not standardized) and the encoded (m, d) matrix."""
+    spellings = tuple(canonical_value(cell) for cell in raw_cells(classes))
+    if len(set(spellings)) != len(spellings):
+        raise CRCError(f"the classes {', '.join(map(repr, classes))} do not have distinct spellings as strings")
+    cells = {name: _cells(column, name) for name, column in zip(names, columns)}
+    label = LABEL
+    while label in cells:
+        label += "_"
+    schema = infer_schema({**cells, label: [spellings[code] for code in codes]}, label)
+    schema = replace(schema, classes=spellings)
+    x, _ = encode(schema, cells, labels=False, source="X")
+    return schema, x
+
+
+def _cells(column: np.ndarray, name: str) -> list[str]:
+    """The raw cells of one feature column; an infinite number is an error."""
+    values = column.tolist()
+    if any(isinstance(v, (float, np.floating)) and math.isinf(v) for v in values):
+        raise ValueError(f"feature {name!r} holds an infinite value")
+    return raw_cells(values)
+
+
+def _standardized(schema: Schema, x: np.ndarray, weight: np.ndarray | None) -> Schema:
+    """The schema with each continuous feature's (weighted) mean and standard deviation over ``x`` (m, d).
+
+    Every row has a positive weight, and every feature a value in some row (``infer_schema`` checks it).
+    """
+    if weight is None:
+        return schema.standardized(x[:, schema.continuous])
+    features = list(schema.features)
+    for j in schema.continuous:
+        present = ~np.isnan(x[:, j])
+        values, w = x[present, j], weight[present]
+        mean = float(np.average(values, weights=w))
+        std = math.sqrt(np.average((values - mean) ** 2, weights=w))
+        features[j] = replace(features[j], mean=mean, std=std if std > 0 else 1.0)
+    return replace(schema, features=tuple(features))
+
+
+def _python(value):
+    """A numpy scalar as the Python number it holds (model options are checked as Python types)."""
+    return value.item() if isinstance(value, np.generic) else value

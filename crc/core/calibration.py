@@ -7,15 +7,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crc.core.models.base import GenerativeModel, one_hot
+from crc.core.models.base import GenerativeModel, labelled_weights
 
 DEFAULT_LR = 0.05
 DEFAULT_ITERATIONS = 64
 
 
-def soft_zero_one(posteriors: np.ndarray, y: np.ndarray) -> float:
-    """Mean soft 0-1 loss ``1 - p(y|x)`` of posteriors (m, r) against labels (m,)."""
-    return float(1.0 - np.take_along_axis(posteriors, y[:, None], axis=1).mean())
+def soft_zero_one(posteriors: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
+    """Mean soft 0-1 loss ``1 - p(y|x)`` of posteriors (m, r) against labels (m,), weighted by ``sample_weight`` (m,)."""
+    correct = np.take_along_axis(posteriors, y[:, None], axis=1)
+    if sample_weight is None:
+        return float(1.0 - correct.mean())
+    return float(1.0 - np.average(correct[:, 0], weights=sample_weight))
 
 
 @dataclass
@@ -47,6 +50,7 @@ def rc(
     init: np.ndarray | None = None,
     select_best: bool = True,
     callback: Callable[[int, np.ndarray], None] | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> RCResult:
     """Algorithm 1: ``s <- s + lr s(X, Y - P; theta(s))``, i.e. ``s + lr (s(X, Y) - s(X, theta(s)))``.
 
@@ -61,14 +65,19 @@ def rc(
         Return the iterate with the lowest training soft 0-1 loss (True) or the last.
     callback : callable(iteration, stats), optional
         Called for every iterate, 0 included.
+    sample_weight : ndarray of shape (m,), optional
+        Instance weights: they multiply the one-hot labels and the posteriors of
+        ``s(X, Y - P)`` (and of the ML start) and weight the soft 0-1 loss.
     """
-    weights = one_hot(y, model.n_classes)
-    stats = model.fit_ml(phi, y) if init is None else np.array(init, dtype=np.float64)
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    weights = labelled_weights(y, model.n_classes, sample_weight)
+    stats = model.fit_ml(phi, y, mask=sample_weight) if init is None else np.array(init, dtype=np.float64)
     best, best_loss, best_iteration, losses = stats, np.inf, 0, []
     for iteration in range(iterations + 1):
         theta = model.theta(stats)
         posteriors = model.posteriors(theta, phi)
-        loss = soft_zero_one(posteriors, y)
+        loss = soft_zero_one(posteriors, y, sample_weight)
         losses.append(loss)
         if callback is not None:
             callback(iteration, stats)
@@ -76,6 +85,8 @@ def rc(
             best, best_loss, best_iteration = stats, loss, iteration
         if iteration == iterations:
             break
+        if sample_weight is not None:
+            posteriors *= sample_weight[:, None]
         stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
     if not select_best:
         best, best_iteration = stats, iterations

@@ -3,6 +3,11 @@
 ``load_model(path)`` returns a ``TrainedModel`` that predicts from raw cells,
 so a peer's output can be used without the network or the training data.
 Statistics are stored as JSON numbers, which round-trip float64 exactly.
+
+Class labels are the schema's strings. A file written from a scikit-learn
+estimator (``to_model``) also records the labels' numpy dtype
+(``label_dtype``) when their strings give them back, so that
+``TrainedModel.labels`` returns them typed; a peer's file has none.
 """
 
 from __future__ import annotations
@@ -15,20 +20,63 @@ from crc.core.data import encode_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.core.models import MODELS, make_model
-from crc.core.schema import Schema
+from crc.core.schema import Schema, canonical_value
 
 FORMAT = "crc-model/1"
 MAX_MODEL_BYTES = 512 * 2**20
+MAX_LABEL_ITEMSIZE = 4 * 2**16
+
+
+def label_dtype_of(classes: np.ndarray) -> str | None:
+    """The ``label_dtype`` that gives ``classes`` back from their canonical spellings, or None if none does.
+
+    Booleans, integers, floats and numpy strings give their dtype (``"<i8"``),
+    unless a string is not its own canonical spelling (``" a"``, ``"1.0"``).
+    """
+    if classes.dtype.kind not in "biufU":
+        return None
+    spellings = tuple(canonical_value(str(c)) for c in classes)
+    try:
+        back = typed_labels(spellings, classes.dtype.str)
+    except CRCError:
+        return None
+    return classes.dtype.str if np.array_equal(back, classes) else None
+
+
+def typed_labels(classes: tuple[str, ...], label_dtype: str | None) -> np.ndarray:
+    """The class strings as an array of ``label_dtype``; object strings when it is None.
+
+    Raises CRCError when ``label_dtype`` (an untrusted file field) is not a
+    boolean, integer, float or string dtype or does not spell the classes back.
+    """
+    if label_dtype is None:
+        return np.array(classes, dtype=object)
+    try:
+        dtype = np.dtype(label_dtype) if isinstance(label_dtype, str) else None
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind not in "biufU" or dtype.itemsize > MAX_LABEL_ITEMSIZE:
+        raise CRCError(f"label_dtype {label_dtype!r} is not a boolean, integer, float or string dtype")
+    parse = {"b": {"True": True, "False": False}.__getitem__, "i": int, "u": int, "f": float, "U": str}[dtype.kind]
+    try:
+        labels = np.array([parse(c) for c in classes], dtype=dtype)
+    except (KeyError, ValueError, OverflowError):
+        labels = None
+    if labels is None or [canonical_value(str(v)) for v in labels] != list(classes):
+        raise CRCError(f"label_dtype {label_dtype!r} does not spell the classes {', '.join(classes)}")
+    return labels
 
 
 class TrainedModel:
     """A classifier given by a schema, a model kind and its statistics.
 
     Attributes: ``schema``, ``model`` (a GenerativeModel), ``stats`` (size,),
-    ``theta`` (the parameters), ``classes`` (label strings), ``metrics`` (dict).
+    ``theta`` (the parameters), ``classes`` (label strings), ``metrics`` (dict),
+    ``label_dtype`` (str or None) and ``labels`` (the classes typed by it).
     """
 
-    def __init__(self, schema: Schema, kind: str, stats: np.ndarray, metrics: dict | None = None, **model_options):
+    def __init__(self, schema: Schema, kind: str, stats: np.ndarray, metrics: dict | None = None, *,
+                 label_dtype: str | None = None, **model_options):
         self.schema, self.kind = schema, kind
         self.model = make_model(kind, schema, **model_options)
         stats = np.asarray(stats, dtype=np.float64)
@@ -36,6 +84,7 @@ class TrainedModel:
             raise CRCError(f"statistics must be {self.model.size} finite numbers for this schema and model, got shape {stats.shape}")
         self.stats, self.theta = stats, self.model.theta(stats)
         self.classes = np.array(schema.classes, dtype=object)
+        self.label_dtype, self.labels = label_dtype, typed_labels(schema.classes, label_dtype)
         self.metrics = metrics or {}
         self.model_options = model_options
 
@@ -52,9 +101,12 @@ class TrainedModel:
         return self.classes[self.predict_proba(columns, source=source).argmax(axis=1)]
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "schema": self.schema.to_json(), "model": self.kind, "options": self.model_options,
-                "schema_id": self.model.schema_id, "ess": float(self.model.ess(self.stats)),
-                "statistics": self.stats.tolist(), "parameters": _jsonable(self.theta), "metrics": self.metrics}
+        obj = {"format": FORMAT, "schema": self.schema.to_json(), "model": self.kind, "options": self.model_options,
+               "schema_id": self.model.schema_id, "ess": float(self.model.ess(self.stats)),
+               "statistics": self.stats.tolist(), "parameters": _jsonable(self.theta), "metrics": self.metrics}
+        if self.label_dtype is not None:
+            obj["label_dtype"] = self.label_dtype
+        return obj
 
     def save(self, path) -> None:
         atomic_write_json(path, self.to_json())
@@ -79,7 +131,8 @@ def load_model(path) -> TrainedModel:
     if not isinstance(options, dict):
         raise CRCError(f"{path}: 'options' must be an object")
     schema = Schema.from_json(obj.get("schema"))
-    model = TrainedModel(schema, obj["model"], np.array(statistics, dtype=np.float64), obj.get("metrics") or {}, **options)
+    model = TrainedModel(schema, obj["model"], np.array(statistics, dtype=np.float64), obj.get("metrics") or {},
+                         label_dtype=obj.get("label_dtype"), **options)
     if obj.get("schema_id") not in (None, model.model.schema_id):
         raise CRCError(f"{path}: schema id does not match its schema and model (file edited or damaged)")
     return model
