@@ -8,6 +8,7 @@ import time
 import click
 
 from crc.cli.model_options import with_model_options
+from crc.cli.output import note, verbosity
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
 from crc.topologies import network_factory
 
@@ -20,7 +21,7 @@ def _names(ctx, param, values) -> list[str]:
     return names
 
 
-@click.command()
+@click.command(short_help="Run the paper's tables as resumable grids (results/).")
 @click.argument("names", nargs=-1, required=True, callback=_names)
 @click.option("--datasets", default=",".join(DEFAULT_DATASETS), show_default=True,
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
@@ -53,9 +54,10 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     def on_start(pending, cells):
         done = sum(1 for c in cells if not c.skip) - len(pending)
         skipped = sum(1 for c in cells if c.skip)
-        click.echo(f"{len(cells)} cells: {len(pending)} to run, {done} already done, {skipped} n/a "
-                   f"({jobs} process{'es' if jobs > 1 else ''})", err=True)
-        state["bar"] = click.progressbar(length=len(pending), label="cells", file=sys.stderr, hidden=not sys.stderr.isatty(),
+        note(f"{len(cells)} cells: {len(pending)} to run, {done} already done, {skipped} n/a "
+             f"({jobs} process{'es' if jobs > 1 else ''})")
+        state["bar"] = click.progressbar(length=len(pending), label="cells", file=sys.stderr,
+                                         hidden=not sys.stderr.isatty() or verbosity() < 0,
                                          item_show_func=lambda text: text).__enter__()
         state["done"], state["total"] = 0, len(pending)
 
@@ -64,7 +66,7 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
         text = f"{cell.table} {cell.data} {cell.column} ({seconds:.1f} s)"
         state["bar"].update(1, text)
         if not sys.stderr.isatty():
-            click.echo(f"[{state['done']}/{state['total']}] {text}", err=True)
+            note(f"[{state['done']}/{state['total']}] {text}")
 
     try:
         tables = run_experiments(names, datasets=sources, repeats=repeats, seed=seed, jobs=jobs, out=out,
@@ -75,4 +77,4 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
             state["bar"].__exit__(None, None, None)
     for table in tables:
         click.echo(f"{out}/{table['table']}.md  ({table['title']})")
-    click.echo(f"wall time {time.perf_counter() - started:.0f} s", err=True)
+    note(f"wall time {time.perf_counter() - started:.0f} s")

@@ -8,11 +8,12 @@ import math
 import click
 
 from crc.cli.options import options
+from crc.cli.output import note
 from crc.protocol.repeat import repeat_seeds
 from crc.topologies import Schedule, describe_schedule, save_graph
 
 
-@click.command()
+@click.command(short_help="Density, diameter and spectral gap of a communication graph.")
 @options("topology", "period", "nodes", "rounds", "seed")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the graph of round 1 here: .json, or an edge list for any other name; "
@@ -36,7 +37,5 @@ def graph(topology, period, nodes, rounds, seed, out, as_json):
     click.echo(f"{topology} on {nodes} nodes{dynamic}: {summary['edges']:g} edges, density {summary['density']:.4f}, "
                f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
     if out:
-        click.echo(f"wrote {out}", err=True)
-
-
+        note(f"wrote {out}")
 

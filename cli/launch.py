@@ -2,23 +2,65 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import sys
+import signal
 import tempfile
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
-from crc.cli.options import DEFAULTS, MODEL, options
+from crc.cli.options import DEFAULTS, MODEL, options, out_option, plots_option
+from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
+from crc.cli.summary import print_summary, warn_tiny_test_set
+from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import launch as run_launch
 from crc.nodes.peer import PeerSettings
 from crc.protocol import SimulationConfig
+from crc.protocol.repeat import repeat_seeds
+from crc.topologies import Schedule
 
 LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
+CHECKPOINT_POLL_S = 0.25
+"""How often the progress reads the peers' checkpoints (their completed rounds)."""
 
 
-@click.command()
+class _Stopped(Exception):
+    """Ctrl-C or SIGTERM while the peers run: unwinds through the launcher, which reaps every peer."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame):
+    """The first SIGINT/SIGTERM stops the launch; later ones are ignored, so that they cannot cut the reaping short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _Stopped(signum)
+
+
+class _RoundsDone:
+    """Rounds the peers have completed so far, read from their checkpoints (at most every ``CHECKPOINT_POLL_S``)."""
+
+    def __init__(self, directory: Path, nodes: int):
+        self.directory, self.nodes = directory, nodes
+        self.rounds = [0] * nodes
+        self._read_at = -float("inf")
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if now - self._read_at >= CHECKPOINT_POLL_S:
+            self._read_at = now
+            for index in range(self.nodes):
+                done = completed_round(self.directory / f"checkpoint-{index}")
+                if done is not None:  # None: unreadable right now; keep the last reading
+                    self.rounds[index] = max(self.rounds[index], done)
+        return sum(self.rounds)
+
+
+@click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
@@ -27,42 +69,89 @@ LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
                    f"{PeerSettings.first_round_timeout_s:g} s, for the peers' start-up.")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Keep the peers' files (data, logs, checkpoints, models) here [default: a temporary directory, removed].")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning", show_default=True,
-              help="The peers' log level (their logs are in the work directory).")
+@click.option("--log-level", "peer_log_level", type=click.Choice(["debug", "info", "warning", "error"]), default=None,
+              help="The peers' log level (their logs are in the work directory) [default: warning; info with `crc -v`].")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON (with its 'network' section) and nothing else.")
-def launch(timeout, workdir, log_level, as_json, **settings):
+@out_option("the results JSON (with its 'network' section)")
+@plots_option("the peers' figure (local soft 0-1 loss and round time by round)")
+@click.pass_context
+def launch(ctx, timeout, workdir, peer_log_level, as_json, out, plots, **settings):
     """Run a network of real `crc node` processes on 127.0.0.1 with the same
     split, graph and ESS as `crc simulate` (its first repeat) and evaluate the
     peers' models like the simulator does.
 
     With no options: 10 peers on a random tree, 50 instances each of the
-    bundled 'penbased' data, 64 rounds.
+    bundled 'penbased' data, 64 rounds. Progress counts the rounds the peers
+    have completed. Ctrl-C (or SIGTERM) stops and reaps every peer (exit
+    status 130, or 143).
     """
     config = SimulationConfig.from_settings(**settings)
-    directory = workdir or tempfile.mkdtemp(prefix="crc-launch-")
+    config.validate()
+    # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
+    Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
+    warned = _warn_tiny_count(config.test_size)
+    directory = Path(workdir or tempfile.mkdtemp(prefix="crc-launch-"))
+    rounds_done = _RoundsDone(directory, config.nodes)
+    bar = Progress(config.nodes * config.rounds, "launching", "peer-rounds", phases=1)
+    bar.phase("preparing the peers' files and starting the peers")
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    stopped, failed = None, False
+    for signum in previous:
+        signal.signal(signum, _stop)
     try:
-        with click.progressbar(length=config.nodes, label="peers finished", file=sys.stderr,
-                               hidden=not sys.stderr.isatty()) as bar:
-            def progress(done, total):
-                bar.update(done - bar.pos)
-
-            results = run_launch(config, directory, timeout=timeout, log_level=log_level, progress=progress)
+        results = run_launch(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
+                             progress=lambda finished, total: bar.update(rounds_done()))
+        bar.update(bar.total)
+        figures = _draw_peer_figures(directory, config, plots) if plots else []
+    except _Stopped as stop:
+        stopped = stop.signum
+    except KeyboardInterrupt:  # a Ctrl-C that arrived before the handler was installed
+        stopped = signal.SIGINT
+    except Exception:
+        # A launch that failed once peers ran (e.g. none finished) names its work directory: keep their logs there.
+        failed = any(directory.glob("node-*.log"))
+        raise
     finally:
-        if workdir is None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        bar.close()
+        if workdir is None and not failed:
             shutil.rmtree(directory, ignore_errors=True)
-    if as_json:
-        click.echo(json.dumps(results, indent=2))
-        return
-    net = results["network"]
-    click.echo(f"{config.data}: {config.model} on a {config.topology} of {config.nodes} real peers on 127.0.0.1, "
-               f"{config.rounds} rounds; {net['finished']} finished in {net['wall_s']:.1f} s")
-    click.echo(f"{'':6}{'train error':>12}{'test error':>12}")
-    for name in ("ml", "rc", "crc"):
-        click.echo(f"{name.upper():6}{results[name]['train_error']:>12.4f}{results[name]['test_error']:>12.4f}")
-    click.echo(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
-    click.echo(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message, "
-               f"payload {net['payload_bytes']}), rejected {net['rejected']}, missing {net['missing']}, "
-               f"round p50 {net['round_ms_p50']:.1f} ms, p99 {net['round_ms_p99']:.1f} ms")
-    for failed in net["failed"]:
+    if stopped is not None:
+        click.echo(f"Interrupted: every peer was stopped{'' if workdir else ' and the work directory removed'}.", err=True)
+        ctx.exit(128 + stopped)
+    if workdir is None:  # it is gone: do not name it
+        results["network"].pop("workdir", None)
+    emit_json(results, out=out, to_stdout=as_json)
+    if not as_json:
+        print_summary(results)
+    if not warned:
+        warn_tiny_test_set(results)
+    for failed in results["network"]["failed"]:
         click.echo(f"peer {failed['node']} ({failed['bind']}) failed: exit code {failed['exit_code']}, "
                    f"last round {failed['rounds_done']}", err=True)
+    for path in figures:
+        note(f"wrote {path}")
+
+
+def _warn_tiny_count(test_size: float) -> bool:
+    message = tiny_test_set_warning(int(test_size)) if test_size >= 1 else None
+    if message:
+        warn(message)
+    return message is not None
+
+
+def _draw_peer_figures(directory: Path, config: SimulationConfig, plots: str) -> list[Path]:
+    """The peers' figure from their model files (read before a temporary work directory is removed)."""
+    from crc.core.files import read_json
+    from crc.report.plots import peer_rounds_figure
+
+    peers = []
+    for index in range(config.nodes):
+        path = directory / f"model-{index}.json"
+        if path.exists():
+            metrics = read_json(path, what="model file").get("metrics", {})
+            peers.append({"node": index, "soft_loss": metrics.get("soft_loss", []), "round_ms": metrics.get("round_ms", [])})
+    Path(plots).mkdir(parents=True, exist_ok=True)
+    title = f"{config.data}: {config.nodes} real peers on a {config.topology}, {config.rounds} rounds"
+    return peer_rounds_figure(peers, Path(plots) / "launch-peers.png", title=title)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import logging
 
 import click
 
+from crc.cli.output import VERBOSITY_KEY, configure_logging
 from crc.core.errors import CRCError
 
 COMMANDS = {
@@ -21,10 +23,18 @@ COMMANDS = {
     "graph": "crc.cli.graph:graph",
     "bench": "crc.cli.bench:bench",
 }
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
+
+
+def _from_graph_library(exc: BaseException) -> bool:
+    """An exception raised by networkx itself (checked by module name: the group does not import networkx)."""
+    return any(cls.__module__.split(".")[0] == "networkx" for cls in type(exc).__mro__)
 
 
 class CRCGroup(click.Group):
-    """Loads subcommands lazily and turns CRCError into a one-line message and exit status 1."""
+    """Loads subcommands lazily and ends every expected failure with one line: a CRCError (or an error of the
+    graph library) gives exit status 1, Ctrl-C gives 130."""
 
     def list_commands(self, ctx):
         return list(COMMANDS)
@@ -40,10 +50,27 @@ class CRCGroup(click.Group):
             return super().invoke(ctx)
         except CRCError as exc:
             raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            ctx.exit(INTERRUPTED)
+        except Exception as exc:
+            if _from_graph_library(exc):
+                raise click.ClickException(f"communication graph: {exc}") from None
+            raise
 
 
-@click.group(cls=CRCGroup)
+@click.group(cls=CRCGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="crc-p2p")
-def main():
+@click.option("-v", "--verbose", count=True, help="Say more: info messages (-v) and debug logs (-vv); a peer's log one step more.")
+@click.option("-q", "--quiet", count=True, help="Say less: no progress, notes or warnings, only errors; a peer logs warnings only.")
+@click.pass_context
+def main(ctx, verbose, quiet):
     """Collaborative risk-based calibration (CRC): peers learn a generative
-    classifier together by sharing sufficient statistics, never data."""
+    classifier together by sharing sufficient statistics, never data.
+
+    Run `crc COMMAND --help` for a command's options. Verbosity applies to the
+    command that follows: `crc -q simulate`, `crc -v launch`.
+    """
+    level = verbose - quiet
+    ctx.meta[VERBOSITY_KEY] = level
+    configure_logging(logging.WARNING - 10 * level)

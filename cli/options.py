@@ -6,20 +6,39 @@ import click
 
 from crc.cli.model_options import model_choice, option_decorators
 from crc.core.calibration import DEFAULT_LR
+from crc.core.errors import CRCError
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
-from crc.topologies import HELP, parse
+from crc.topologies import HELP, load_graph, parse
 
 DEFAULTS = SimulationConfig()
 
 
 def _check_topology(ctx, param, value: str) -> str:
+    """The spec parses; a graph file (``file:PATH``) is also read now, so that a broken file is one line up front."""
     try:
-        parse(value)
+        kind, params = parse(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    if kind == "file":
+        try:
+            load_graph(params[0])
+        except CRCError as exc:
+            raise click.BadParameter(str(exc)) from None
     return value
+
+
+def out_option(what: str = "the results JSON"):
+    """``--out FILE``: write ``what`` to FILE as well (atomically)."""
+    return click.option("--out", type=click.Path(dir_okay=False), default=None,
+                        help=f"Also write {what} to this file (standard output keeps its usual text).")
+
+
+def plots_option(what: str):
+    """``--plots DIR``: write figures (PNG and PDF) into DIR."""
+    return click.option("--plots", type=click.Path(file_okay=False), default=None,
+                        help=f"Write {what} into this directory as PNG and PDF (needs matplotlib: the 'plot' extra).")
 
 
 def _all_options(base: SimulationConfig) -> dict:

@@ -4,26 +4,56 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 
 import click
 
 from crc.cli.model_options import with_model_options
+from crc.cli.output import log_level as default_log_level
+from crc.cli.output import warn
 from crc.core.calibration import DEFAULT_LR
 from crc.core.data import format_csv, read_csv, write_csv
 from crc.core.datasets import load_dataset
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
-from crc.core.schema import Schema
+from crc.core.schema import Schema, canonical_value, is_missing
 from crc.nodes.local_data import load_local
 from crc.nodes.peer import Peer, PeerSettings
 from crc.nodes.transport import Transport
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+SCHEME = "tcp://"
+ALONE = 3
+"""Exit status of a peer that finished its rounds without statistics from any neighbour (its model file is written)."""
+MAX_CLASSES_LISTED = 12
 
 
-@click.command()
+def check_address(address: str, what: str) -> str:
+    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535; else a CRCError saying
+    what is wrong. A peer is named by its bind address, so a wildcard host cannot be bound either."""
+    if not address.startswith(SCHEME):
+        scheme = address.split("://")[0] + "://" if "://" in address else "no scheme"
+        raise CRCError(f"{what} {address!r}: must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
+    host, colon, port = address[len(SCHEME):].rpartition(":")
+    if not colon or not host:
+        raise CRCError(f"{what} {address!r}: give a host and a port, as in tcp://10.0.0.5:7000")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise CRCError(f"{what} {address!r}: the port must be a number from 1 to 65535, got {port!r}")
+    if host.startswith("[") or ":" in host:
+        raise CRCError(f"{what} {address!r}: IPv6 addresses are not supported; use an IPv4 address or a host name")
+    if host == "*" or host == "0.0.0.0":
+        raise CRCError(f"{what} {address!r}: a peer is named by its bind address, which its neighbours list in --peers; "
+                       "bind the address they connect to, not a wildcard")
+    try:
+        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CRCError(f"{what} {address!r}: cannot resolve host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
+    return address
+
+
+@click.command(short_help="Write the schema every peer of a deployment must share.")
 @click.option("--data", required=True, help="CSV file (or bundled data set name) the schema is inferred from.")
 @click.option("--label", default=None, help="Class column (required for a CSV file).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Schema JSON file to write.")
@@ -48,14 +78,16 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
     return log
 
 
-@click.command()
-@click.option("--bind", required=True, help="Address this peer listens on, e.g. tcp://10.0.0.5:7000; also its name.")
-@click.option("--peers", default="", help="Comma-separated bind addresses of the neighbours.")
+@click.command(short_help="Run one real peer over ZeroMQ.")
+@click.option("--bind", required=True,
+              help="Address this peer listens on, tcp://HOST:PORT (e.g. tcp://10.0.0.5:7000); also its name on the wire.")
+@click.option("--peers", default="", help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours.")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @with_model_options
-@click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Communication rounds; the same on every peer.")
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
               help="Only used for the default ESS.")
@@ -72,25 +104,31 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
               help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
-@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True)
-def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
+@click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
+              help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
+@click.pass_context
+def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
          run_id, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
     Logs go to standard error, one line per event. SIGINT/SIGTERM stop the peer
-    within a second after writing its checkpoint (exit status 130/143).
+    within a second, after writing its checkpoint if it has --checkpoint (exit
+    status 130/143). A peer
+    that finished without statistics from any neighbour in the whole run still
+    writes its model file but exits with status 3.
     """
+    check_address(bind, "--bind")
+    neighbours = tuple(check_address(p.strip(), "--peers") for p in peers.split(",") if p.strip())
+    if len(set(neighbours)) != len(neighbours):
+        raise CRCError("--peers lists a neighbour twice")
     shared = Schema.load(schema_path)
     if label is not None and label != shared.label:
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
-    neighbours = tuple(p.strip() for p in peers.split(",") if p.strip())
-    if len(set(neighbours)) != len(neighbours):
-        raise CRCError("--peers lists a neighbour twice")
     options = model_options(model, structure)
     classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
-    log = _configure_logging(log_level, bind)
+    log = _configure_logging(log_level or default_log_level("info"), bind)
     try:
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
                                 first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint)
@@ -116,19 +154,41 @@ def node(bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, t
     rejected = sum(peer.metrics.rejected.values())
     log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,
              rejected, out)
+    if neighbours and peer.metrics.messages_received == 0:
+        click.echo(f"Error: no statistics from any of the {len(neighbours)} neighbour(s) in {peer.round} rounds "
+                   f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
+                   err=True)
+        ctx.exit(ALONE)
 
 
-@click.command()
-@click.option("--model", "model_path", required=True, type=click.Path(dir_okay=False), help="A peer's model file.")
+def _deprecated_model(ctx, param, value):
+    if value is not None and not ctx.resilient_parsing:
+        warn("crc predict --model is deprecated: use --model-file (--model names a model kind everywhere else)")
+    return value
+
+
+@click.command(short_help="Predict classes and probabilities with a peer's model file.")
+@click.option("--model-file", "model_path", type=click.Path(dir_okay=False), default=None,
+              help="A trained model file (`crc node --out`, or an estimator's `to_model().save`).  [required]")
+@click.option("--model", "old_model_path", type=click.Path(dir_okay=False), default=None, hidden=True,
+              callback=_deprecated_model, help="Deprecated name of --model-file.")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="CSV file with the schema's feature columns.")
-@click.option("--label", default=None, help="Class column, if present [default: the schema's label, when in the file].")
+@click.option("--label", default=None,
+              help="Class column, if present [default: the schema's label, when in the file]; its labels must be the "
+                   "model's classes, and the accuracy on them is reported on standard error.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="CSV of predictions [default: standard output].")
-def predict(model_path, data, label, out):
+def predict(model_path, old_model_path, data, label, out):
     """Predict classes and class probabilities with a trained peer's model;
     with labels, report the accuracy on standard error."""
+    model_path = model_path or old_model_path
+    if model_path is None:
+        raise click.UsageError("Missing option '--model-file'.")
     trained = load_model(model_path)
     columns = read_csv(data)
+    if label is not None and label not in columns:
+        raise CRCError(f"{data}: no label column {label!r}")
     label = label or trained.schema.label
+    truth = _labels(columns[label], trained, data, label) if label in columns else None
     proba = trained.predict_proba(columns, source=data)
     predicted = trained.classes[proba.argmax(axis=1)]
     table = {"prediction": list(predicted)}
@@ -138,7 +198,30 @@ def predict(model_path, data, label, out):
         write_csv(out, table)
     else:
         click.echo(format_csv(table), nl=False)
-    if label in columns:
-        truth = columns[label]
-        accuracy = sum(p == t for p, t in zip(predicted, truth)) / len(truth)
-        click.echo(f"accuracy {accuracy:.4f} on {len(truth)} instances (error {1 - accuracy:.4f})", err=True)
+    if truth is not None:
+        labelled = [(p, t) for p, t in zip(predicted, truth) if t is not None]
+        unlabelled = f" ({len(truth) - len(labelled)} without a label left out)" if len(labelled) < len(truth) else ""
+        if labelled:
+            accuracy = sum(p == t for p, t in labelled) / len(labelled)
+            click.echo(f"accuracy {accuracy:.4f} on {len(labelled)} instances (error {1 - accuracy:.4f}){unlabelled}", err=True)
+        else:
+            click.echo(f"no accuracy: column {label!r} has no labels", err=True)
+
+
+def _labels(cells: list[str], trained, source: str, label: str) -> list[str | None]:
+    """The label cells as the model's class names (None for a missing label); a CRCError naming the file, the row
+    and the label for one that is not a class of the model."""
+    classes = set(trained.schema.classes)
+    labels = []
+    for row, cell in enumerate(cells, 1):
+        if is_missing(cell):
+            labels.append(None)
+            continue
+        name = canonical_value(cell)
+        if name not in classes:
+            known = list(trained.schema.classes)
+            listed = ", ".join(known[:MAX_CLASSES_LISTED]) + (", ..." if len(known) > MAX_CLASSES_LISTED else "")
+            raise CRCError(f"{source}: data row {row}: label {cell!r} in column {label!r} is not a class of the model "
+                           f"({listed})")
+        labels.append(name)
+    return labels

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from crc.cli.output import note
 from crc.core.errors import CRCError
 from crc.report.kinds import kind_of
 from crc.report.plots import convergence_figure
@@ -13,19 +14,22 @@ from crc.report.sources import RUN, load_results, run_curves
 from crc.report.tables import runs_csv, runs_markdown, table_csv, table_markdown
 
 
-@click.command()
+@click.command(short_help="Render results JSON files as Markdown or CSV tables and figures.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True,
+              help="Table format on standard output; CSV figures have 6 significant digits.")
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
-              help="Also write PNG figures into this directory (needs the 'plot' extra).")
+              help="Also write the figures into this directory, each as PNG and PDF (needs matplotlib: the 'plot' extra).")
 def report(files, fmt, plots):
     """Render results FILES as tables (and figures).
 
-    FILES are `crc simulate --json` / `crc launch` outputs (one line per run) or
-    experiment tables (results/<table>.json). Figures: CRC test error by round
-    (mean +- std across nodes, with the RC and ML levels) for runs recorded
-    with --curve and for table3/table11; test gap against graph density for
-    tables over topologies.
+    FILES are `crc simulate --json` / `crc launch --json` outputs (one line per
+    run) or experiment tables (results/<table>.json). Figures: CRC test error
+    by round (mean +- std across peers, with the RC and ML levels) for runs
+    recorded with --curve and for table3/table11; RC's gap by training size for
+    table2; the test gap against what a table's columns change (graph density,
+    local size, number of peers, period) for tables 4-10 and 12; every model's
+    ML, RC and CRC error for the circuits table.
     """
     loaded = [load_results(path) for path in files]
     runs = [obj for source, obj in loaded if source == RUN]
@@ -35,23 +39,22 @@ def report(files, fmt, plots):
     for table in tables:
         click.echo(table_markdown(table) if fmt == "markdown" else table_csv(table))
     if plots:
-        for written in _figures(runs, tables, Path(plots)):
-            click.echo(f"wrote {written}", err=True)
+        for written in figures(runs, tables, Path(plots)):
+            note(f"wrote {written}")
 
 
-def _figures(runs: list[dict], tables: list[dict], directory: Path) -> list[Path]:
-    """Draw the runs' curves in one figure and each table's plots (as its kind offers them); returns the files written."""
+def figures(runs: list[dict], tables: list[dict], directory: Path) -> list[Path]:
+    """Draw the runs' curves in one figure and each table's figures (as its kind offers them); returns the files
+    written (a PNG and a PDF each)."""
+    curves = [curve for results in runs for curve in run_curves(results)]
+    plots = [(table, plot) for table in tables for plot in kind_of(table).plots(table)]
+    if not curves and not plots:
+        raise CRCError("nothing to plot: the runs have no per-round errors (run `crc simulate` with --curve) "
+                       "and the tables no finished cells")
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    curves = [curve for results in runs for curve in run_curves(results)]
     if curves:
-        convergence_figure(curves, directory / "convergence.png")
-        written.append(directory / "convergence.png")
-    for table in tables:
-        for plot in kind_of(table).plots(table):
-            path = directory / f"{table['table']}-{plot.name}.png"
-            plot.draw(path)
-            written.append(path)
-    if not written:
-        raise CRCError("nothing to plot: no per-round curves (run with --curve) and no topology tables")
+        written += convergence_figure(curves, directory / "convergence.png")
+    for table, plot in plots:
+        written += plot.draw(directory / f"{table['table']}-{plot.name}.png")
     return written

@@ -2,67 +2,98 @@
 
 from __future__ import annotations
 
-import json
 import math
-import sys
+import time
+from pathlib import Path
 
 import click
 
-from crc.cli.options import run_options
+from crc.cli.options import out_option, plots_option, run_options
+from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
+from crc.cli.summary import print_summary, warn_tiny_test_set
 from crc.core.datasets import BUNDLED, load_bundled
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
 from crc.topologies import network_factory
 
 
-@click.command()
+@click.command(short_help="Simulate CRC on one machine against centralized ML and RC.")
 @run_options
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent repeats (fresh split and graph); figures are their means.")
-@click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list).")
+@click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list); on with --plots.")
 @click.option("--baseline", is_flag=True,
               help="Also evaluate the mixture of the peers' own ML models weighted by local sizes (federated-circuits baseline).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON to standard output and nothing else there.")
-def simulate(as_json: bool, **options):
+@out_option()
+@plots_option("the convergence figure (CRC's test error by round, with RC and ML; turns --curve on)")
+def simulate(as_json: bool, out: str | None, plots: str | None, **options):
     """Simulate CRC on one machine and compare it with centralized ML and RC.
 
     With no options: naive Bayes, 50 peers on a random tree, 50 instances each,
     64 rounds, on the bundled 'letter' data set (the paper's default setting).
+    Progress goes to standard error: a bar on a terminal, else a line every 10 %
+    or 5 s (none with `crc -q`).
     """
+    if plots:
+        options["curve"] = True
     config = SimulationConfig.from_settings(**options)
-    total = config.repeats * config.rounds
-    with click.progressbar(length=total, label="simulating", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
-        network = network_factory(config.topology, config.period or math.inf)
-        results = run_simulation(config, network, progress=lambda repeat, round_: bar.update(1))
-    if as_json:
-        click.echo(json.dumps(results, indent=2))
-        return
-    cfg = results["config"]
-    sizes = results["local_sizes"]
-    per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
-    dynamic = f", redrawn every {cfg['period']} rounds" if cfg["period"] else ""
-    click.echo(f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} peers{dynamic}, {per_peer} instances each "
-               f"({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}, {cfg['repeats']} repeat(s)")
-    click.echo(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>14}")
-    rows = [("ML", "ml"), ("RC", "rc"), ("CRC", "crc")]
-    if "mixture_of_nodes" in results:
-        rows.append(("mixture of nodes", "mixture_of_nodes"))
-    for title, name in rows:
-        row = results[name]
-        click.echo(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{row['test_loglik']:>14.5g}")
-    click.echo(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
-    click.echo(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
-    if results["evaluation"]["sampled"]:
-        ev = results["evaluation"]
-        click.echo(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")
+    warned = _warn_tiny_count(config.test_size)
+    network = network_factory(config.topology, config.period or math.inf)
+    started = time.perf_counter()
+    with Progress(config.repeats * config.rounds, "simulating", "rounds", phases=config.repeats) as bar:
+        bar.phase(f"repeat 1/{config.repeats}: data, split, centralized ML and RC")
+
+        def progress(repeat: int, round_: int) -> None:
+            bar.update(repeat * config.rounds + round_)
+            if round_ == config.rounds and repeat + 1 < config.repeats:
+                bar.phase(f"repeat {repeat + 2}/{config.repeats}: split, centralized ML and RC")
+
+        results = run_simulation(config, network, progress=progress)
+    if verbosity() > 0:
+        note(f"{time.perf_counter() - started:.1f} s in all, {bar.work_s:.1f} s of it in the rounds")
+    emit_json(results, out=out, to_stdout=as_json)
+    if not as_json:
+        print_summary(results)
+    if not warned:
+        warn_tiny_test_set(results)
+    if plots:
+        draw_run_figures(results, plots)
 
 
-@click.command()
-def datasets():
+def _warn_tiny_count(test_size: float) -> bool:
+    """Warn before the run when --test-size is a count that is too small; whether it warned."""
+    message = tiny_test_set_warning(int(test_size)) if test_size >= 1 else None
+    if message:
+        warn(message)
+    return message is not None
+
+
+def draw_run_figures(results: dict, directory: str) -> None:
+    """The run's convergence figure (PNG and PDF) in ``directory``; says what it wrote."""
+    from crc.report.plots import convergence_figure
+    from crc.report.sources import run_curves
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    written = convergence_figure(run_curves(results), Path(directory) / "convergence.png")
+    note(f"wrote {', '.join(map(str, written))}")
+
+
+@click.command(short_help="List the bundled data sets (sizes, feature kinds).")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON (one object per data set).")
+@out_option("the list as JSON")
+def datasets(as_json, out):
     """List the bundled data sets with their sizes and feature kinds."""
-    click.echo(f"{'name':<12}{'instances':>10}{'features':>10}{'continuous':>12}{'discrete':>10}{'classes':>9}")
+    rows = []
     for name in BUNDLED:
         schema = (ds := load_bundled(name)).schema
-        click.echo(f"{name:<12}{len(ds):>10}{len(schema.features):>10}{len(schema.continuous):>12}"
-                   f"{len(schema.discrete):>10}{schema.n_classes:>9}")
+        rows.append({"name": name, "instances": len(ds), "features": len(schema.features),
+                     "continuous": len(schema.continuous), "discrete": len(schema.discrete), "classes": schema.n_classes})
+    emit_json(rows, out=out, to_stdout=as_json)
+    if as_json:
+        return
+    click.echo(f"{'name':<12}{'instances':>10}{'features':>10}{'continuous':>12}{'discrete':>10}{'classes':>9}")
+    for row in rows:
+        click.echo(f"{row['name']:<12}{row['instances']:>10}{row['features']:>10}{row['continuous']:>12}"
+                   f"{row['discrete']:>10}{row['classes']:>9}")
     click.echo("Also: 'synthetic' (seeded Gaussian classes, 20 continuous features, 3 classes, sized to the run).")

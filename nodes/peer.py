@@ -235,5 +235,9 @@ class Peer:
             finally:
                 transport.close(self.settings.final_linger_ms if finished else 0)
         if not finished:
-            self.log.info("stopped at round %d; checkpoint written", self.round)
+            if self.settings.checkpoint_dir:
+                self.log.info("stopped at round %d; checkpoint written to %s", self.round, self.settings.checkpoint_dir)
+            else:
+                self.log.info("stopped at round %d; no checkpoint (no checkpoint directory): a restart begins at round 0",
+                              self.round)
         return finished

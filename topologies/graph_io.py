@@ -37,9 +37,15 @@ def load_graph(path) -> nx.Graph:
         raise TopologyError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(raw) > MAX_GRAPH_FILE_BYTES:
         raise TopologyError(f"{path}: graph file larger than {MAX_GRAPH_FILE_BYTES} bytes")
-    text = raw.decode("utf-8", errors="strict")
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise TopologyError(f"{path}: not UTF-8 text") from None
     if str(path).endswith(".json"):
-        obj = json.loads(text)
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise TopologyError(f"{path}: not valid JSON ({exc})") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), int) or not isinstance(obj.get("edges"), list):
             raise TopologyError(f"{path}: expected an object with integer 'nodes' and list 'edges'")
         n, edges = obj["nodes"], obj["edges"]

@@ -22,16 +22,16 @@ def curve(results: dict) -> list[dict]:
 
 
 def table_curves(table: dict) -> list[dict]:
-    """The per-round curve of every cell that kept one (a curve as ``crc.report.plots`` draws it)."""
+    """The per-round curve of every cell that kept one (a curve as ``crc.report.plots`` draws it): one panel per data
+    set, one series per column when the table has several (table XI's iter = 1, 2, 3 overlaid)."""
     curves = []
     single = len(table["columns"]) == 1
     for row in table["rows"]:
         for column in table["columns"]:
             cell = row["cells"].get(column["key"], {})
             if cell.get("curve"):
-                name = row["data"] if single else f"{row['data']} {column['header']}"
-                curves.append({"name": name, "rounds": cell["curve"], "rc_test_error": cell["rc_test_error"],
-                               "ml_test_error": cell["ml_test_error"]})
+                curves.append({"name": row["data"], "series": None if single else column["header"], "rounds": cell["curve"],
+                               "rc_test_error": cell["rc_test_error"], "ml_test_error": cell["ml_test_error"]})
     return curves
 
 
@@ -44,7 +44,9 @@ class CurveKind(TableKind):
         curves = table_curves(table)
         if not curves:
             return []
-        title = f"{table['table']}: CRC test error by round"
+        columns = table["columns"]
+        by = f", by {' / '.join(c['header'] for c in columns)}" if len(columns) > 1 else ""
+        title = f"{table['table']}: CRC test error by round{by}"
         return [Plot("convergence", lambda path: convergence_figure(curves, path, title=title))]
 
 

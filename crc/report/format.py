@@ -11,6 +11,16 @@ CONVERGED = 0.01
 NEAR = 0.05
 """A gap below 0.05 is close to converged (italic)."""
 HIGHLIGHTING = f"**bold**: gap < {CONVERGED}; *italic*: gap < {NEAR}"
+DEGENERATE_LOGLIK = -1000.0
+"""A mean test log-likelihood per instance below this is marked: on standardized features a sound model scores
+tens of nats per instance at worst, so a figure this low means some class-conditional variance sits at its floor."""
+DEGENERATE_MARK = "†"
+DEGENERATE_NOTE = (f"{DEGENERATE_MARK} log-likelihood below {DEGENERATE_LOGLIK:g} per instance: some class-conditional "
+                   "variance sits at its floor of 1e-9 (a feature constant, or nearly, within a class of the training "
+                   "data; for QDA a direction of a covariance), so a test value off that constant gets a huge negative "
+                   "log-density. Errors are unaffected; the results JSON keeps the figure as computed.")
+CSV_DIGITS = 6
+"""Significant digits of the figures in CSV output: errors are measured on at most tens of thousands of instances."""
 LEGEND = f"{HIGHLIGHTING}; n/a: cell not run (reason below)."
 
 
@@ -33,10 +43,24 @@ def gap(value) -> str:
 
 
 def loglik(value) -> str:
-    """A mean log-likelihood: 2 decimals, or scientific notation from 10^4 on; '–' for None."""
+    """A mean log-likelihood: 2 decimals, or scientific notation from 10^4 on; '–' for None; marked with
+    ``DEGENERATE_MARK`` below ``DEGENERATE_LOGLIK`` (see ``DEGENERATE_NOTE``)."""
     if value is None:
         return "–"
-    return f"{value:.2f}" if abs(value) < 1e4 else f"{value:.2e}"
+    text = f"{value:.2f}" if abs(value) < 1e4 else f"{value:.2e}"
+    return text + DEGENERATE_MARK if degenerate_loglik(value) else text
+
+
+def degenerate_loglik(value) -> bool:
+    """Whether a mean test log-likelihood is below ``DEGENERATE_LOGLIK`` (a variance at its floor)."""
+    return value is not None and value < DEGENERATE_LOGLIK
+
+
+def csv_number(value) -> str:
+    """A figure for CSV: integers as they are, other numbers to ``CSV_DIGITS`` significant digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{float(value):.{CSV_DIGITS}g}"
 
 
 def markdown_row(cells: list[str]) -> str:

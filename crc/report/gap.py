@@ -1,9 +1,44 @@
-"""Tables of the CRC - RC test gap at the last round (tables IV to X, XII)."""
+"""Tables of the CRC - RC test gap at the last round (tables IV to X, XII) and their figures.
+
+A gap table's figure puts the gap on the y axis, one line per data set, and on
+the x axis what its columns change: the number of peers (table IX, X), the
+local size (VIII), the period of a dynamic network (XII, categorical: static
+first), or else the graph density (IV to VII), read from the column keys the
+experiment grids write (``n20``, ``mv20``, ``period8``; topology names).
+"""
 
 from __future__ import annotations
 
-from crc.report.plots import gap_density_figure
+import math
+import re
+
+from crc.report.plots import gap_figure
 from crc.report.table_kind import Plot, TableKind
+
+AXIS_KEY = re.compile(r"^(?P<quantity>[a-z_]+?)(?P<value>\d+|inf)$")
+AXES = {
+    "n": ("gap-nodes", "number of peers n (log scale)"),
+    "mv": ("gap-local-size", "local size m_v: training instances per peer (log scale)"),
+    "period": ("gap-period", "period δ of the dynamic network: rounds between two draws of the graph"),
+}
+"""Column-key quantity -> (figure name, x label)."""
+
+
+def column_axis(table: dict) -> tuple[str, list[float]] | None:
+    """(quantity, value per column) when every column key is one quantity of ``AXES`` and a number (or 'inf')."""
+    matches = [AXIS_KEY.match(column["key"]) for column in table["columns"]]
+    if not all(matches) or len({m["quantity"] for m in matches}) != 1 or matches[0]["quantity"] not in AXES:
+        return None
+    return matches[0]["quantity"], [math.inf if m["value"] == "inf" else int(m["value"]) for m in matches]
+
+
+def finished(table: dict):
+    """(data set, column index, column, cell) of every finished cell, row by row."""
+    for row in table["rows"]:
+        for index, column in enumerate(table["columns"]):
+            cell = row["cells"].get(column["key"], {})
+            if "value" in cell:
+                yield row["data"], index, column, cell
 
 
 def density_series(table: dict) -> dict[str, list[tuple[float, float]]]:
@@ -14,6 +49,10 @@ def density_series(table: dict) -> dict[str, list[tuple[float, float]]]:
         if len({point[0] for point in points}) > 1:
             series[row["data"]] = points
     return series
+
+
+def _tick_label(header: str) -> str:
+    return header.replace(" (", "\n(")
 
 
 class GapKind(TableKind):
@@ -33,9 +72,60 @@ class GapKind(TableKind):
         return summary
 
     def plots(self, table: dict) -> list[Plot]:
-        """The test gap against graph density, when the columns change the density (tables over topologies)."""
-        series = density_series(table)
-        if not series:
+        """The test gap against what the columns change: n, m_v, the period, else the graph density, else the column."""
+        if not any(True for _ in finished(table)):
             return []
         title = f"{table['table']}: {table['title']}"
-        return [Plot("gap-density", lambda path: gap_density_figure(series, path, title=title))]
+        axis = column_axis(table)
+        if axis is not None:
+            quantity, values = axis
+            name, xlabel = AXES[quantity]
+            if any(math.isinf(v) for v in values):
+                return [self._categorical(table, name, xlabel, title)]
+            series = {}
+            for data, index, _, cell in finished(table):
+                series.setdefault(data, []).append((values[index], cell["value"]))
+            ticks = [(value, _tick_label(column["header"])) for value, column in zip(values, table["columns"])]
+            return [Plot(name, lambda path: gap_figure(series, path, title=title, xlabel=xlabel, xscale="log", ticks=ticks))]
+        if density_series(table):
+            return [self._density(table, title)]
+        return [self._categorical(table, "gap", "column", title)]
+
+    def _categorical(self, table: dict, name: str, xlabel: str, title: str) -> Plot:
+        """The columns in their order, evenly spaced (a static network, ∞, first)."""
+        series = {}
+        for data, index, _, cell in finished(table):
+            series.setdefault(data, []).append((index, cell["value"]))
+        ticks = [(index, "static (∞)" if column["header"] == "∞" else _tick_label(column["header"]))
+                 for index, column in enumerate(table["columns"])]
+        return Plot(name, lambda path: gap_figure(series, path, title=title, xlabel=xlabel, ticks=ticks))
+
+    def _density(self, table: dict, title: str) -> Plot:
+        """Gap by topology, the columns evenly spaced in order of graph density, which the ticks give. A column as
+        dense as an earlier one (table IV's chain, as sparse as a tree) is not on the line: it gets its own slot to the
+        left of the line and a hollow marker, so that neither hides the other."""
+        columns = table["columns"]
+        density_of = {}
+        for _, index, _, cell in finished(table):
+            if "density" in cell:
+                density_of.setdefault(index, cell["density"])
+        first_at = {}
+        for index in sorted(density_of):
+            first_at.setdefault(density_of[index], index)
+        twins = [index for index in sorted(density_of) if first_at[density_of[index]] != index]
+        on_line = sorted(first_at.values(), key=lambda index: (density_of[index], index))
+        slot = {index: position for position, index in enumerate(twins + on_line)}
+        series, extras = {}, {}
+        for data, index, column, cell in finished(table):
+            if index not in slot:
+                continue
+            if index in twins:
+                owner = columns[first_at[density_of[index]]]["header"]
+                label = f"{column['header']} (as dense as {owner}: not on the line)"
+                extras.setdefault(label, {})[data] = (slot[index], cell["value"])
+            else:
+                series.setdefault(data, []).append((slot[index], cell["value"]))
+        ticks = [(slot[index], f"{columns[index]['header']}\n{density_of[index]:.3f}") for index in twins + on_line]
+        xlabel = "topology, and its graph density (edges / possible edges)"
+        return Plot("gap-density", lambda path: gap_figure(series, path, title=title, xlabel=xlabel, ticks=ticks,
+                                                           extras=extras))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from crc.report.format import number
-from crc.report.table_kind import TableKind
+from crc.report.plots import gap_figure
+from crc.report.table_kind import Plot, TableKind
 
 PAPER_REFERENCE_SIZE = 10240
 """The training size of the paper's reference RC."""
@@ -42,3 +43,19 @@ class LearningCurveKind(TableKind):
 
     def extra_paper(self) -> list[str]:
         return [str(PAPER_REFERENCE_SIZE)]
+
+    def plots(self, table: dict) -> list[Plot]:
+        """RC's test gap to the reference against the training size m (log scale), one line per data set."""
+        series, sizes = {}, {}
+        for row in table["rows"]:
+            for column in table["columns"]:
+                cell = row["cells"].get(column["key"], {})
+                if column["key"] != self.reference and "value" in cell and "train_size" in cell:
+                    series.setdefault(row["data"], []).append((cell["train_size"], cell["value"]))
+                    sizes[cell["train_size"]] = column["header"]
+        if not series:
+            return []
+        title = f"{table['table']}: {table['title']}"
+        ticks = sorted(sizes.items())
+        return [Plot("gap-size", lambda path: gap_figure(series, path, title=title, ylabel="test gap RC(m) − RC(reference)",
+                                                         xlabel="training size m (log scale)", xscale="log", ticks=ticks))]

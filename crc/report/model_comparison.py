@@ -3,8 +3,9 @@ mixture-of-nodes baseline, one Markdown line per (data set, model)."""
 
 from __future__ import annotations
 
-from crc.report.format import HIGHLIGHTING, gap, heading, loglik, markdown_row, number
-from crc.report.table_kind import TableKind
+from crc.report.format import DEGENERATE_NOTE, HIGHLIGHTING, degenerate_loglik, gap, heading, loglik, markdown_row, number
+from crc.report.plots import circuits_figure
+from crc.report.table_kind import Plot, TableKind
 
 METHODS = ("ml", "rc", "crc", "mixture_of_nodes")
 MODEL_FIELDS = (("ML error", "ml_test_error"), ("RC error", "rc_test_error"), ("CRC error", "crc_test_error"),
@@ -46,9 +47,29 @@ class ModelComparisonKind(TableKind):
                 lines.append(markdown_row([row["data"], column["header"]] + figures))
             verdicts.append(_circuit_verdict(table, row))
         lines += ["", f"{HIGHLIGHTING}. Log-likelihoods: mean log p(x, y) per test instance, "
-                  "continuous features standardized; CRC's is the mean over peers.", "", "Circuits against naive Bayes "
-                  "(CRC test error at round 64):", ""] + [f"- {verdict}" for verdict in verdicts if verdict]
+                  "continuous features standardized; CRC's is the mean over peers."]
+        if any(degenerate_loglik(cell.get(key)) for row in table["rows"] for cell in row["cells"].values()
+               for _, key in MODEL_FIELDS[4:]):
+            lines += ["", DEGENERATE_NOTE]
+        lines += ["", "Circuits against naive Bayes (CRC test error at round 64):", ""] + [f"- {v}" for v in verdicts if v]
         return "\n".join(lines) + "\n"
+
+    def plots(self, table: dict) -> list[Plot]:
+        """Per data set, every model's test error under ML, RC and CRC (the gap: the line from RC to CRC)."""
+        panels = {}
+        for row in table["rows"]:
+            models = []
+            for column in table["columns"]:
+                cell = row["cells"].get(column["key"], {})
+                errors = {method: cell[f"{method}_test_error"] for method in ("ml", "rc", "crc") if f"{method}_test_error" in cell}
+                if errors:
+                    models.append((column["header"].replace("region graph", "RG"), errors))
+            if models:
+                panels[row["data"]] = models
+        if not panels:
+            return []
+        title = f"{table['table']}: test error of each model under ML, RC and CRC (round 64)"
+        return [Plot("errors", lambda path: circuits_figure(panels, path, title=title))]
 
 
 def _circuit_verdict(table: dict, row: dict) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crc.report.format import LEGEND, gap, heading, markdown_row, number
+from crc.report.format import LEGEND, csv_number, gap, heading, markdown_row, number
 
 PAPER_DATASET = "letter"
 """The one data set the paper shares with the bundled ones: its published figures (``paper_letter``) are shown beside it."""
@@ -27,10 +27,11 @@ CSV_HEADER = ("table", "data", "column", "header", "field", "value", "paper_lett
 
 @dataclass(frozen=True)
 class Plot:
-    """A figure a table offers: written to ``<table>-<name>.png`` by ``draw(path)`` (matplotlib is imported only then)."""
+    """A figure a table offers: ``draw(path)`` writes ``<table>-<name>.png`` and the PDF beside it and returns both
+    paths (matplotlib is imported only then)."""
 
     name: str
-    draw: Callable[[Path], None]
+    draw: Callable[[Path], list[Path]]
 
 
 class TableKind:
@@ -116,7 +117,8 @@ class TableKind:
         return text + self.extra_cells(row)
 
     def csv(self, table: dict) -> str:
-        """One line per (data set, column, figure) with ``CSV_HEADER``; a cell not run has one ``status`` line."""
+        """One line per (data set, column, figure) with ``CSV_HEADER``; a cell not run has one ``status`` line.
+        Figures have ``CSV_DIGITS`` significant digits (``crc.report.format.csv_number``)."""
         stream = io.StringIO()
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(CSV_HEADER)
@@ -129,5 +131,5 @@ class TableKind:
                     continue
                 paper = column["paper_letter"] if row["data"] == PAPER_DATASET else ()
                 for field, value, figure in self.csv_fields(cell, paper):
-                    writer.writerow(where + [field, repr(float(value)), figure])
+                    writer.writerow(where + [field, csv_number(value), figure])
         return stream.getvalue()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from crc.report.format import HIGHLIGHTING, gap, markdown_row, number
+from crc.report.format import HIGHLIGHTING, csv_number, gap, markdown_row, number
 from crc.report.kinds import kind_of
 
 
@@ -42,9 +42,11 @@ def runs_markdown(runs: list[dict]) -> str:
 
 
 def runs_csv(runs: list[dict]) -> str:
+    """Simulation (or launch) results, one CSV line each; figures to ``CSV_DIGITS`` significant digits."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow([h.lower().replace(" ", "_") for h in RUN_HEADERS])
     for results in runs:
-        writer.writerow(_run_row(results))
+        writer.writerow([csv_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                         for v in _run_row(results)])
     return stream.getvalue()

@@ -1,4 +1,8 @@
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -8,6 +12,7 @@ from crc.core.data import read_csv
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model
 from crc.core.schema import Schema
+from crc.nodes.launcher import free_ports
 
 
 def run(*args):
@@ -67,7 +72,7 @@ def test_predict_writes_probabilities_and_reports_accuracy(deployment, tmp_path)
     schema = Schema.load(deployment / "schema.json")
     model = make_model("nb", schema)
     TrainedModel(schema, "nb", model.uniform(100.0)).save(tmp_path / "uniform.json")
-    result = run("predict", "--model", tmp_path / "uniform.json", "--data", deployment / "test.csv")
+    result = run("predict", "--model-file", tmp_path / "uniform.json", "--data", deployment / "test.csv")
     assert result.exit_code == 0, result.output
     header, *rows = result.stdout.splitlines()
     assert header.split(",") == ["prediction"] + [f"p({c})" for c in schema.classes] and len(rows) == 200
@@ -80,9 +85,109 @@ def test_predict_rejects_a_damaged_model_file(deployment, tmp_path):
     obj = TrainedModel(schema, "nb", make_model("nb", schema).uniform(100.0)).to_json()
     obj["statistics"] = obj["statistics"][:-1]
     (tmp_path / "bad.json").write_text(json.dumps(obj))
-    result = run("predict", "--model", tmp_path / "bad.json", "--data", deployment / "test.csv")
+    result = run("predict", "--model-file", tmp_path / "bad.json", "--data", deployment / "test.csv")
     assert result.exit_code == 1 and "statistics must be" in result.output
     obj["statistics"] = [float("nan")] * len(obj["statistics"])
     (tmp_path / "nan.json").write_text(json.dumps(obj).replace("NaN", "null"))
-    result = run("predict", "--model", tmp_path / "nan.json", "--data", deployment / "test.csv")
+    result = run("predict", "--model-file", tmp_path / "nan.json", "--data", deployment / "test.csv")
     assert result.exit_code == 1 and "list of finite numbers" in result.output
+
+
+@pytest.fixture
+def uniform_model(deployment, tmp_path):
+    schema = Schema.load(deployment / "schema.json")
+    path = tmp_path / "uniform.json"
+    TrainedModel(schema, "nb", make_model("nb", schema).uniform(100.0)).save(path)
+    return path
+
+
+def test_predict_refuses_labels_that_are_not_the_models_classes(deployment, uniform_model):
+    lines = (deployment / "test.csv").read_text().splitlines()
+    lines[3] = lines[3].rsplit(",", 1)[0] + ",martian"
+    (deployment / "odd.csv").write_text("\n".join(lines) + "\n")
+    result = run("predict", "--model-file", uniform_model, "--data", deployment / "odd.csv")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{deployment / 'odd.csv'}: data row 3: label 'martian' in column 'class' is not a class of the model" in result.output
+    assert "accuracy" not in result.output
+
+
+def test_predict_leaves_missing_labels_out_of_the_accuracy_and_checks_an_explicit_label_column(deployment, uniform_model):
+    lines = (deployment / "test.csv").read_text().splitlines()
+    lines[1] = lines[1].rsplit(",", 1)[0] + ","
+    (deployment / "gap.csv").write_text("\n".join(lines) + "\n")
+    result = run("predict", "--model-file", uniform_model, "--data", deployment / "gap.csv")
+    assert result.exit_code == 0, result.output
+    assert "on 199 instances" in result.stderr and "(1 without a label left out)" in result.stderr
+    missing = run("predict", "--model-file", uniform_model, "--data", deployment / "test.csv", "--label", "kind")
+    assert missing.exit_code == 1 and "no label column 'kind'" in missing.output
+
+
+def test_predict_model_is_a_deprecated_hidden_alias_of_model_file(deployment, uniform_model):
+    result = run("predict", "--model", uniform_model, "--data", deployment / "test.csv")
+    assert result.exit_code == 0, result.output
+    assert "--model is deprecated: use --model-file" in result.stderr
+    assert "--model-file" in run("predict", "--help").stdout and "--model " not in run("predict", "--help").stdout
+    assert "Missing option '--model-file'" in run("predict", "--data", deployment / "test.csv").output
+
+
+@pytest.mark.parametrize("flag, address, message", [
+    ("--peers", "tcp://127.0.0.1:99999", "the port must be a number from 1 to 65535, got '99999'"),
+    ("--peers", "tcp://127.0.0.1:0", "the port must be a number from 1 to 65535"),
+    ("--peers", "tcp://no.such.host.invalid:7000", "cannot resolve host 'no.such.host.invalid'"),
+    ("--peers", "127.0.0.1:7001", "must start with tcp://"),
+    ("--peers", "udp://127.0.0.1:7001", "must start with tcp:// (got udp://)"),
+    ("--peers", "tcp://127.0.0.1", "give a host and a port"),
+    ("--bind", "127.0.0.1:7000", "must start with tcp://"),
+    ("--bind", "tcp://*:7000", "a peer is named by its bind address"),
+    ("--bind", "tcp://[::1]:7000", "IPv6 addresses are not supported"),
+    ("--bind", "tcp://127.0.0.1:http", "the port must be a number"),
+])
+def test_node_checks_its_addresses_before_anything_else(deployment, flag, address, message):
+    args = [str(a) for a in node_args(deployment, deployment / "node-0.csv")]
+    args[args.index(flag) + 1] = address
+    result = run(*args)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"Error: {flag} {address!r}: {message}" in result.output
+    assert not (deployment / "m.json").exists()
+
+
+def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(deployment):
+    bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
+    result = run("node", "--bind", bind, "--peers", silent, "--data", deployment / "node-0.csv",
+                 "--schema", deployment / "schema.json", "--out", deployment / "alone.json", "--rounds", "2",
+                 "--timeout", "0.1", "--first-round-timeout", "0.1", "--log-level", "warning")
+    assert result.exit_code == 3, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert errors == [f"Error: no statistics from any of the 1 neighbour(s) in 2 rounds (0 message(s) rejected): this "
+                      f"peer trained alone; its model is written to {deployment / 'alone.json'} all the same"]
+    assert (deployment / "alone.json").exists()
+    alone = run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", deployment / "schema.json",
+                "--out", deployment / "solo.json", "--rounds", "2")  # no neighbours configured: nothing to miss
+    assert alone.exit_code == 0, alone.output
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_a_stopped_peer_says_whether_it_wrote_a_checkpoint(deployment, tmp_path, checkpoint):
+    bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
+    command = [sys.executable, "-m", "crc", "node", "--bind", bind, "--peers", silent, "--data", str(deployment / "node-0.csv"),
+               "--schema", str(deployment / "schema.json"), "--out", str(tmp_path / "m.json"), "--first-round-timeout", "60"]
+    if checkpoint:
+        command += ["--checkpoint", str(tmp_path / "ckpt")]
+    with subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True) as peer:
+        try:
+            deadline = time.monotonic() + 30
+            line = ""
+            while "listening on" not in line:  # the peer is in its first round's wait
+                assert time.monotonic() < deadline
+                line = peer.stderr.readline()
+            peer.send_signal(signal.SIGINT)
+            log = peer.stderr.read()
+            assert peer.wait(timeout=30) == 130
+        finally:
+            if peer.poll() is None:
+                peer.kill()
+    if checkpoint:
+        assert f"stopped at round 0; checkpoint written to {tmp_path / 'ckpt'}" in log
+    else:
+        assert "stopped at round 0; no checkpoint (no checkpoint directory): a restart begins at round 0" in log
+        assert "checkpoint written" not in log

@@ -103,10 +103,49 @@ def test_each_kind_offers_its_own_plots(tmp_path):
         return table(GAP, topologies, [("magic", cells)])
 
     spread, flat = gaps(0.04, 0.05), gaps(0.04, 0.04)
-    assert [p.name for p in GAP.plots(spread)] == ["gap-density"] and GAP.plots(flat) == []
+    assert [p.name for p in GAP.plots(spread)] == ["gap-density"]
+    assert [p.name for p in GAP.plots(flat)] == ["gap"]  # nothing to put on an x axis: the columns in their order
     assert MODEL_COMPARISON.plots(table(MODEL_COMPARISON, [("nb", "NB", ())], [("magic", {"nb": {"value": 0.0}})])) == []
+    with_errors = {"value": 0.01, "ml_test_error": 0.3, "rc_test_error": 0.2, "crc_test_error": 0.21}
+    (errors,) = MODEL_COMPARISON.plots(table(MODEL_COMPARISON, [("nb", "NB", ())], [("magic", {"nb": with_errors})]))
+    assert errors.name == "errors"
+
+
+@pytest.mark.parametrize("keys, name", [
+    (("n20", "n40"), "gap-nodes"), (("mv20", "mv40"), "gap-local-size"), (("periodinf", "period8"), "gap-period"),
+    (("tree", "chain", "tree+10"), "gap-density"),
+])
+def test_a_gap_tables_figure_puts_what_its_columns_change_on_the_x_axis(tmp_path, keys, name):
+    densities = {"tree": 0.04, "chain": 0.04, "tree+10": 0.05}
+    cells = {key: {"value": 0.01 * index, "density": densities.get(key, 0.1)} for index, key in enumerate(keys)}
+    (plot,) = GAP.plots(table(GAP, [(key, key, ()) for key in keys], [("magic", cells), ("letter", {k: {"skip": "x"} for k in keys})]))
+    assert plot.name == name
+    written = plot.draw(tmp_path / f"{name}.png")
+    assert [path.name for path in written] == [f"{name}.png", f"{name}.pdf"]
+    assert written[0].read_bytes().startswith(PNG_SIGNATURE) and written[1].read_bytes().startswith(b"%PDF")
+
+
+def test_a_table_without_finished_cells_offers_no_figure():
+    assert GAP.plots(table(GAP, [("n20", "n=20", ())], [("magic", {"n20": {"pending": True}})])) == []
+    assert LEARNING_CURVE.plots(table(LEARNING_CURVE, [("m20", "20", ())], [("magic", {"m20": {"skip": "x"}})])) == []
 
 
 def test_a_table_of_an_unknown_kind_is_refused_by_name():
     with pytest.raises(CRCError, match="table9: unknown kind 'bars'; known: gap, convergence"):
         kind_of({"table": "table9", "kind": "bars"})
+
+
+def test_a_degenerate_log_likelihood_is_marked_and_explained_in_the_model_table():
+    cell = {"value": 0.01, "ml_test_error": 0.3, "rc_test_error": 0.2, "crc_test_error": 0.21,
+            "ml_test_loglik": -20.0, "rc_test_loglik": -21.0, "crc_test_loglik": -22.0, "mixture_of_nodes_test_loglik": -1.6e5}
+    text = table_markdown(table(MODEL_COMPARISON, [("nb", "NB", ())], [("magic", {"nb": cell})], "circuits"))
+    assert "| -20.00 | -21.00 | -22.00 | -1.60e+05† |" in text
+    assert "† log-likelihood below -1000 per instance" in text
+    cell["mixture_of_nodes_test_loglik"] = -30.0
+    assert "†" not in table_markdown(table(MODEL_COMPARISON, [("nb", "NB", ())], [("magic", {"nb": cell})], "circuits"))
+
+
+def test_table_csv_rounds_to_six_significant_digits():
+    grid = table(GAP, [("tree", "tree", (0.46,))], [("letter", {"tree": {"value": 0.07986000000000001, "density": 0.04}})])
+    rows = list(csv.DictReader(io.StringIO(table_csv(grid))))
+    assert [(r["field"], r["value"], r["paper_letter"]) for r in rows] == [("value", "0.07986", "0.46"), ("density", "0.04", "")]

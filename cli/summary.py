@@ -1,0 +1,63 @@
+"""The human summary of a results JSON: one printer for ``crc simulate`` and ``crc launch`` (which adds its network)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import click
+
+from crc.cli.output import tiny_test_set_warning, warn
+from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
+
+ROWS = (("ML", "ml"), ("RC", "rc"), ("CRC", "crc"), ("mixture of nodes", "mixture_of_nodes"))
+
+
+def summary_lines(results: dict) -> list[str]:
+    """The summary of a run (simulator or real peers), line by line."""
+    cfg, network = results["config"], results.get("network")
+    sizes = results["local_sizes"]
+    per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
+    dynamic = f", redrawn every {cfg['period']} rounds" if cfg.get("period") else ""
+    peers = "real peers on 127.0.0.1" if network else "peers"
+    repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
+    lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} instances "
+             f"each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
+    if network:
+        lines.append(f"{network['finished']} of {cfg['nodes']} peers finished in {network['wall_s']:.1f} s")
+    lines.append(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>15}")
+    marked = False
+    for title, name in ROWS:
+        if name not in results:
+            continue
+        row = results[name]
+        value = row.get("test_loglik")
+        mark = degenerate_loglik(value)
+        marked |= mark
+        text = "–" if value is None else f"{value:.5g}" + (f" {DEGENERATE_MARK}" if mark else "  ")
+        lines.append(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{text:>15}")
+    lines.append(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
+    lines.append(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
+    ev = results["evaluation"]
+    if ev["sampled"]:
+        lines.append(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")
+    if network:
+        net = network
+        lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message, "
+                     f"payload {net['payload_bytes']}), rejected {net['rejected']}, missing {net['missing']}, "
+                     f"round p50 {net['round_ms_p50']:.1f} ms, p99 {net['round_ms_p99']:.1f} ms")
+    if marked:
+        lines.extend(textwrap.wrap(DEGENERATE_NOTE, width=100))
+    return lines
+
+
+def print_summary(results: dict) -> None:
+    """Print the summary on standard output."""
+    for line in summary_lines(results):
+        click.echo(line)
+
+
+def warn_tiny_test_set(results: dict) -> None:
+    """Warn (standard error) when the run was tested on too few instances for its test error to mean much."""
+    message = tiny_test_set_warning(results["evaluation"]["test_instances"])
+    if message:
+        warn(message)

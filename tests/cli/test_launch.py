@@ -1,0 +1,122 @@
+"""``crc launch`` as a user meets it: its summary and JSON, its figures, its progress, and Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from crc.cli.launch import _RoundsDone
+from crc.cli.main import main
+from crc.nodes import checkpoint
+
+SMALL = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300"]
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_launch_json_does_not_name_a_removed_work_directory_and_draws_the_peers(tmp_path):
+    result = run("launch", *SMALL, "--json", "--out", tmp_path / "run.json", "--plots", tmp_path / "figs")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert "workdir" not in results["network"] and results["network"]["finished"] == 3
+    assert json.loads((tmp_path / "run.json").read_text()) == results
+    for name in ("launch-peers.png", "launch-peers.pdf"):
+        assert (tmp_path / "figs" / name).stat().st_size > 0
+    kept = run("launch", *SMALL, "--workdir", tmp_path / "work")
+    assert kept.exit_code == 0, kept.output
+    lines = kept.stdout.splitlines()
+    assert lines[0].startswith("twonorm: nb on a tree of 3 real peers on 127.0.0.1")
+    assert lines[1].startswith("3 of 3 peers finished in") and lines[-1].startswith("network: ")
+    assert (tmp_path / "work" / "model-0.json").exists()
+
+
+def test_progress_counts_the_rounds_in_the_peers_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.setattr("crc.cli.launch.CHECKPOINT_POLL_S", 0.0)
+    rounds_done = _RoundsDone(tmp_path, 3)
+    assert rounds_done() == 0
+    for index, round_ in ((0, 5), (2, 7)):
+        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=round_, stats=[0.0], metrics={})
+    assert rounds_done() == 12
+    (tmp_path / "checkpoint-2" / checkpoint.FILE_NAME).write_text("{broken")  # unreadable for a moment: keep 7
+    assert rounds_done() == 12
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below ``pid``, read from /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_launch_reaps_every_peer_and_exits_128_plus_the_signal(tmp_path, signum, status):
+    work = tmp_path / "work"
+    command = [sys.executable, "-m", "crc", "launch", "--data", "twonorm", "--nodes", "3", "--local-size", "20",
+               "--rounds", "100000", "--test-size", "300", "--workdir", str(work)]
+    with subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as launch:
+        peers = set()
+        try:
+            deadline = time.monotonic() + 60
+            while not all((checkpoint.completed_round(work / f"checkpoint-{i}") or 0) >= 2 for i in range(3)):
+                assert time.monotonic() < deadline and launch.poll() is None, launch.stderr.read() if launch.poll() else ""
+                time.sleep(0.05)
+            peers = descendants(launch.pid)
+            assert len(peers) >= 3
+            launch.send_signal(signum)  # to the launcher alone, not to its peers: it must stop them itself
+            out, err = launch.communicate(timeout=30)
+        finally:
+            if launch.poll() is None:
+                launch.kill()
+        assert launch.returncode == status, err
+        assert "Interrupted: every peer was stopped." in err and "Traceback" not in err
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in peers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in peers if alive(pid)]
+    assert os.path.isdir(work)  # a --workdir is the user's: kept
+
+
+def test_a_failed_launch_keeps_the_temporary_directory_its_error_names(monkeypatch):
+    from crc.core.errors import CRCError
+
+    seen = {}
+
+    def no_peer_finished(config, directory, **kwargs):
+        seen["directory"] = Path(directory)
+        (Path(directory) / "node-0.log").write_text("peer 0 crashed\n")
+        raise CRCError(f"no peer finished; see the logs in {directory}")
+
+    monkeypatch.setattr("crc.cli.launch.run_launch", no_peer_finished)
+    result = run("launch", *SMALL)
+    assert result.exit_code == 1 and f"see the logs in {seen['directory']}" in result.output
+    assert (seen["directory"] / "node-0.log").exists()
+    (seen["directory"] / "node-0.log").unlink()
+    seen["directory"].rmdir()

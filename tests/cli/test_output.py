@@ -1,0 +1,181 @@
+"""What the commands say besides their results: help texts, verbosity, warnings, progress, the shared summary, files."""
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from crc.cli import output
+from crc.cli.main import COMMANDS, main
+from crc.cli.output import Progress
+from crc.cli.summary import summary_lines
+from crc.report.format import DEGENERATE_LOGLIK
+
+SMALL = ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds", "4"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def commands():
+    ctx = click.Context(main)
+    return {name: main.get_command(ctx, name) for name in COMMANDS}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_option_of_every_command_has_a_help_text(name):
+    undocumented = [param.opts for param in commands()[name].params
+                    if isinstance(param, click.Option) and not param.hidden and not param.help]
+    assert undocumented == []
+
+
+def test_the_command_list_is_not_truncated():
+    listing = run("--help").stdout.split("Commands:")[1]
+    assert "..." not in listing
+    assert all(name in listing for name in COMMANDS)
+    for option in ("-v, --verbose", "-q, --quiet"):
+        assert option in run("--help").stdout
+
+
+def test_quiet_hides_warnings_and_verbose_adds_timings():
+    quiet = run("-q", "simulate", *SMALL, "--test-size", "5")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    loud = run("simulate", *SMALL, "--test-size", "5")
+    assert loud.stderr.count("Warning: the test set has only 5 instances (< 30)") == 1
+    verbose = run("-v", "simulate", *SMALL)
+    assert "s of it in the rounds" in verbose.stderr
+
+
+@pytest.mark.parametrize("command", [["simulate", *SMALL], ["split", "--data", "twonorm", "--nodes", "2", "--local-size", "5"]])
+def test_a_tiny_test_set_is_warned_about_once(tmp_path, command):
+    if command[0] == "split":
+        command = [*command, "--out", tmp_path]
+    result = run(*command, "--test-size", "1")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning")]
+    assert warnings == ["Warning: the test set has only 1 instance (< 30): errors move in steps of 1/1 = 1; use "
+                        "--test-size 0.25 (a fraction) or a count of a few hundred"]
+    json_too = run(*command, "--test-size", "0.003", *(["--json"] if command[0] == "simulate" else []))
+    assert "Warning: the test set has only 22 instances" in json_too.stderr  # a fraction: 0.003 of twonorm's 7400
+
+
+def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_json():
+    args = ["--data", "optdigits", "--nodes", "10", "--local-size", "30", "--rounds", "4"]
+    result = run("simulate", *args)
+    assert result.exit_code == 0, result.output
+    ml = next(line for line in result.stdout.splitlines() if line.startswith("ML "))
+    assert ml.endswith("†")
+    assert "† log-likelihood below -1000 per instance: some class-conditional variance sits at its floor" in result.stdout
+    figures = json.loads(run("simulate", *args, "--json").stdout)
+    assert figures["ml"]["test_loglik"] < DEGENERATE_LOGLIK  # as computed
+    plain = run("simulate", *SMALL)
+    assert "†" not in plain.stdout
+
+
+def fake_results(**network):
+    row = {"train_error": 0.1, "test_error": 0.2, "test_loglik": -20.0}
+    results = {"config": {"data": "twonorm", "model": "nb", "topology": "tree", "nodes": 5, "partition": "iid", "rounds": 4,
+                          "ess": 400.0, "repeats": 1, "period": None},
+               "ml": row, "rc": row, "crc": {**row, "train_std": 0.01, "test_std": 0.02}, "train_gap": 0.0, "test_gap": 0.0,
+               "local_sizes": {"min": 20, "max": 20},
+               "evaluation": {"nodes": 5, "train_instances": 100, "test_instances": 500, "sampled": False}}
+    if network:
+        results["network"] = network
+    return results
+
+
+def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
+    network = {"finished": 5, "wall_s": 1.5, "messages": 40, "bytes": 4000, "bytes_per_message": 100.0, "payload_bytes": 80,
+               "rejected": 0, "missing": 1, "round_ms_p50": 2.0, "round_ms_p99": 9.0}
+    simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**network))
+    assert simulated[0].startswith("twonorm: nb on a tree of 5 peers,") and simulated[0].endswith("1 repeat(s)")
+    assert launched[0].startswith("twonorm: nb on a tree of 5 real peers on 127.0.0.1,")
+    assert launched[1] == "5 of 5 peers finished in 1.5 s"
+    assert launched[2:-1] == simulated[1:]  # the same table, std and gap lines
+    assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+
+
+def test_out_writes_the_json_and_datasets_has_json(tmp_path):
+    result = run("simulate", *SMALL, "--out", tmp_path / "run.json")
+    assert result.exit_code == 0 and "gap CRC - RC" in result.stdout
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["nodes"] == 5
+    listed = run("datasets", "--json", "--out", tmp_path / "sets.json")
+    assert json.loads(listed.stdout) == json.loads((tmp_path / "sets.json").read_text())
+    assert {"name": "letter", "instances": 20000, "features": 16, "continuous": 16, "discrete": 0, "classes": 26} \
+        in json.loads(listed.stdout)
+
+
+def test_simulate_plots_turn_the_curve_on(tmp_path):
+    result = run("simulate", *SMALL, "--plots", tmp_path / "figs", "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["rounds"]) == 4
+    assert (tmp_path / "figs" / "convergence.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert (tmp_path / "figs" / "convergence.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_report_csv_rounds_to_six_significant_digits(tmp_path):
+    (tmp_path / "run.json").write_text(run("simulate", *SMALL, "--json").stdout)
+    lines = run("report", tmp_path / "run.json", "--format", "csv").stdout.splitlines()
+    figures = lines[1].split(",")[7:]
+    assert all(len(figure.lstrip("-").replace(".", "").lstrip("0")) <= 6 for figure in figures), figures
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_without_a_terminal_prints_a_line_every_ten_percent_or_five_seconds():
+    clock, lines = Clock(), []
+
+    @click.command()
+    def work():
+        bar = Progress(100, "working", "steps", terminal=False, enabled=True, clock=clock)
+        for step in range(1, 101):
+            clock.now += 0.5 if step <= 20 else 0.01  # slow start: 5 s lines; then 10 % steps but at most one a second
+            bar.update(step)
+
+    result = CliRunner().invoke(work, [])
+    lines = result.stderr.splitlines()
+    assert lines[0] == "working: 10% (10/100 steps, 5.0 s, about 45 s left)"
+    assert lines[1].startswith("working: 20% (20/100 steps, 10 s")
+    assert lines[-1] == "working: 100% (100/100 steps, 11 s)"
+    assert len(lines) == 3
+
+
+def test_progress_leaves_set_up_phases_out_of_the_rate():
+    clock = Clock()
+    bar = Progress(20, "simulating", "rounds", phases=2, terminal=False, enabled=False, clock=clock)
+    bar.phase("repeat 1/2: set-up")
+    clock.now = 20.0  # a slow set-up
+    bar.update(1)
+    for done in range(2, 11):
+        clock.now += 0.1
+        bar.update(done)
+    assert bar.eta() == pytest.approx(10 * 0.1 + 20.0)  # ten rounds at 0.1 s, and one more set-up like the first
+    bar.phase("repeat 2/2: set-up")
+    clock.now += 20.0
+    bar.update(11)
+    assert bar.eta() == pytest.approx(9 * 0.1)
+
+
+def test_verbosity_sets_a_peers_default_log_level(monkeypatch):
+    monkeypatch.setattr(output, "verbosity", lambda: 1)
+    assert output.log_level("info") == "debug" and output.log_level("warning") == "info"
+    monkeypatch.setattr(output, "verbosity", lambda: -5)
+    assert output.log_level("info") == "error"
+
+
+def test_ctrl_c_in_any_command_is_one_line_and_exit_status_130(monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("crc.cli.simulate.run_simulation", interrupted)
+    result = run("simulate", *SMALL)
+    assert result.exit_code == 130 and result.stderr.strip().endswith("Interrupted.") and "Traceback" not in result.output

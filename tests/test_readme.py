@@ -1,0 +1,170 @@
+"""Every code block of the README runs as written.
+
+* ```python blocks run in a temporary directory, each in a fresh interpreter with a time limit. The model-file
+  block reads the files the "Real peers" shell block writes, so that block runs first in the same directory.
+* ```sh blocks: every `crc ...` command line in them must parse (the click group resolves the subcommand and
+  parses its options, type conversions and checks included, without running it). Then the blocks run under
+  bash in the temporary directory (with the interpreter's own `crc` first on PATH), except the lines
+  ``NOT_RUN`` lists with the reason: installing, the test suite itself, and the paper's experiments, which
+  take minutes to hours. A block with such a line runs its other lines one at a time. The "Real peers" block
+  runs whole (its three peers talk to each other), on free ports instead of 7000-7002 so that it cannot
+  collide with anything else on the machine; `crc report results/...` reads copies of the committed tables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crc.cli.main import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+RESULTS = README.parent / "results"
+BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+NOT_RUN = {
+    "pip install": "installs the package into a new virtual environment; the tests run in an installed one",
+    "pytest": "the test suite itself",
+    "crc experiment": "the paper's experiments: minutes to hours",
+    "zsh_source": "a zsh script (bash runs this block); checked below that click generates it",
+}
+SHELL_S, PYTHON_S = 600, 180
+
+pytestmark = pytest.mark.skipif(not README.exists(), reason="needs the checkout's README.md")
+
+
+def blocks(language: str) -> list[str]:
+    return [body for lang, body in BLOCK.findall(README.read_text(encoding="utf-8")) if lang == language]
+
+
+def logical_lines(body: str) -> list[str]:
+    """The block's commands, backslash continuations joined."""
+    return [line for line in body.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def crc_commands(line: str) -> list[list[str]]:
+    """The argument lists of the `crc` commands of a shell line (comments, redirections and other commands left out)."""
+    tokens = shlex.split(line, comments=True)
+    commands, current = [], []
+    for token in tokens + [";"]:
+        if token in ("&&", "||", "|", ";", "&"):
+            if current and current[0] == "crc":
+                commands.append(current[1:])
+            current = []
+        elif current and current[-1] == ">":
+            current.pop()  # the redirection's target
+        else:
+            current.append(token)
+    return commands
+
+
+def all_crc_commands() -> list[list[str]]:
+    return [command for body in blocks("sh") for line in logical_lines(body) for command in crc_commands(line)]
+
+
+@pytest.mark.parametrize("args", all_crc_commands(), ids=lambda args: " ".join(["crc", *args])[:60])
+def test_every_crc_command_line_parses(args):
+    ctx = main.make_context("crc", list(args))
+    rest = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
+    name, command, rest = main.resolve_command(ctx, rest)
+    command.make_context(name, rest, parent=ctx)  # a click error (unknown option, bad value, missing option) fails here
+
+
+def test_the_readme_has_the_blocks_these_tests_expect():
+    assert len(all_crc_commands()) >= 8
+    assert any("crc node" in body for body in blocks("sh")) and any("load_model" in body for body in blocks("python"))
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def environment() -> dict:
+    """This interpreter's scripts (its `crc`) first on PATH."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def bash(script: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=environment(), capture_output=True, text=True,
+                          timeout=SHELL_S)
+    assert done.returncode == 0, f"{script}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """A directory with copies of the committed tables under results/, as in a checkout."""
+    directory = tmp_path_factory.mktemp("readme")
+    (directory / "results").mkdir()
+    for table in RESULTS.glob("*.json"):
+        shutil.copy(table, directory / "results" / table.name)
+    return directory
+
+
+PEERS_DONE: dict[Path, subprocess.CompletedProcess] = {}
+
+
+def run_peers_block(workspace: Path) -> subprocess.CompletedProcess:
+    """The "Real peers" block, whole, once per workspace, on free ports."""
+    if workspace not in PEERS_DONE:
+        (body,) = [body for body in blocks("sh") if "crc node" in body]
+        ports = sorted(set(re.findall(r"127\.0\.0\.1:(\d+)", body)))
+        for old, new in zip(ports, free_ports(len(ports))):
+            body = body.replace(f"127.0.0.1:{old}", f"127.0.0.1:{new}")
+        PEERS_DONE[workspace] = bash(body, workspace)
+    return PEERS_DONE[workspace]
+
+
+@pytest.mark.parametrize("index", range(len(blocks("sh"))))
+def test_every_sh_block_runs(workspace, index):
+    body = blocks("sh")[index]
+    if "crc node" in body:
+        done = run_peers_block(workspace)
+        for name in ("model-0.json", "model-1.json", "model-2.json", "predictions.csv"):
+            assert (workspace / name).exists(), done.stderr[-2000:]
+        assert "accuracy" in done.stderr
+        return
+    lines = logical_lines(body)
+    skipped = [line for line in lines if any(pattern in line for pattern in NOT_RUN)]
+    if not skipped:
+        bash(body, workspace)
+        return
+    for line in lines:
+        if line not in skipped:
+            bash(line, workspace)
+    if any("zsh_source" in line for line in skipped):
+        done = subprocess.run(["crc"], env={**environment(), "_CRC_COMPLETE": "zsh_source"}, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and "compdef" in done.stdout
+
+
+def test_the_bash_completion_script_is_what_click_generates():
+    done = subprocess.run(["crc"], env={**environment(), "_CRC_COMPLETE": "bash_source"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and "complete -o nosort -F" in done.stdout
+
+
+@pytest.mark.parametrize("index", range(len(blocks("python"))))
+def test_every_python_block_runs(workspace, index):
+    body = blocks("python")[index]
+    if "sklearn" in body:
+        pytest.importorskip("sklearn")
+    if "load_model" in body:
+        run_peers_block(workspace)
+    done = subprocess.run([sys.executable, "-c", body], cwd=workspace, env=environment(), capture_output=True, text=True,
+                          timeout=PYTHON_S)
+    assert done.returncode == 0, f"{body}\n--- stderr\n{done.stderr[-3000:]}"
