@@ -3,11 +3,16 @@
 The split, the graph, the ESS and the evaluation sample are those of the
 simulator's first repeat for the same options, so with no faults the peers'
 statistics equal the simulator's.
+
+Each peer is its own process running ``node_command``'s command line, forked by
+one spawner per launch that has imported what a peer needs (``crc.nodes.spawner``;
+a fresh process per peer where fork or pidfds are missing).
 """
 
 from __future__ import annotations
 
-import signal
+import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -23,6 +28,7 @@ from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
 from crc.nodes.peer import PeerSettings
+from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
@@ -61,18 +67,36 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--log-level", log_level]
 
 
-def _reap(processes: list[subprocess.Popen]) -> None:
+class _Process(subprocess.Popen):
+    """A peer started as a fresh process, where the spawner is not supported (no fork or no pidfds)."""
+
+    @property
+    def exited(self) -> bool:
+        return self.poll() is not None
+
+
+def _start(spawner: Spawner | None, command: list[str], log) -> _Process | Child:
+    """Start a peer with ``command``: forked by the spawner if there is one, else as a fresh process."""
+    if spawner is None:
+        return _Process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                        env={**os.environ, **SINGLE_THREADED})
+    with open(os.devnull, "r+b") as devnull:
+        return spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
+
+
+def _reap(processes: list[_Process | Child]) -> None:
     """Stop every process still running: SIGTERM, then SIGKILL after a grace period."""
     for process in processes:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+        if not process.exited:
+            process.terminate()
     deadline = time.monotonic() + REAP_GRACE_S
     for process in processes:
         try:
             process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # unkillable (stuck in the kernel): exit code unknown
+                process.wait(timeout=REAP_GRACE_S)
 
 
 def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -> float:
@@ -92,27 +116,37 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
     if config.repeats != 1:
         raise CRCError("crc launch runs one repeat")
     workdir = Path(workdir)
-    dataset = load_for(config)
-    rep = prepare_repeat(dataset, config, 0)
-    write_deployment(dataset, rep.split, workdir)
-    graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
-    addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
-    ess = ess_for(config)
-    processes = []
-    started = time.monotonic()
+    spawner, processes = None, []
     try:
+        # The spawner imports what a peer needs (once for all peers) while the deployment is prepared.
+        spawner = Spawner(ready_timeout=first_round_timeout) if supported() else None
+        dataset = load_for(config)
+        rep = prepare_repeat(dataset, config, 0)
+        write_deployment(dataset, rep.split, workdir)
+        graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
+        addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
+        ess = ess_for(config)
+        started = time.monotonic()
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level)
             with open(workdir / f"node-{index}.log", "wb") as log:
-                processes.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log))
+                processes.append(_start(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
-        while any(p.poll() is None for p in processes) and time.monotonic() < deadline:
+        while not all(p.exited for p in processes) and time.monotonic() < deadline:
             if progress is not None:
-                progress(sum(p.poll() is not None for p in processes), config.nodes)
-            time.sleep(0.1)
+                progress(sum(p.exited for p in processes), config.nodes)
+            pause = min(0.1, max(0.0, deadline - time.monotonic()))
+            if spawner is not None:
+                spawner.pump(pause)  # returns as soon as a peer's exit is reported
+            else:
+                time.sleep(pause)
     finally:
-        _reap(processes)
+        try:
+            _reap(processes)
+        finally:
+            if spawner is not None:
+                spawner.close()
     wall = time.monotonic() - started
     return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout)
 

@@ -1,7 +1,8 @@
-"""Real `crc node` processes on 127.0.0.1 for the tests: started, watched and always reaped."""
+"""Real `crc node` processes on 127.0.0.1 for the tests: started as the launcher starts them, watched and always reaped."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -15,6 +16,7 @@ from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_deployment
 from crc.nodes.launcher import free_ports, node_command
+from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for, prepare_repeat
 from crc.protocol.simulator import make_engine
@@ -35,14 +37,18 @@ def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "t
 
 
 class Network:
-    """``crc node`` processes for a deployment in ``directory``; use as a context manager (reaps on exit)."""
+    """``crc node`` processes for a deployment in ``directory``; use as a context manager (reaps on exit).
+
+    The peers are forked by a spawner, as ``crc launch`` starts them (fresh processes where it is not supported).
+    """
 
     def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float):
         """``timeout``: the peers' wait per round in seconds, the first round's too (the tests start, or hold
         back, every peer themselves: no start-up allowance)."""
         self.directory, self.graph, self.config, self.timeout = directory, graph, config, timeout
         self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
-        self.processes: dict[int, subprocess.Popen] = {}
+        self.processes: dict[int, Child | subprocess.Popen] = {}
+        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
 
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
@@ -56,9 +62,12 @@ class Network:
         return self.directory / f"node-{index}.log"
 
     def start(self, index: int) -> None:
-        with open(self.log_path(index), "ab") as log:
-            self.processes[index] = subprocess.Popen(self.command(index), stdin=subprocess.DEVNULL,
-                                                     stdout=subprocess.DEVNULL, stderr=log)
+        with open(self.log_path(index), "ab") as log, open(os.devnull, "r+b") as devnull:
+            if self.spawner is not None:
+                self.processes[index] = self.spawner.start(self.command(index), stdin=devnull, stdout=devnull, stderr=log)
+            else:
+                self.processes[index] = subprocess.Popen(self.command(index), stdin=devnull, stdout=devnull, stderr=log,
+                                                         env={**os.environ, **SINGLE_THREADED})
 
     def start_all(self, order=None, delay: float = 0.0) -> None:
         for position, index in enumerate(order if order is not None else range(self.config.nodes)):
@@ -94,8 +103,12 @@ class Network:
         return self
 
     def __exit__(self, *exc):
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)
-                process.kill()
-            process.wait(timeout=10)
+        try:
+            for process in self.processes.values():
+                if process.poll() is None:
+                    process.send_signal(signal.SIGCONT)
+                    process.kill()
+                process.wait(timeout=10)
+        finally:
+            if self.spawner is not None:
+                self.spawner.close()
