@@ -6,31 +6,41 @@ import json
 
 import click
 
-from crc.bench import engine_versus_loop, peers_run, scale_run
+from crc.bench import REPEATS, engine_versus_loop, peers_run, scale_run
 from crc.cli.model_options import with_model_options
 from crc.protocol import SimulationConfig
 
 
 @click.command()
 @click.option("--only", type=click.Choice(["engine", "scale", "peers"]), default=None, help="Run one part only.")
-@click.option("--data", default="letter", show_default=True, help="Data set of the engine-versus-loop part.")
+@click.option("--data", default="letter", show_default=True, help="Data set of the engine and peers parts.")
 @with_model_options
+@click.option("--repeats", type=click.IntRange(min=1), default=REPEATS, show_default=True,
+              help="Interleaved runs of the engine part; the best of each is reported.")
 @click.option("--scale-nodes", type=click.IntRange(min=2), default=10_000, show_default=True, help="Peers of the scale run.")
+@click.option("--scale-local-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Local instances per peer of the scale run.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
-def bench(only, data, scale_nodes, seed, **model):
+def bench(only, data, repeats, scale_nodes, scale_local_size, seed, **model):
     """Measure the CRC engine; prints JSON.
 
     engine: the default setting (50 peers x 50 instances, 64 rounds, random
-    tree) on --data, vectorized engine against a per-node Python loop.
-    scale: 'synthetic' data, --scale-nodes peers x 50 instances, 64 rounds.
+    tree) on --data: the vectorized engine beside a per-node Python loop and
+    beside the machine's floor (GFLOP/s of one 2000 x 2000 float64 matrix
+    product, on one thread and on the default BLAS threads), all interleaved in
+    one process, best of --repeats; with the run's FLOP count and GFLOP/s.
+    scale: 'synthetic' data, --scale-nodes peers x --scale-local-size
+    instances, 64 rounds: setup, rounds and sampled evaluation times, peak
+    traced memory of each, maximum resident set size.
     peers: 16 real `crc node` processes on loopback on a random tree, 64
     rounds on --data, against `crc simulate` of the same run.
     """
     report = {}
     if only in (None, "engine"):
-        report["engine"] = engine_versus_loop(SimulationConfig.from_settings(data=data, seed=seed, **model))
+        report["engine"] = engine_versus_loop(SimulationConfig.from_settings(data=data, seed=seed, **model), repeats)
     if only in (None, "scale"):
-        report["scale"] = scale_run(SimulationConfig.from_settings(data="synthetic", nodes=scale_nodes, seed=seed, **model))
+        report["scale"] = scale_run(SimulationConfig.from_settings(data="synthetic", nodes=scale_nodes, local_size=scale_local_size,
+                                                                   seed=seed, **model))
     if only in (None, "peers"):
         report["peers"] = peers_run(SimulationConfig.from_settings(data=data, nodes=16, seed=seed, **model))
     click.echo(json.dumps(report, indent=2))

@@ -1,7 +1,13 @@
-"""Benchmarks of the CRC engine (against a per-node loop, at scale) and of real peers, as JSON-ready dicts.
+"""Benchmarks of the CRC engine (against a per-node loop and the machine's matrix-product floor, at scale) and of
+real peers, as JSON-ready dicts.
 
 Layer: on top, beside ``crc.cli`` (which calls it for ``crc bench``); it may use
 every package but the command line, and nothing imports it but ``crc.cli``.
+
+Timings on a shared machine are noisy, so every comparison is made within one
+run: the figures set side by side are measured in the same process,
+interleaved (one of each in turn), and the best of ``REPEATS`` is kept, with
+the thread CPU time beside the wall time.
 """
 
 from __future__ import annotations
@@ -14,11 +20,17 @@ import tracemalloc
 import numpy as np
 
 from crc.bench.per_node_loop import per_node_crc
-from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core import metrics
+from crc.core.engine import CRCEngine, LocalData, blas_threads, default_ess, single_threaded_blas
+from crc.core.models.base import LinearFamilyModel
 from crc.nodes.launcher import launch
 from crc.protocol import SimulationConfig, simulate
-from crc.protocol.repeat import load_for, make_split
+from crc.protocol.repeat import evaluation_sample, load_for, make_split
 from crc.topologies import averaging_matrix, network_factory, random_tree_graph
+
+REPEATS = 5
+FLOOR_SIZE = 2000
+"""The floor is one (FLOOR_SIZE x FLOOR_SIZE) @ (FLOOR_SIZE x FLOOR_SIZE) float64 product."""
 
 
 def _prepared(config: SimulationConfig):
@@ -28,62 +40,154 @@ def _prepared(config: SimulationConfig):
     return split, graph, default_ess(config.train_size, config.nodes, config.lr)
 
 
-REPEATS = 3
+def _timed(run):
+    """(wall seconds, thread CPU seconds, result) of one call."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    result = run()
+    return time.perf_counter() - wall, time.thread_time() - cpu, result
 
 
-def _best_of(repeats: int, run):
-    """Shortest wall time of ``repeats`` calls of ``run`` and the last result."""
-    best = float("inf")
+BLAS_PARK_SECONDS = 0.3
+"""Pause after a multi-threaded product: OpenBLAS's idle threads spin for a while (about 2^28 cycles) before they
+sleep, and on a 2-core machine they would take the core the next timed run needs."""
+
+
+def _interleaved(repeats: int, runs: dict) -> dict:
+    """Best wall and CPU time of each of ``runs`` (name -> callable), called in turn ``repeats`` times, and its last
+    result. Each round of calls ends with a pause of BLAS_PARK_SECONDS."""
+    best = {name: [float("inf"), float("inf"), None] for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        for name, run in runs.items():
+            wall, cpu, result = _timed(run)
+            entry = best[name]
+            entry[0], entry[1], entry[2] = min(entry[0], wall), min(entry[1], cpu), result
+        time.sleep(BLAS_PARK_SECONDS)
+    return best
 
 
-def engine_versus_loop(config: SimulationConfig) -> dict:
-    """Node-rounds per second of the engine and of the per-node loop on the same run."""
+def _floor_runs(size: int) -> dict:
+    """One large float64 product, single-threaded and with the default BLAS threads (``size``^3 multiply-adds)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((size, size)), rng.standard_normal((size, size))
+
+    def single():
+        with single_threaded_blas():
+            return a @ b
+
+    return {"floor_1_thread": single, "floor_default_threads": lambda: a @ b}
+
+
+def run_flop(model, local: LocalData, mixing, rounds: int, iterations: int) -> int | None:
+    """FLOP of ``rounds`` engine rounds from the shapes, for a linear-family model (None otherwise).
+
+    Per node, round and LRC step: the scores (r x k)(k x m) and the residual
+    (r x m)(m x k) products, 2 r k m FLOP each, on the padded local size m;
+    per round, the mixing product 2 nnz(W) size. The element-wise work (theta,
+    softmax) is not counted.
+    """
+    if not isinstance(model, LinearFamilyModel):
+        return None
+    n, m, k = local.phi.shape
+    products = 2 * 2 * n * model.layout.n_classes * k * m
+    nnz = mixing.nnz if hasattr(mixing, "nnz") else int(np.count_nonzero(mixing))
+    return rounds * (iterations * products + 2 * nnz * model.size)
+
+
+def _figures(seconds: float, cpu: float, node_rounds: int, flop: int | None) -> dict:
+    return {"seconds": seconds, "cpu_seconds": cpu, "node_rounds_per_s": node_rounds / seconds,
+            "gflop_per_s": None if flop is None else flop / seconds / 1e9}
+
+
+def engine_versus_loop(config: SimulationConfig, repeats: int = REPEATS) -> dict:
+    """The engine beside the per-node loop and beside the machine's matrix-product floor, all measured in one run."""
     split, graph, ess = _prepared(config)
     local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
     node_rounds = config.nodes * config.rounds
-
     mixing = averaging_matrix(graph)
-    engine_seconds, fast = _best_of(REPEATS, lambda: CRCEngine(split.model, local, mixing, ess=ess,
-                                                                iterations=config.iters).run(config.rounds))
     local_phi = [split.phi_train[p] for p in split.parts]
     local_y = [split.y_train[p] for p in split.parts]
     neighbours = [list(graph.neighbors(v)) for v in range(config.nodes)]
-    loop_seconds, slow = _best_of(REPEATS, lambda: per_node_crc(split.model, local_phi, local_y, neighbours, ess=ess,
-                                                                rounds=config.rounds, iterations=config.iters))
+    runs = {  # the floor last, so that BLAS threads park before the next engine run
+        "engine": lambda: CRCEngine(split.model, local, mixing, ess=ess, iterations=config.iters).run(config.rounds),
+        "loop": lambda: per_node_crc(split.model, local_phi, local_y, neighbours, ess=ess, rounds=config.rounds,
+                                     iterations=config.iters),
+        **_floor_runs(FLOOR_SIZE),
+    }
+    best = _interleaved(repeats, runs)
+    flop = run_flop(split.model, local, mixing, config.rounds, config.iters)
+    floor_flop = 2 * FLOOR_SIZE**3
+    floor_1, floor_default = (floor_flop / best[name][0] / 1e9 for name in ("floor_1_thread", "floor_default_threads"))
+    engine = _figures(best["engine"][0], best["engine"][1], node_rounds, flop)
+    loop = _figures(best["loop"][0], best["loop"][1], node_rounds, flop)
+    fast, slow = best["engine"][2], best["loop"][2]
+    gflops = engine["gflop_per_s"]
     return {
-        "timing": f"best of {REPEATS} runs each, same process",
-        "data": config.data, "model": config.model, "nodes": config.nodes, "local_size": config.local_size, "rounds": config.rounds,
-        "engine_seconds": engine_seconds, "loop_seconds": loop_seconds,
-        "engine_node_rounds_per_s": node_rounds / engine_seconds,
-        "loop_node_rounds_per_s": node_rounds / loop_seconds,
-        "ratio": loop_seconds / engine_seconds,
+        "timing": f"best of {repeats}, interleaved in one process (engine, loop, floor on 1 thread, floor on the default "
+                  f"threads, a {BLAS_PARK_SECONDS} s pause); the engine's rounds run with BLAS on one thread",
+        "data": config.data, "model": config.model, "nodes": config.nodes, "local_size": config.local_size,
+        "rounds": config.rounds, "iterations": config.iters,
+        "flop_per_run": flop,
+        "flop_counted": "per node, round and LRC step 2 r k m for the scores and 2 r k m for the residual product, "
+                        "plus 2 nnz(W) size for the mixing; element-wise work not counted",
+        "engine": engine,
+        "loop": loop,
+        "floor": {"product": f"({FLOOR_SIZE} x {FLOOR_SIZE}) @ ({FLOOR_SIZE} x {FLOOR_SIZE}) float64",
+                  "gflop_per_s_1_thread": floor_1, "gflop_per_s_default_threads": floor_default,
+                  "default_threads": blas_threads()},
+        "engine_over_loop": loop["seconds"] / engine["seconds"],
+        "engine_fraction_of_floor_1_thread": None if gflops is None else gflops / floor_1,
+        "targets": {"engine_at_least_floor_1_thread_over_3": None if gflops is None else gflops >= floor_1 / 3,
+                    "engine_at_least_8x_loop": loop["seconds"] >= 8 * engine["seconds"]},
         "max_relative_difference": float(np.max(np.abs(fast - slow)) / np.max(np.abs(slow))),
     }
 
 
+def _max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def scale_run(config: SimulationConfig) -> dict:
-    """Wall time and peak traced memory of the CRC rounds alone on a large network."""
+    """Wall time and peak memory of a large network: setup (data, split, graph), the CRC rounds, and the evaluation
+    of the final statistics on the simulator's sample (``config.eval_nodes`` peers, ``config.eval_instances``
+    training and test instances)."""
+    tracemalloc.start()
+    start = time.perf_counter()
     split, graph, ess = _prepared(config)
     local = LocalData.from_parts(split.phi_train, split.y_train, split.parts)
+    nodes, train_idx, test_idx = evaluation_sample(split, config, np.random.SeedSequence(config.seed))
+    model = split.model
+    evaluation = (split.phi_train[train_idx], split.y_train[train_idx], split.phi_test[test_idx], split.y_test[test_idx])
     mixing = averaging_matrix(graph)
-    tracemalloc.start()
+    del split, graph  # the pooled feature maps and the graph object are not needed by the rounds
+    setup_seconds = time.perf_counter() - start
+    _, setup_peak = tracemalloc.get_traced_memory()
+
     tracemalloc.reset_peak()
-    start = time.perf_counter()
-    CRCEngine(split.model, local, mixing, ess=ess, iterations=config.iters).run(config.rounds)
-    seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
+    engine = CRCEngine(model, local, mixing, ess=ess, iterations=config.iters)
+    wall, cpu, stats = _timed(lambda: engine.run(config.rounds))
+    _, rounds_peak = tracemalloc.get_traced_memory()
+
+    tracemalloc.reset_peak()
+    phi_train, y_train, phi_test, y_test = evaluation
+    eval_wall, _, (train_error, test_error) = _timed(lambda: (metrics.node_errors(model, stats[nodes], phi_train, y_train),
+                                                              metrics.node_errors(model, stats[nodes], phi_test, y_test)))
+    current, eval_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
+    flop = run_flop(model, local, mixing, config.rounds, config.iters)
     return {
-        "data": config.data, "model": config.model, "nodes": config.nodes, "local_size": config.local_size, "rounds": config.rounds,
-        "seconds": seconds, "node_rounds_per_s": config.nodes * config.rounds / seconds,
-        "peak_traced_bytes_rounds": peak,
-        "max_rss_bytes_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "data": config.data, "model": config.model, "nodes": config.nodes, "local_size": config.local_size,
+        "rounds": config.rounds,
+        "setup_seconds": setup_seconds,
+        "seconds": wall, "cpu_seconds": cpu, "node_rounds_per_s": config.nodes * config.rounds / wall,
+        "flop_per_run": flop, "gflop_per_s": None if flop is None else flop / wall / 1e9,
+        "evaluation": {"nodes": len(nodes), "train_instances": len(train_idx), "test_instances": len(test_idx),
+                       "seconds": eval_wall, "train_error": float(train_error.mean()), "test_error": float(test_error.mean())},
         "local_data_bytes": int(local.phi.nbytes + local.y.nbytes + local.mask.nbytes),
+        "peak_traced_bytes_setup": setup_peak,
+        "peak_traced_bytes_rounds": rounds_peak,
+        "peak_traced_bytes_evaluation": eval_peak,
+        "max_rss_bytes_process": _max_rss_bytes(),
+        "memory": "tracemalloc peaks per phase (numpy buffers included) and the process's maximum resident set size",
     }
 
 

@@ -2,12 +2,25 @@
 
 The engine keeps every node's statistics in one array of shape (n, size). A
 round is one sparse product with the closed-neighbourhood averaging matrix
-followed by a batched LRC step over the nodes' padded local data; there is no
-Python loop over nodes.
+followed by a batched LRC step (``crc.core.calibration.lrc``) over the nodes'
+padded local data; there is no Python loop over nodes. Large networks run the
+LRC step over blocks of nodes, so that its temporaries stay within
+``BLOCK_BYTES`` whatever the number of nodes.
+
+Thread pools: every product of a round is per node and small (r x k by k x m),
+and OpenBLAS would otherwise wake its threads for each one above its size
+threshold, which on a busy machine can stall a call for tens of milliseconds.
+A round therefore runs with BLAS limited to one thread (``single_threaded_blas``,
+through threadpoolctl); the limit is taken once per round (once per run without
+a callback) rather than around each product, since taking it costs about 10 us,
+and it is released for the callback, whose evaluation products are large and
+gain from threads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,7 +29,15 @@ import scipy.sparse as sp
 
 from crc.core.calibration import DEFAULT_LR, lrc
 from crc.core.errors import CRCError
-from crc.core.models.base import GenerativeModel, labelled_weights
+from crc.core.models.base import GenerativeModel
+
+try:
+    from threadpoolctl import ThreadpoolController
+except ImportError:  # pragma: no cover - threadpoolctl is a dependency; without it rounds use the default threads
+    ThreadpoolController = None
+
+BLOCK_BYTES = 32 * 2**20
+"""Bound on the LRC step's temporaries per block of nodes (a network whose step fits runs as one block)."""
 
 Mixing = sp.spmatrix | sp.sparray | np.ndarray | Callable[[int], object]
 """A row-stochastic (n, n) averaging matrix, or a function of the round (1, 2, ...) returning one."""
@@ -45,14 +66,55 @@ class LocalData:
             raise CRCError("every node needs at least one local instance")
         sizes = np.array([len(p) for p in parts])
         m_max = int(sizes.max())
-        mask = (np.arange(m_max)[None, :] < sizes[:, None]).astype(np.float64)
+        real = np.arange(m_max)[None, :] < sizes[:, None]
         index = np.zeros((len(parts), m_max), dtype=np.int64)
-        index[mask.astype(bool)] = np.concatenate(parts)
-        return cls(phi=phi[index] * mask[..., None], y=y[index], mask=mask)
+        index[real] = np.concatenate(parts)
+        local_phi = np.asarray(phi, dtype=np.float64)[index]
+        if not real.all():
+            local_phi[~real] = 0.0
+        return cls(phi=local_phi, y=y[index], mask=real.astype(np.float64))
 
     @property
     def sizes(self) -> np.ndarray:
         return self.mask.sum(axis=1)
+
+
+_CONTROLLER = None
+_CONTROLLER_LOCK = threading.Lock()
+
+
+def _blas():
+    """threadpoolctl's controller of the loaded BLAS libraries, looked up once; None without threadpoolctl."""
+    global _CONTROLLER
+    if ThreadpoolController is not None and _CONTROLLER is None:
+        with _CONTROLLER_LOCK:
+            if _CONTROLLER is None:
+                _CONTROLLER = ThreadpoolController().select(user_api="blas")
+    return _CONTROLLER
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager:
+    """A context in which BLAS (OpenBLAS, MKL, BLIS) runs on one thread; a no-op without threadpoolctl.
+
+    The limit is process-wide while the context is open (BLAS thread counts are global).
+    """
+    blas = _blas()
+    return contextlib.nullcontext() if blas is None else blas.limit(limits=1)
+
+
+def blas_threads() -> int | None:
+    """The number of threads BLAS uses outside ``single_threaded_blas`` (the largest over the loaded libraries)."""
+    blas = _blas()
+    return None if blas is None else max((lib.num_threads for lib in blas.lib_controllers), default=None)
+
+
+def class_major_weights(y: np.ndarray, n_classes: int, mask: np.ndarray) -> np.ndarray:
+    """``labelled_weights(y, n_classes, mask)`` (n, m, r) as a view of a class-major (r, n, m) array, the layout
+    ``LinearFamilyModel.residual`` subtracts the posteriors from."""
+    major = np.empty((n_classes,) + y.shape)
+    for c in range(n_classes):
+        np.multiply(y == c, mask, out=major[c])
+    return np.moveaxis(major, 0, -1)
 
 
 def default_ess(total_instances: int, n_nodes: int, lr: float = DEFAULT_LR) -> float:
@@ -83,10 +145,15 @@ class CRCEngine:
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
         self.n_nodes = local.phi.shape[0]
-        self.weights = labelled_weights(local.y, model.n_classes, local.mask)
-        self._padding = None if local.mask.all() else local.mask
+        self.weights = class_major_weights(local.y, model.n_classes, local.mask)
+        # Posteriors need masking only where padding has non-zero features: a zero
+        # feature row adds nothing to s(X, W - P) whatever P is (from_parts zeroes them).
+        padded = local.mask == 0
+        self._padding = local.mask if padded.any() and np.any(local.phi[padded]) else None
         self.stats = np.tile(model.uniform(self.ess), (self.n_nodes, 1))
         self.round = 0
+        per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
+        self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))
 
     def mixing(self, round_: int):
         matrix = self._mixing(round_) if callable(self._mixing) else self._mixing
@@ -100,15 +167,42 @@ class CRCEngine:
 
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
+        with single_threaded_blas():
+            return self._step(keep_aggregated=True)
+
+    def _step(self, *, keep_aggregated: bool) -> np.ndarray:
         aggregated = self.aggregate()
-        self.stats = lrc(self.model, aggregated, self.local.phi, self.weights, self._padding, iterations=self.iterations)
+        if self._block >= self.n_nodes:
+            self.stats = self._lrc(aggregated, slice(None))
+        else:
+            # A block's LRC reads only its own aggregated rows, so without a caller
+            # for them its results may go back into those rows: no second (n, size)
+            # array to fault in every round.
+            stats = np.empty_like(aggregated) if keep_aggregated else aggregated
+            for start in range(0, self.n_nodes, self._block):
+                block = slice(start, start + self._block)
+                stats[block] = self._lrc(aggregated[block], block)
+            self.stats = stats
         self.round += 1
         return aggregated
 
+    def _lrc(self, aggregated: np.ndarray, block: slice) -> np.ndarray:
+        mask = None if self._padding is None else self._padding[block]
+        return lrc(self.model, aggregated, self.local.phi[block], self.weights[block], mask, iterations=self.iterations)
+
     def run(self, rounds: int, callback: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
-        """Run ``rounds`` rounds; ``callback(round, stats)`` after each. Returns the final (n, size) statistics."""
+        """Run ``rounds`` rounds; ``callback(round, stats)`` after each. Returns the final (n, size) statistics.
+
+        BLAS is limited to one thread during the rounds, not during the callbacks.
+        Every round's statistics are a new array (a callback may keep them).
+        """
+        if callback is None:
+            with single_threaded_blas():
+                for _ in range(rounds):
+                    self._step(keep_aggregated=False)
+            return self.stats
         for _ in range(rounds):
-            self.step()
-            if callback is not None:
-                callback(self.round, self.stats)
+            with single_threaded_blas():
+                self._step(keep_aggregated=False)
+            callback(self.round, self.stats)
         return self.stats

@@ -14,7 +14,7 @@ ROOTS = ("crc", "crc.topologies", "crc.nodes", "crc.cli")
 
 ALLOWED = {
     # layer: (project packages it may import, third-party packages it may import)
-    "crc.core": ({"crc.core"}, {"numpy", "scipy"}),
+    "crc.core": ({"crc.core"}, {"numpy", "scipy", "threadpoolctl"}),
     "crc.protocol": ({"crc.core", "crc.protocol"}, {"numpy", "scipy"}),
     "crc.report": ({"crc.core", "crc.report"}, {"numpy", "matplotlib"}),
     "crc.experiments": ({"crc.core", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),

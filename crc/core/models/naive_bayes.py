@@ -46,14 +46,31 @@ class NaiveBayes(LinearFamilyModel):
         return np.concatenate([ones, present.astype(np.float64), values, values**2, self.categorical.one_hot(x)], axis=1)
 
     def theta(self, s: np.ndarray) -> dict:
-        """Class log-priors (..., r), means and variances (..., r, dc), category log-probabilities (..., r, C)."""
+        """Class log-priors (..., r), means and variances (..., r, dc), category log-probabilities (..., r, C).
+
+        Batched statistics are worked on feature-major, in one (3 dc, ..., r) copy
+        of the obs/sum/sumsq blocks, so that every step runs over contiguous memory
+        (``mean`` and ``var`` are then (..., r, dc) views of that copy). The same
+        arithmetic, operation for operation, as the one-vector form.
+        """
         table = self.table(s)
         floor = self._floor(table)
         col = self.layout.columns
         counts = np.maximum(table[..., :, 0], floor[..., 0])
-        obs = np.maximum(table[..., :, col("obs")], floor)
-        mean = table[..., :, col("sum")] / obs
-        var = np.maximum(table[..., :, col("sumsq")] / obs - mean**2, VAR_FLOOR)
+        if table.ndim == 2:
+            obs = np.maximum(table[:, col("obs")], floor)
+            mean = table[:, col("sum")] / obs
+            var = np.maximum(table[:, col("sumsq")] / obs - mean**2, VAR_FLOOR)
+        else:
+            dc = len(self.continuous)
+            moments = _last_to_front(table[..., :, 1:1 + 3 * dc]).copy()  # (3 dc, ..., r)
+            obs, mean, var = moments[:dc], moments[dc:2 * dc], moments[2 * dc:]
+            np.maximum(obs, floor[..., 0], out=obs)
+            np.divide(mean, obs, out=mean)
+            np.divide(var, obs, out=var)
+            np.subtract(var, np.square(mean), out=var)
+            np.copyto(var, VAR_FLOOR, where=var < VAR_FLOOR)  # np.maximum(var, VAR_FLOOR), 2-3x faster against a scalar
+            mean, var = _front_to_last(mean), _front_to_last(var)
         return {
             "log_prior": np.log(counts) - np.log(counts.sum(axis=-1, keepdims=True)),
             "mean": mean,
@@ -62,17 +79,27 @@ class NaiveBayes(LinearFamilyModel):
         }
 
     def natural(self, theta: dict) -> np.ndarray:
-        mean, var = theta["mean"], theta["var"]
-        return np.concatenate(
-            [
-                theta["log_prior"][..., None],
-                -0.5 * (LOG_2PI + np.log(var)) - mean**2 / (2 * var),
-                mean / var,
-                -0.5 / var,
-                theta["log_cat"],
-            ],
-            axis=-1,
-        )
+        """Natural parameters (..., r, k); batched, a view of a feature-major (k, ..., r) array filled block by
+        block with the one-vector form's operations."""
+        log_prior, mean, var = theta["log_prior"], theta["mean"], theta["var"]
+        if log_prior.ndim == 1:
+            return np.concatenate([log_prior[:, None], -0.5 * (LOG_2PI + np.log(var)) - mean**2 / (2 * var), mean / var,
+                                   -0.5 / var, theta["log_cat"]], axis=-1)
+        mean, var = _last_to_front(mean), _last_to_front(var)  # (dc, ..., r)
+        dc = len(mean)
+        out = np.empty((self.layout.n_columns,) + log_prior.shape)
+        out[0] = log_prior
+        const = out[1:1 + dc]  # -0.5 (log 2 pi + log var) - mean^2 / (2 var)
+        np.log(var, out=const)
+        np.add(const, LOG_2PI, out=const)
+        np.multiply(const, -0.5, out=const)
+        quad = np.square(mean)
+        np.divide(quad, np.multiply(var, 2), out=quad)
+        np.subtract(const, quad, out=const)
+        np.divide(mean, var, out=out[1 + dc:1 + 2 * dc])
+        np.divide(-0.5, var, out=out[1 + 2 * dc:1 + 3 * dc])
+        out[1 + 3 * dc:] = _last_to_front(theta["log_cat"])
+        return _front_to_last(out)
 
     def uniform(self, m0: float) -> np.ndarray:
         """Class counts m0/r; per continuous feature mean 0, variance 1; even category counts."""
@@ -81,3 +108,13 @@ class NaiveBayes(LinearFamilyModel):
         row = np.concatenate([[per_class], np.full(dc, per_class), np.zeros(dc), np.full(dc, per_class),
                               self.categorical.uniform(per_class)])
         return np.tile(row, self.n_classes)
+
+
+def _last_to_front(a: np.ndarray) -> np.ndarray:
+    """View of ``a`` with its last axis first (np.moveaxis(a, -1, 0), without its overhead)."""
+    return a.transpose((a.ndim - 1,) + tuple(range(a.ndim - 1)))
+
+
+def _front_to_last(a: np.ndarray) -> np.ndarray:
+    """View of ``a`` with its first axis last."""
+    return a.transpose(tuple(range(1, a.ndim)) + (0,))

@@ -1,0 +1,144 @@
+"""The engine's fast paths (class-major step, feature-major naive Bayes, node blocks, one BLAS thread) give the
+statistics of the plain formulas."""
+
+import numpy as np
+import pytest
+
+import crc.core.engine as engine_module
+from crc.core import metrics
+from crc.core.calibration import lrc
+from crc.core.engine import CRCEngine, LocalData, blas_threads, class_major_weights, single_threaded_blas
+from crc.core.models import make_model
+from crc.core.models.base import labelled_weights
+from crc.core.numeric import normalise_exp
+from crc.topologies import averaging_matrix, random_tree_graph
+from support.tables import mixed_columns, prepared
+
+PARTS = [slice(0, 30), slice(30, 100), slice(100, 130), slice(130, 200), slice(200, 260), slice(260, 300)]
+
+
+@pytest.fixture
+def missing():
+    return prepared(mixed_columns(missing=0.1))
+
+
+def _setup(kind, data):
+    schema, x, y = data
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    parts = [np.arange(300)[p] for p in PARTS]  # unequal sizes: padding
+    return model, phi, y, LocalData.from_parts(phi, y, parts), averaging_matrix(random_tree_graph(len(parts), seed=2))
+
+
+def _plain_residual(model, theta, phi, weights, mask):
+    """The calibration step as the unbatched formula writes it, row-major natural parameters."""
+    eta = np.ascontiguousarray(model.natural(theta))
+    posteriors = normalise_exp(np.matmul(eta, np.swapaxes(phi, -1, -2)), axis=-2)
+    if mask is not None:
+        posteriors *= mask[..., None, :]
+    table = np.matmul(np.swapaxes(weights, -1, -2) - posteriors, phi)
+    return table.reshape(table.shape[:-2] + (model.size,))
+
+
+@pytest.mark.parametrize("kind", ["nb", "qda"])
+def test_engine_equals_the_plain_rounds_run_with_default_threads(kind, mixed):
+    model, phi, y, local, mixing = _setup(kind, mixed)
+    weights = labelled_weights(local.y, model.n_classes, local.mask)
+    stats = np.tile(model.uniform(500.0), (len(PARTS), 1))
+    for _ in range(8):  # no thread limit here, plain layouts, the padding masked
+        aggregated = mixing @ stats
+        stats = aggregated + _plain_residual(model, model.theta(aggregated), local.phi, weights, local.mask)
+    fast = CRCEngine(model, local, mixing, ess=500.0).run(8)
+    np.testing.assert_allclose(fast, stats, rtol=1e-12, atol=1e-12 * np.abs(stats).max())
+
+
+def test_the_thread_limit_changes_no_statistic(mixed):
+    model, _, _, local, mixing = _setup("nb", mixed)
+    limited = CRCEngine(model, local, mixing, ess=500.0).run(6)
+    unlimited = CRCEngine(model, local, mixing, ess=500.0)
+    for _ in range(6):  # the same round without the limit
+        unlimited.stats = lrc(model, unlimited.aggregate(), local.phi, unlimited.weights, unlimited._padding)
+        unlimited.round += 1
+    assert np.array_equal(limited, unlimited.stats)
+
+
+def test_the_thread_limit_holds_during_rounds_only(mixed):
+    model, _, _, local, mixing = _setup("nb", mixed)
+    default = blas_threads()
+    seen = []
+    CRCEngine(model, local, mixing, ess=500.0).run(2, callback=lambda *_: seen.append(blas_threads()))
+    assert seen == [default, default]
+    with single_threaded_blas():
+        assert blas_threads() in (1, None)
+    assert blas_threads() == default
+
+
+@pytest.mark.parametrize("kind", ["nb", "qda", "pc"])
+def test_node_blocks_give_the_same_statistics(kind, missing, monkeypatch):
+    model, _, _, local, mixing = _setup(kind, missing if kind != "qda" else prepared(mixed_columns()))
+    whole = CRCEngine(model, local, mixing, ess=700.0, iterations=2)
+    assert whole._block >= whole.n_nodes
+    expected = whole.run(5)
+    monkeypatch.setattr(engine_module, "BLOCK_BYTES", 1)
+    blocked = CRCEngine(model, local, mixing, ess=700.0, iterations=2)
+    assert blocked._block == 1
+    history = []
+    assert np.array_equal(blocked.run(5, callback=lambda _, s: history.append(s)), expected)
+    assert len({id(s) for s in history}) == 5  # a new array every round
+    stepped = CRCEngine(model, local, mixing, ess=700.0, iterations=2)
+    stepped._block = 4
+    for _ in range(5):
+        before = stepped.stats
+        aggregated = stepped.step()
+        np.testing.assert_array_equal(aggregated, mixing @ before)  # step's aggregate is kept
+    assert np.array_equal(stepped.stats, expected)
+
+
+@pytest.mark.parametrize("kind", ["nb", "qda"])
+def test_batched_residual_equals_each_entry_alone(kind, mixed):
+    model, _, _, local, _ = _setup(kind, mixed)
+    rng = np.random.default_rng(3)
+    stats = model.uniform(300.0) + rng.random((len(PARTS), model.size)) * 40
+    theta = model.theta(stats)
+    major = class_major_weights(local.y, model.n_classes, local.mask)
+    plain = labelled_weights(local.y, model.n_classes, local.mask)
+    for weights in (major, plain):
+        for mask in (None, local.mask):
+            batched = model.residual(theta, local.phi, weights, mask)
+            one_by_one = np.array([model.residual(model.theta(stats[v]), local.phi[v], plain[v], None if mask is None else mask[v])
+                                   for v in range(len(PARTS))])
+            np.testing.assert_allclose(batched, one_by_one, rtol=1e-12, atol=1e-10)
+
+
+def test_naive_bayes_feature_major_parameters_equal_the_one_vector_form(missing):
+    schema, x, y = missing
+    model = make_model("nb", schema)
+    rng = np.random.default_rng(4)
+    stats = np.abs(model.fit_ml(model.features(x), y)) * rng.uniform(0.5, 2.0, (3, 2, model.size))  # two batch axes
+    theta, eta = model.theta(stats), model.natural(model.theta(stats))
+    assert eta.shape == (3, 2, model.n_classes, model.layout.n_columns)
+    for i in range(3):
+        for j in range(2):
+            one = model.theta(stats[i, j])
+            for key in one:
+                assert np.array_equal(theta[key][i, j], one[key]), key
+            assert np.array_equal(eta[i, j], model.natural(one))
+
+
+def test_local_data_zeroes_the_padding_and_the_engine_needs_no_mask(mixed):
+    model, phi, y, local, mixing = _setup("nb", mixed)
+    assert not local.phi[local.mask == 0].any() and (local.mask == 0).any()
+    assert CRCEngine(model, local, mixing, ess=500.0)._padding is None
+    dirty = LocalData(phi=local.phi + (local.mask == 0)[..., None], y=local.y, mask=local.mask)
+    assert CRCEngine(model, dirty, mixing, ess=500.0)._padding is local.mask
+    np.testing.assert_array_equal(CRCEngine(model, dirty, mixing, ess=500.0).run(3), CRCEngine(model, local, mixing, ess=500.0).run(3))
+
+
+@pytest.mark.parametrize("kind", ["nb", "qda", "pc"])
+def test_node_log_likelihood_is_the_mean_log_joint_of_the_labels(kind, mixed):
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    stats = np.stack([model.fit_ml(phi[:150], y[:150]), model.fit_ml(phi[150:], y[150:]), model.uniform(50.0)])
+    direct = np.array([np.mean(model.log_joint(model.theta(s), phi)[np.arange(len(y)), y]) for s in stats])
+    np.testing.assert_allclose(metrics.node_log_likelihood(model, stats, phi, y), direct, rtol=1e-12)
