@@ -8,20 +8,23 @@ import socket
 import sys
 
 import click
+import numpy as np
 
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
 from crc.core.calibration import DEFAULT_LR
-from crc.core.data import format_csv, read_csv, write_csv
-from crc.core.datasets import load_dataset
+from crc.core.columns import Column
+from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
-from crc.core.schema import Schema, canonical_value, is_missing
+from crc.core.schema import Schema
 from crc.nodes.local_data import load_local
 from crc.nodes.peer import Peer, PeerSettings
 from crc.nodes.transport import Transport
+from crc.tables.datasets import load_dataset
+from crc.tables.reader import read_csv
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 SCHEME = "tcp://"
@@ -199,29 +202,25 @@ def predict(model_path, old_model_path, data, label, out):
     else:
         click.echo(format_csv(table), nl=False)
     if truth is not None:
-        labelled = [(p, t) for p, t in zip(predicted, truth) if t is not None]
-        unlabelled = f" ({len(truth) - len(labelled)} without a label left out)" if len(labelled) < len(truth) else ""
-        if labelled:
-            accuracy = sum(p == t for p, t in labelled) / len(labelled)
-            click.echo(f"accuracy {accuracy:.4f} on {len(labelled)} instances (error {1 - accuracy:.4f}){unlabelled}", err=True)
+        labelled = truth >= 0
+        unlabelled = f" ({len(truth) - labelled.sum()} without a label left out)" if not labelled.all() else ""
+        if labelled.any():
+            accuracy = float(np.mean(proba.argmax(axis=1)[labelled] == truth[labelled]))
+            click.echo(f"accuracy {accuracy:.4f} on {labelled.sum()} instances (error {1 - accuracy:.4f}){unlabelled}", err=True)
         else:
             click.echo(f"no accuracy: column {label!r} has no labels", err=True)
 
 
-def _labels(cells: list[str], trained, source: str, label: str) -> list[str | None]:
-    """The label cells as the model's class names (None for a missing label); a CRCError naming the file, the row
-    and the label for one that is not a class of the model."""
-    classes = set(trained.schema.classes)
-    labels = []
-    for row, cell in enumerate(cells, 1):
-        if is_missing(cell):
-            labels.append(None)
-            continue
-        name = canonical_value(cell)
-        if name not in classes:
-            known = list(trained.schema.classes)
+def _labels(column: Column, trained, source: str, label: str) -> np.ndarray:
+    """(m,) each row's class code in the model, -1 for a missing label; a CRCError naming the file, the row and
+    the label for one that is not a class of the model."""
+    known = list(trained.schema.classes)
+    index = {name: k for k, name in enumerate(known)}
+    codes = np.empty(len(column.values), dtype=np.int64)
+    for i, name in enumerate(column.canonical):
+        if name not in index:
             listed = ", ".join(known[:MAX_CLASSES_LISTED]) + (", ..." if len(known) > MAX_CLASSES_LISTED else "")
-            raise CRCError(f"{source}: data row {row}: label {cell!r} in column {label!r} is not a class of the model "
-                           f"({listed})")
-        labels.append(name)
-    return labels
+            raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {column.values[i]!r} in column {label!r} "
+                           f"is not a class of the model ({listed})")
+        codes[i] = index[name]
+    return np.append(codes, -1)[column.codes]

@@ -11,9 +11,9 @@ import click
 from crc.cli.options import out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
 from crc.cli.summary import print_summary, warn_tiny_test_set
-from crc.core.datasets import BUNDLED, load_bundled
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
+from crc.tables.datasets import BUNDLED, load_bundled
 from crc.topologies import network_factory
 
 

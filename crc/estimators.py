@@ -27,13 +27,14 @@ except ModuleNotFoundError as exc:
     raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]'") from exc
 
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
-from crc.core.data import encode, encode_features, raw_cells, standardize
+from crc.core.columns import as_column
+from crc.core.data import encode, encode_features, standardize
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, label_dtype_of, load_model
 from crc.core.models import GenerativeModel, make_model, model_kind, model_options
 from crc.core.numeric import logsumexp
-from crc.core.schema import Schema, canonical_value, infer_schema, is_missing
+from crc.core.schema import Schema, infer_schema
 from crc.topologies import Schedule
 
 LEARNING = ("ml", "rc")
@@ -431,9 +432,9 @@ def _labels(y, n_samples: int) -> np.ndarray:
     check_consistent_length(np.empty(n_samples), y)
     if y.dtype.kind in "fc":
         y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
-    missing = [i for i, cell in enumerate(raw_cells(y)) if is_missing(cell)]
-    if missing:
-        raise CRCError(f"y has {len(missing)} missing labels (first at index {missing[0]})")
+    missing = np.flatnonzero(as_column(y).codes < 0)
+    if missing.size:
+        raise CRCError(f"y has {missing.size} missing labels (first at index {missing[0]})")
     check_classification_targets(y)
     return y
 
@@ -464,7 +465,7 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _infer(names: list[str], columns: list[np.ndarray], classes: np.ndarray, codes: np.ndarray) -> tuple[Schema, np.ndarray]:
     """The schema of the columns (classes in the order of ``classes``, not standardized) and the encoded (m, d) matrix."""
-    spellings = tuple(canonical_value(cell) for cell in raw_cells(classes))
+    spellings = tuple(as_column(classes).cells())
     if len(set(spellings)) != len(spellings):
         raise CRCError(f"the classes {', '.join(map(repr, classes))} do not have distinct spellings as strings")
     cells = {name: _cells(column, name) for name, column in zip(names, columns)}
@@ -477,12 +478,15 @@ def _infer(names: list[str], columns: list[np.ndarray], classes: np.ndarray, cod
     return schema, x
 
 
-def _cells(column: np.ndarray, name: str) -> list[str]:
-    """The raw cells of one feature column; an infinite number is an error."""
-    values = column.tolist()
-    if any(isinstance(v, (float, np.floating)) and math.isinf(v) for v in values):
+def _cells(column: np.ndarray, name: str):
+    """One feature column as ``as_column`` takes it; an infinite number is an error."""
+    if column.dtype.kind == "f":
+        if np.isinf(column).any():
+            raise ValueError(f"feature {name!r} holds an infinite value")
+        return column
+    if any(isinstance(v, (float, np.floating)) and math.isinf(v) for v in column.tolist()):
         raise ValueError(f"feature {name!r} holds an infinite value")
-    return raw_cells(values)
+    return column
 
 
 def _standardized(schema: Schema, x: np.ndarray, weight: np.ndarray | None) -> Schema:

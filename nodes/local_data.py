@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.core.data import encode, read_csv, standardize
+from crc.core.data import encode, standardize
 from crc.core.errors import CRCError
 from crc.core.models import GenerativeModel
 from crc.core.schema import Schema
+from crc.tables.reader import read_csv
 
 
 def load_local(path, schema: Schema, model: GenerativeModel) -> tuple[np.ndarray, np.ndarray]:

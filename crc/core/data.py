@@ -8,18 +8,16 @@ missing cell. Labels are int64 class codes.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from crc.core.columns import Column, as_column
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
-from crc.core.schema import CONTINUOUS, Schema, canonical_value, infer_schema, is_missing
-
-MAX_TABLE_BYTES = 2 * 2**30
+from crc.core.schema import CONTINUOUS, Schema, infer_schema
 
 
 @dataclass(frozen=True)
@@ -45,50 +43,13 @@ class Dataset:
         return len(self.y)
 
 
-def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> dict[str, list[str]]:
-    """Read a comma-separated file (plain or ``.gz``) into raw string columns.
-
-    Without a header the columns are named ``x1 … xd`` and the last one ``class``.
-    """
-    opener = gzip.open if str(path).endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise CRCError(f"{path}: no such file") from None
-    except (OSError, EOFError) as exc:
-        raise CRCError(f"{path}: cannot read ({exc})") from None
-    if len(raw) > max_bytes:
-        raise CRCError(f"{path}: larger than {max_bytes} bytes")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CRCError(f"{path}: not UTF-8 text ({exc})") from None
-    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
-    if not rows:
-        raise CRCError(f"{path}: no rows")
-    if header:
-        names = [name.strip() for name in rows.pop(0)]
-        if len(set(names)) != len(names) or "" in names:
-            raise CRCError(f"{path}: header has empty or repeated column names")
-    else:
-        names = [f"x{j + 1}" for j in range(len(rows[0]) - 1)] + ["class"]
-    for i, row in enumerate(rows):
-        if len(row) != len(names):
-            line = i + 2 if header else i + 1
-            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}")
-    if not rows:
-        raise CRCError(f"{path}: header but no data rows")
-    return {name: [row[j].strip() for row in rows] for j, name in enumerate(names)}
-
-
-def encode(schema: Schema, columns: dict[str, list[str]], *, labels: bool = True,
+def encode(schema: Schema, columns: dict, *, labels: bool = True,
            source: str = "data") -> tuple[np.ndarray, np.ndarray | None]:
-    """Encode raw columns under a schema (no standardization).
+    """Encode a table's columns under a schema (no standardization).
 
-    Returns ``x`` of shape (m, d) and ``y`` of shape (m,) (None when ``labels`` is
-    False). Raises CRCError for a missing or unexpected column, an unknown
-    category or class, or an unparsable number.
+    ``columns`` maps names to cells (a ``Column``, or anything ``as_column`` takes). Returns ``x`` of shape
+    (m, d) and ``y`` of shape (m,) (None when ``labels`` is False). Raises CRCError for a missing or unexpected
+    column, an unknown category or class, or an unparsable number, naming the column and the data row.
     """
     allowed = set(schema.feature_names) | {schema.label}
     missing_cols = [c for c in schema.feature_names + ([schema.label] if labels else []) if c not in columns]
@@ -97,64 +58,56 @@ def encode(schema: Schema, columns: dict[str, list[str]], *, labels: bool = True
     extra = [c for c in columns if c not in allowed]
     if extra:
         raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}")
-    m = len(next(iter(columns.values())))
+    m = len(as_column(columns[schema.features[0].name if schema.features else schema.label]))
     x = np.empty((m, len(schema.features)))
     for j, feature in enumerate(schema.features):
-        cells = columns[feature.name]
+        column = as_column(columns[feature.name])
         if feature.kind == CONTINUOUS:
-            x[:, j] = [_parse_number(c, feature.name, source) for c in cells]
+            x[:, j] = _numbers(column, feature.name, source)
         else:
-            codes = {c: k for k, c in enumerate(feature.categories)}
-            x[:, j] = [_code(c, codes, feature.name, source) for c in cells]
+            x[:, j] = column.gather(_codes(column, feature.categories, source, f"column {feature.name!r} has unknown category"))
     if not labels:
         return x, None
-    class_codes = {c: k for k, c in enumerate(schema.classes)}
-    y = np.empty(m, dtype=np.int64)
-    for i, cell in enumerate(columns[schema.label]):
-        if is_missing(cell):
-            raise CRCError(f"{source}: missing label in data row {i + 1}")
-        code = class_codes.get(canonical_value(cell))
-        if code is None:
-            raise CRCError(f"{source}: unknown class {cell!r} in data row {i + 1}; schema classes are {', '.join(schema.classes)}")
-        y[i] = code
+    column = as_column(columns[schema.label])
+    missing = np.flatnonzero(column.codes < 0)
+    if missing.size:
+        raise CRCError(f"{source}: missing label in data row {missing[0] + 1}")
+    y = column.gather(_codes(column, schema.classes, source, "unknown class")).astype(np.int64)
     return x, y
 
 
-def _parse_number(cell: str, name: str, source: str) -> float:
-    if is_missing(cell):
-        return math.nan
-    try:
-        value = float(cell)
-    except ValueError:
-        raise CRCError(f"{source}: column {name!r} is continuous but holds {cell!r}") from None
-    if not math.isfinite(value):
-        raise CRCError(f"{source}: column {name!r} holds non-finite value {cell!r}")
-    return value
+def _numbers(column: Column, name: str, source: str) -> np.ndarray:
+    """(m,) each row's number, NaN where missing; a cell that is not a finite number is an error."""
+    rows, bad = column.number_rows()
+    if bad is not None:
+        raise CRCError(f"{source}: column {name!r} is continuous but holds {column.values[bad]!r} "
+                       f"(not a finite number) in data row {column.first_row(bad) + 1}")
+    return rows
 
 
-def _code(cell: str, codes: dict[str, int], name: str, source: str) -> float:
-    if is_missing(cell):
-        return math.nan
-    code = codes.get(canonical_value(cell))
-    if code is None:
-        raise CRCError(f"{source}: column {name!r} has unknown category {cell!r}; known: {', '.join(codes)}")
-    return float(code)
+def _codes(column: Column, known: tuple[str, ...], source: str, what: str) -> np.ndarray:
+    """(u,) the index in ``known`` of each of the column's values (by canonical spelling); an unknown one is an error."""
+    index = {value: k for k, value in enumerate(known)}
+    codes = np.empty(len(column.values))
+    for i, spelling in enumerate(column.canonical):
+        code = index.get(spelling)
+        if code is None:
+            raise CRCError(f"{source}: {what} {column.values[i]!r} in data row {column.first_row(i) + 1}; "
+                           f"known: {', '.join(known)}")
+        codes[i] = code
+    return codes
 
 
-def dataset_from_columns(columns: dict[str, list[str]], label: str, name: str = "") -> Dataset:
-    """Infer the schema of a table and encode it."""
+def dataset_from_columns(columns: dict, label: str, name: str = "") -> Dataset:
+    """Infer the schema of a table (columns as ``encode`` takes them) and encode it."""
+    columns = {key: as_column(cells) for key, cells in columns.items()}
     schema = infer_schema(columns, label)
     x, y = encode(schema, columns, source=name or "data")
     return Dataset(schema, x, y, name)
 
 
-def raw_cells(values) -> list[str]:
-    """Raw string cells of any values; None and NaN become the empty (missing) cell."""
-    return ["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
-
-
 def to_columns(dataset: Dataset, rows: np.ndarray) -> dict[str, list[str]]:
-    """The raw cells of ``rows`` (feature columns, then the label), as ``read_csv`` would return them.
+    """The raw cells of ``rows`` (feature columns, then the label), as they would be written to a CSV file.
 
     Continuous values are written with ``repr`` (exact for float64), categories and
     classes as their strings, missing cells empty.
@@ -187,21 +140,21 @@ def write_csv(path, columns: dict[str, list[str]]) -> None:
 def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndarray:
     """Standardized encoded features (m, d) of raw feature cells, for prediction.
 
-    ``columns`` is ``{feature name: [cell, ...]}`` (extra columns such as the label
-    are ignored), or an (m, d) array-like in the schema's feature order. Cells may
-    be strings or numbers; None, NaN, ``""`` and ``?`` are missing.
+    ``columns`` is ``{feature name: cells}`` or a DataFrame (extra columns such as
+    the label are ignored), or an (m, d) array-like in the schema's feature order.
+    Cells may be strings or numbers; None, NaN, ``""`` and ``?`` are missing.
     """
     names = schema.feature_names
-    if isinstance(columns, dict):
+    if hasattr(columns, "keys"):  # a dict or a DataFrame
         missing = [name for name in names if name not in columns]
         if missing:
             raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
-        cells = {name: raw_cells(columns[name]) for name in names}
+        cells = {name: columns[name] for name in names}
     else:
-        rows = np.asarray(columns, dtype=object)
+        rows = np.asarray(columns)
         if rows.ndim != 2 or rows.shape[1] != len(names):
             raise CRCError(f"{source}: expected {len(names)} feature columns ({', '.join(names)}), got shape {rows.shape}")
-        cells = {name: raw_cells(rows[:, j]) for j, name in enumerate(names)}
+        cells = {name: rows[:, j] for j, name in enumerate(names)}
     x, _ = encode(schema, cells, labels=False, source=source)
     return standardize(schema, x)
 

@@ -16,11 +16,12 @@ import math
 
 import numpy as np
 
+from crc.core.columns import canonical_value
 from crc.core.data import encode_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.core.models import MODELS, make_model
-from crc.core.schema import Schema, canonical_value
+from crc.core.schema import Schema
 
 FORMAT = "crc-model/1"
 MAX_MODEL_BYTES = 512 * 2**20

@@ -16,41 +16,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from crc.core.columns import as_column, as_number
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
-MISSING_TOKENS = frozenset({"", "?", "nan", "NaN", "NAN"})
 SCHEMA_FORMAT = "crc-schema/1"
-
-
-def is_missing(cell: str) -> bool:
-    """True for an empty cell, ``?`` or ``nan``."""
-    return cell.strip() in MISSING_TOKENS
-
-
-def _as_number(cell: str) -> float | None:
-    try:
-        value = float(cell)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def canonical_value(cell: str) -> str:
-    """One spelling per value: ``"1"``, ``"1.0"`` and ``" 1 "`` all become ``"1"``."""
-    cell = cell.strip()
-    number = _as_number(cell)
-    if number is None:
-        return cell
-    return repr(int(number)) if number.is_integer() else repr(number)
 
 
 def _sorted_values(values: set[str]) -> list[str]:
     """Numeric values in numeric order, otherwise lexicographic."""
-    numbers = {v: _as_number(v) for v in values}
+    numbers = {v: as_number(v) for v in values}
     if all(n is not None for n in numbers.values()):
         return sorted(values, key=lambda v: numbers[v])
     return sorted(values)
@@ -198,13 +176,13 @@ def _feature_from_json(obj) -> Feature:
     raise CRCError(f"malformed schema: feature kind must be {CONTINUOUS!r} or {DISCRETE!r}")
 
 
-def infer_schema(columns: dict[str, list[str]], label: str) -> Schema:
-    """Infer a schema from raw string columns.
+def infer_schema(columns: dict, label: str) -> Schema:
+    """Infer a schema from a table's columns.
 
     Parameters
     ----------
-    columns : dict of str to list of str
-        Column name to its cells, all of equal length.
+    columns : dict of str to column
+        Column name to its cells (a ``Column``, or anything ``as_column`` takes), all of equal length.
     label : str
         Name of the label column.
 
@@ -213,23 +191,22 @@ def infer_schema(columns: dict[str, list[str]], label: str) -> Schema:
     """
     if label not in columns:
         raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}")
-    label_cells = columns[label]
-    missing = [i for i, cell in enumerate(label_cells) if is_missing(cell)]
-    if missing:
-        raise CRCError(f"label column {label!r} has {len(missing)} missing values (first at data row {missing[0] + 1})")
-    classes = _sorted_values({canonical_value(c) for c in label_cells})
+    label_column = as_column(columns[label])
+    missing = np.flatnonzero(label_column.codes < 0)
+    if missing.size:
+        raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1})")
+    classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     features = []
     for name, cells in columns.items():
         if name == label:
             continue
-        present = {canonical_value(c) for c in cells if not is_missing(c)}
-        if not present:
+        column = as_column(cells)
+        if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
-        numeric = all(_as_number(v) is not None for v in present)
-        if not numeric or len(present) <= MAX_DISCRETE_DISTINCT:
-            features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(present))))
+        if column.distinct_at_most(MAX_DISCRETE_DISTINCT) or not column.all_numbers():
+            features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:

@@ -28,7 +28,6 @@ from functools import cache
 from pathlib import Path
 
 from crc.core.data import Dataset
-from crc.core.datasets import BUNDLED, SYNTHETIC, load_dataset
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, atomic_write_text, read_json
 from crc.core.models import all_options
@@ -37,6 +36,7 @@ from crc.experiments.summary import assemble
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.protocol.repeat import load_for
 from crc.report.tables import table_csv, table_markdown
+from crc.tables.datasets import BUNDLED, SYNTHETIC, load_dataset
 
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

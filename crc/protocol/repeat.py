@@ -16,12 +16,12 @@ import numpy as np
 
 from crc.core import metrics
 from crc.core.data import Dataset, split_indices, standardize
-from crc.core.datasets import load_dataset
 from crc.core.engine import default_ess
 from crc.core.errors import CRCError
 from crc.core.models import GenerativeModel, make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
+from crc.tables.datasets import load_dataset
 
 
 @dataclass

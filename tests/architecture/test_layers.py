@@ -15,13 +15,14 @@ ROOTS = ("crc", "crc.topologies", "crc.nodes", "crc.cli")
 ALLOWED = {
     # layer: (project packages it may import, third-party packages it may import)
     "crc.core": ({"crc.core"}, {"numpy", "scipy", "threadpoolctl"}),
-    "crc.protocol": ({"crc.core", "crc.protocol"}, {"numpy", "scipy"}),
+    "crc.tables": ({"crc.core", "crc.tables"}, {"numpy", "pandas"}),
+    "crc.protocol": ({"crc.core", "crc.tables", "crc.protocol"}, {"numpy", "scipy"}),
     "crc.report": ({"crc.core", "crc.report"}, {"numpy", "matplotlib"}),
-    "crc.experiments": ({"crc.core", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),
+    "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),
     "crc.topologies": ({"crc.core.errors", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
-    "crc.nodes": ({"crc.core", "crc.protocol", "crc.topologies", "crc.nodes"}, {"numpy", "zmq", "msgpack"}),
-    "crc.estimators": ({"crc.core", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
-    "crc.bench": ({"crc.core", "crc.protocol", "crc.topologies", "crc.nodes", "crc.bench"}, {"numpy"}),
+    "crc.nodes": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes"}, {"numpy", "zmq", "msgpack"}),
+    "crc.estimators": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
+    "crc.bench": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes", "crc.bench"}, {"numpy"}),
     "crc.keel": (set(), set()),
 }
 """Every module of the project but ``crc`` itself, ``crc.__main__`` and ``crc.cli`` (which may import anything)."""

@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
-from crc.core.data import read_csv
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model
 from crc.core.schema import Schema
 from crc.nodes.launcher import free_ports
+from crc.tables.reader import read_csv
 
 
 def run(*args):
@@ -32,7 +32,7 @@ def test_split_writes_original_columns_for_every_node(deployment):
     for i in range(4):
         columns = read_csv(deployment / f"node-{i}.csv")
         assert list(columns) == schema.feature_names + [schema.label] and len(columns[schema.label]) == 30
-    labels = [read_csv(deployment / f"node-{i}.csv")[schema.label] for i in range(4)]
+    labels = [read_csv(deployment / f"node-{i}.csv")[schema.label].cells() for i in range(4)]
     assert sum(len(set(node)) == 1 for node in labels) >= 3  # the label partition: nearly one class per node
     assert len(read_csv(deployment / "test.csv")[schema.label]) == 200
 

@@ -4,12 +4,12 @@ from scipy.integrate import trapezoid
 from scipy.special import logsumexp
 
 from crc.core.data import dataset_from_columns, standardize
-from crc.core.datasets import load_bundled
 from crc.core.engine import CRCEngine, LocalData
 from crc.core.models import make_model, one_hot
 from crc.protocol import SimulationConfig, simulate
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.repeat import prepare_repeat
+from crc.tables.datasets import load_bundled
 from crc.topologies import averaging_matrix, network_factory, random_tree_graph
 from support.tables import mixed_columns, prepared
 

@@ -3,10 +3,11 @@ import gzip
 import numpy as np
 import pytest
 
-from crc.core.data import encode, read_csv, split_indices
-from crc.core.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
+from crc.core.data import encode, split_indices
 from crc.core.errors import CRCError
 from crc.core.schema import infer_schema
+from crc.tables.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
+from crc.tables.reader import read_csv
 
 
 def write(path, text, gz=False):
@@ -22,7 +23,7 @@ def write(path, text, gz=False):
 def test_read_csv_plain_and_gzip(tmp_path, gz):
     path = write(tmp_path / ("t.csv.gz" if gz else "t.csv"), "a,b,cls\n1.5,x,yes\n,y,no\n", gz)
     cols = read_csv(path)
-    assert cols == {"a": ["1.5", ""], "b": ["x", "y"], "cls": ["yes", "no"]}
+    assert {name: column.cells() for name, column in cols.items()} == {"a": ["1.5", ""], "b": ["x", "y"], "cls": ["yes", "no"]}
 
 
 def test_encode_missing_values_as_nan_and_strings_as_codes(tmp_path):

@@ -19,11 +19,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import crc
 from crc.cli.main import main
 from crc.core.calibration import rc
-from crc.core.data import read_csv, write_csv
+from crc.core.data import write_csv
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_kind
 from crc.estimators import CircuitClassifier, NaiveBayesClassifier, QDAClassifier, from_model
+from crc.tables.reader import read_csv
 from support.tables import mixed_columns, prepared
 
 ESTIMATORS = [
@@ -269,8 +270,9 @@ def test_crc_predict_reads_an_estimator_model(tmp_path):
                                        "--out", str(tmp_path / "out.csv")])
     assert result.exit_code == 0, result.output
     out = read_csv(tmp_path / "out.csv")
-    assert out["prediction"] == clf.predict(X).tolist()
-    np.testing.assert_allclose(np.array([out["p(neg)"], out["p(pos)"]], dtype=float).T, clf.predict_proba(X), rtol=0, atol=1e-12)
+    assert out["prediction"].cells() == clf.predict(X).tolist()
+    proba = np.array([out["p(neg)"].cells(), out["p(pos)"].cells()], dtype=float).T
+    np.testing.assert_allclose(proba, clf.predict_proba(X), rtol=0, atol=1e-12)
 
 
 def test_labels_that_are_not_their_spelling_come_back_spelled(tmp_path):

@@ -5,10 +5,10 @@ from sklearn.exceptions import NotFittedError
 
 from crc.core.calibration import rc
 from crc.core.data import encode_features
-from crc.core.datasets import load_bundled
 from crc.core.engine import CRCEngine, LocalData
 from crc.core.errors import CRCError
 from crc.estimators import FederatedClassifier, NaiveBayesClassifier, from_model
+from crc.tables.datasets import load_bundled
 from crc.topologies import Schedule
 from support.tables import mixed_columns, prepared
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import zmq
 
-from crc.core.data import read_csv
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
@@ -20,6 +19,7 @@ from crc.nodes.launcher import launch
 from crc.nodes.wire import encode
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for
+from crc.tables.reader import read_csv
 from support.network import Network, scenario
 
 
@@ -36,7 +36,7 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
     assert results["network"]["finished"] == 5 and results["network"]["rejected"] == 0
     assert results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4  # tree: 4 edges, both ways, rounds 0..8 sent
     test = read_csv(tmp_path / "run" / "test.csv")
-    errors = [np.mean(load_model(tmp_path / "run" / f"model-{i}.json").predict(test) != np.array(test["class"]))
+    errors = [np.mean(load_model(tmp_path / "run" / f"model-{i}.json").predict(test) != np.array(test["class"].cells()))
               for i in range(5)]
     assert np.mean(errors) == pytest.approx(results["crc"]["test_error"], abs=1e-12)
 
@@ -85,7 +85,7 @@ def test_a_killed_peer_does_not_stop_the_others(tmp_path):
         for i in others:
             model = load_model(net.model_path(i))
             assert model.metrics["rounds_done"] == 10
-            assert np.mean(model.predict(test) == np.array(test["class"])) > 0.8
+            assert np.mean(model.predict(test) == np.array(test["class"].cells())) > 0.8
         for i in graph.neighbors(victim):
             missing = load_model(net.model_path(i)).metrics["missing"][net.addresses[victim]]
             if i == late:  # started after the kill: it never heard from the victim

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from crc.core.data import Dataset
-from crc.core.datasets import load_bundled
 from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_deployment
@@ -20,6 +19,7 @@ from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for, prepare_repeat
 from crc.protocol.simulator import make_engine
+from crc.tables.datasets import load_bundled
 from crc.topologies import Schedule, network_factory
 
 WAIT_S = 60.0

@@ -7,9 +7,10 @@ from importlib import resources
 
 import numpy as np
 
-from crc.core.data import Dataset, dataset_from_columns, read_csv
+from crc.core.data import Dataset, dataset_from_columns
 from crc.core.errors import CRCError
 from crc.core.schema import CONTINUOUS, Feature, Schema
+from crc.tables.reader import read_csv
 
 BUNDLED = (
     "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",

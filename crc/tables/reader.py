@@ -1,0 +1,182 @@
+"""CSV files (plain or gzip) into factorized columns, with pandas' C parser.
+
+pandas parses numbers in C (to the same float64 as Python's ``float``; a test
+checks it) and hands over one array per column, which
+``pandas.factorize`` turns into a ``Column`` without a Python call per cell.
+Files that the fast path cannot read with the product's rules (quoted cells,
+rows of the wrong length, blank-looking rows) are read cell by cell with the
+standard library instead, with the same result.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import warnings
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column
+from crc.core.errors import CRCError
+
+MAX_TABLE_BYTES = 2 * 2**30
+"""Largest file read, after decompression."""
+MAX_CELL_CHARS = 65536
+"""Longest cell, in characters."""
+SCAN_BLOCK = 2**20
+
+
+def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> dict[str, Column | NumberColumn]:
+    """Read a comma-separated file (plain or ``.gz``) into columns by name.
+
+    Without a header the columns are named ``x1 … xd`` and the last one ``class``. Cells are stripped;
+    empty, ``?`` and ``nan`` cells are missing; rows without any cell are skipped. Every problem is a
+    CRCError naming the file (and the line or column).
+    """
+    scan = _scan(path, max_bytes)
+    names = _header(path, scan.first_line) if header else None
+    columns = _fast(path, scan, header, names) if not scan.quoted else None
+    if columns is None:
+        columns = _careful(path, _read_bytes(path, max_bytes), header, names)
+    _check_cells(path, columns)
+    return columns
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What one streaming pass over a file finds: its first non-blank line, its commas, whether it quotes."""
+
+    first_line: bytes
+    commas: int
+    quoted: bool
+
+
+def _open(path):
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        return opener(path, "rb")
+    except FileNotFoundError:
+        raise CRCError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CRCError(f"{path}: cannot read ({exc})") from None
+
+
+def _scan(path, max_bytes: int) -> _Scan:
+    """One pass in blocks of SCAN_BLOCK bytes (decompressed), refusing a file over ``max_bytes``."""
+    first, commas, quoted, size = b"", 0, False, 0
+    with _open(path) as stream:
+        try:
+            while block := stream.read(SCAN_BLOCK):
+                size += len(block)
+                if size > max_bytes:
+                    raise CRCError(f"{path}: larger than {max_bytes} bytes")
+                commas += block.count(b",")
+                quoted = quoted or b'"' in block
+                if not first.strip() or b"\n" not in first:
+                    first = (first + block)[: 2 * SCAN_BLOCK]
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CRCError(f"{path}: cannot read ({exc})") from None
+    lines = [line for line in first.split(b"\n") if line.strip()]
+    if not lines:
+        raise CRCError(f"{path}: no rows")
+    return _Scan(lines[0], commas, quoted)
+
+
+def _read_bytes(path, max_bytes: int) -> bytes:
+    with _open(path) as stream:
+        try:
+            raw = stream.read(max_bytes + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CRCError(f"{path}: cannot read ({exc})") from None
+    if len(raw) > max_bytes:
+        raise CRCError(f"{path}: larger than {max_bytes} bytes")
+    return raw
+
+
+def _header(path, line: bytes) -> list[str]:
+    """The stripped column names of the header line."""
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CRCError(f"{path}: not UTF-8 text ({exc})") from None
+    try:
+        names = [name.strip() for name in next(csv.reader([text]))]
+    except (csv.Error, StopIteration) as exc:
+        raise CRCError(f"{path}: unreadable header ({exc})") from None
+    if len(set(names)) != len(names) or "" in names:
+        raise CRCError(f"{path}: header has empty or repeated column names")
+    return names
+
+
+def _fast(path, scan: _Scan, header: bool, names: list[str] | None) -> dict[str, Column] | None:
+    """Columns by pandas, or None when the file needs the careful reader."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns go to the careful reader
+            frame = pd.read_csv(path, header=0 if header else None, dtype=None, na_values=sorted(MISSING_TOKENS),
+                                keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig", skip_blank_lines=True)
+    except (ValueError, OSError, EOFError, zlib.error, pd.errors.ParserError, UnicodeDecodeError):
+        return None  # the careful reader finds the line and says what is wrong
+    d = frame.shape[1]
+    if frame.empty or frame.isna().all(axis=1).any():
+        return None
+    if scan.commas != (d - 1) * (len(frame) + header):  # a row of the wrong length (pandas pads short rows)
+        return None
+    if names is None:
+        names = [f"x{j + 1}" for j in range(d - 1)] + ["class"]
+    if len(names) != d:
+        return None
+    columns = {}
+    for name, (_, series) in zip(names, frame.items()):
+        if series.dtype.kind in "iuf":
+            rows = series.to_numpy(dtype=np.float64)
+            if not np.isinf(rows).any():
+                columns[name] = NumberColumn(rows)
+                continue
+        elif pd.api.types.is_string_dtype(series.dtype):  # only strings (pandas 3: StringDtype)
+            codes, values = pd.factorize(series, use_na_sentinel=True)
+            columns[name] = Column.factorized(codes, np.asarray(values, dtype=object))
+            continue
+        return None  # booleans, infinities, mixed types: read the text as it is
+    return columns
+
+
+def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[str, Column]:
+    """Columns by the standard library's csv reader, cell by cell."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CRCError(f"{path}: not UTF-8 text ({exc})") from None
+    reader = csv.reader(io.StringIO(text))
+    rows = []
+    try:
+        for row in reader:
+            if row and any(cell.strip() for cell in row):
+                rows.append(row)
+    except csv.Error as exc:
+        raise CRCError(f"{path}: line {reader.line_num}: {exc}") from None
+    if header:
+        rows.pop(0)
+    else:
+        names = [f"x{j + 1}" for j in range(len(rows[0]) - 1)] + ["class"]
+    for i, row in enumerate(rows):
+        if len(row) != len(names):
+            line = i + 2 if header else i + 1
+            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}")
+    if not rows:
+        raise CRCError(f"{path}: header but no data rows")
+    return {name: as_column([row[j].strip() for row in rows]) for j, name in enumerate(names)}
+
+
+def _check_cells(path, columns: dict) -> None:
+    for name, column in columns.items():
+        if column.numeric_dtype or not column.has_values():
+            continue
+        lengths = np.fromiter((len(v) for v in column.values), dtype=np.int64, count=len(column.values))
+        if lengths.max() > MAX_CELL_CHARS:
+            row = column.first_row(int(np.argmax(lengths))) + 1
+            raise CRCError(f"{path}: column {name!r}, data row {row}: cell longer than {MAX_CELL_CHARS} characters")

@@ -1,0 +1,122 @@
+"""The CSV reader: pandas' fast path and the standard library's careful path agree, and bad files are one line."""
+
+import gzip
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crc.core.data import dataset_from_columns
+from crc.core.errors import CRCError
+from crc.tables import reader
+from crc.tables.reader import MAX_CELL_CHARS, read_csv
+
+
+def cells_of(columns):
+    return {name: column.cells() for name, column in columns.items()}
+
+
+def careful(path, header=True):
+    raw = path.read_bytes() if not str(path).endswith(".gz") else gzip.decompress(path.read_bytes())
+    names = reader._header(path, raw.split(b"\n")[0]) if header else None
+    return reader._careful(path, raw, header, names)
+
+
+def test_pandas_parses_numbers_as_python_does():
+    rng = np.random.default_rng(0)
+    values = (rng.normal(size=3000) * 10.0 ** rng.integers(-300, 300, 3000)).tolist()
+    spellings = [repr(v) for v in values] + [f"{v:.17g}" for v in values] + [f"{v:.5e}" for v in values] + ["0.1", "1e-320", "-0"]
+    parsed = pd.read_csv(io.StringIO("a\n" + "\n".join(spellings)))["a"].to_numpy()
+    assert parsed.tolist() == [float(s) for s in spellings]
+
+
+@pytest.mark.parametrize("text", [
+    "a,b,cls\n1.5,x,yes\n,y,no\n",
+    "a,b,cls\n1,x,yes\n2.0,?,no\n 3 , y ,yes\n",
+    "a,b,cls\n\n1,x,yes\n\n2,y,no\n,,\n",
+    'a,b,cls\n1,"x, quoted",yes\n2,y,no\n',
+    "a,b,cls\ninf,x,yes\n1,y,no\n",
+    "a,b,cls\nTrue,x,yes\nFalse,y,no\n",
+    "a,b,cls\n1,x,yes\nz,y,no\n",
+])
+def test_fast_and_careful_readers_agree(tmp_path, text):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert cells_of(read_csv(path)) == cells_of(careful(path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.integers(-5, 5),
+                                    st.sampled_from(["", "?", "nan", "a", " b "])),
+                          st.sampled_from(["p", "q", "1", "2.0"])), min_size=2, max_size=30))
+def test_any_small_table_reads_as_the_careful_reader_reads_it(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("t") / "t.csv"
+    path.write_text("f,cls\n" + "".join(f"{f},{c}\n" for f, c in rows))
+    try:
+        expected = cells_of(careful(path))
+    except CRCError as exc:
+        with pytest.raises(CRCError):
+            read_csv(path)
+        return exc
+    assert cells_of(read_csv(path)) == expected
+
+
+def test_a_million_cells_keep_the_schema_rules(tmp_path):
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"x": rng.normal(size=20000), "k": rng.integers(0, 4, 20000), "cls": rng.choice(["u", "v"], 20000)})
+    frame.loc[::7, "x"] = np.nan
+    path = tmp_path / "t.csv.gz"
+    frame.to_csv(path, index=False)
+    dataset = dataset_from_columns(read_csv(path), "cls")
+    kinds = [f.kind for f in dataset.schema.features]
+    assert kinds == ["continuous", "discrete"] and dataset.schema.classes == ("u", "v")
+    np.testing.assert_array_equal(dataset.x[:, 0], frame["x"].to_numpy())
+    assert dataset.schema.features[1].categories == ("0", "1", "2", "3")
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2"),
+    (b"a,b\n", "header but no data"),
+    (b"", "no rows"),
+    (b"a,a\n1,2\n", "repeated column names"),
+    (b"a,b\n1,\xff\xfe\n", "not UTF-8"),
+    (b"\x00\x01\x02\x89PNG\r\n\x1a\n" * 50, "cells|UTF-8|column"),
+])
+def test_bad_files_are_one_line(tmp_path, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(CRCError, match=message):
+        read_csv(path)
+
+
+def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
+    for quote in ("", '"'):
+        path = tmp_path / f"big{len(quote)}.csv"
+        path.write_text(f"a,cls\n{quote}{'x' * (2 * MAX_CELL_CHARS)}{quote},p\n1,q\n")
+        with pytest.raises(CRCError, match="longer than|larger than"):
+            read_csv(path)
+    rows = "".join(f"{v},p\n" for v in np.random.default_rng(0).normal(size=2000))
+    compressed = gzip.compress(("a,cls\n" + rows).encode())
+    broken = tmp_path / "t.csv.gz"
+    broken.write_bytes(compressed[: len(compressed) // 2])
+    with pytest.raises(CRCError, match="cannot read"):
+        read_csv(broken)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("a,cls\n" + rows)
+    with pytest.raises(CRCError, match="larger than 100 bytes"):
+        read_csv(plain, max_bytes=100)
+
+
+def test_dataframes_are_tables_everywhere(tmp_path):
+    from crc.core.data import encode_features
+    frame = pd.DataFrame({"x": [0.5, np.nan, 2.0, 3.5] * 5, "k": ["a", "b", None, "a"] * 5, "cls": [1, 2, 1, 2] * 5})
+    dataset = dataset_from_columns(frame, "cls")
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    from_file = dataset_from_columns(read_csv(path), "cls")
+    assert dataset.schema == from_file.schema
+    np.testing.assert_array_equal(dataset.x, from_file.x)
+    np.testing.assert_array_equal(encode_features(dataset.schema, frame), encode_features(dataset.schema, read_csv(path)))
