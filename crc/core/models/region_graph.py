@@ -376,10 +376,10 @@ class RegionGraphCircuit(GenerativeModel):
         return Layer(outer, log_scale[:, left] + log_scale[:, right], np.matmul(weights, outer), weights)
 
     def _upward(self, parameters: Parameters, inputs: np.ndarray) -> Upward:
-        """The upward pass over leaf inputs (N, L, m, c): every leaf in one batched product, then the sum
+        """The upward pass over leaf inputs (N or 1, L, m, c): every leaf in one batched product, then the sum
         regions of all repetitions height by height, then the tops."""
         plan = self._plan
-        shape = inputs.shape[:1] + (plan.n_slots, self.n_classes, self.sums, inputs.shape[-2])
+        shape = parameters.leaves.shape[:1] + (plan.n_slots, self.n_classes, self.sums, inputs.shape[-2])
         scaled, log_scale = np.empty(shape), np.empty(shape[:-2] + (1,) + shape[-1:])
         leaves, leaf_scale = scaled[:, :plan.n_leaves], log_scale[:, :plan.n_leaves]
         np.matmul(parameters.leaves, np.swapaxes(inputs, -1, -2), out=leaves.reshape(leaves.shape[:2] + (-1, shape[-1])))
