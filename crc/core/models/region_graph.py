@@ -22,8 +22,9 @@ batched matrix product gives the channels of every leaf region; the sum
 regions of one height, in every repetition, form one layer. Channels are kept
 in linear space, scaled to a largest value of 1, with their log-scale apart, so
 that a layer's products, its sums and, downward, its expected edge counts are
-elementwise and batched matrix products, with no log-sum-exp per edge. Long inputs are processed in blocks small enough to stay in
-cache, which also keeps BLAS from starting threads for these small products.
+elementwise and batched matrix products, with no log-sum-exp per edge. Long
+inputs are processed in blocks of instances and batch entries small enough to
+stay in cache.
 """
 
 from __future__ import annotations
