@@ -1,27 +1,28 @@
-"""``crc bench``: measures the CRC engine and real peers; prints JSON."""
+"""``crc bench``: measures the CRC engine, the slower models and real peers; prints JSON."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from crc.bench import REPEATS, engine_versus_loop, peers_run, scale_run
+from crc.bench import REPEATS, engine_versus_loop, models_versus_nb, peers_run, scale_run
 from crc.cli.model_options import with_model_options
+from crc.cli.options import out_option
+from crc.cli.output import emit_json
 from crc.protocol import SimulationConfig
 
 
 @click.command()
-@click.option("--only", type=click.Choice(["engine", "scale", "peers"]), default=None, help="Run one part only.")
+@click.option("--only", type=click.Choice(["engine", "scale", "models", "peers"]), default=None, help="Run one part only.")
 @click.option("--data", default="letter", show_default=True, help="Data set of the engine and peers parts.")
 @with_model_options
 @click.option("--repeats", type=click.IntRange(min=1), default=REPEATS, show_default=True,
-              help="Interleaved runs of the engine part; the best of each is reported.")
+              help="Interleaved runs of the engine and models parts; the best of each is reported.")
 @click.option("--scale-nodes", type=click.IntRange(min=2), default=10_000, show_default=True, help="Peers of the scale run.")
 @click.option("--scale-local-size", type=click.IntRange(min=1), default=50, show_default=True,
               help="Local instances per peer of the scale run.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
-def bench(only, data, repeats, scale_nodes, scale_local_size, seed, **model):
+@out_option("the JSON")
+def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model):
     """Measure the CRC engine; prints JSON.
 
     engine: the default setting (50 peers x 50 instances, 64 rounds, random
@@ -32,6 +33,10 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, **model):
     scale: 'synthetic' data, --scale-nodes peers x --scale-local-size
     instances, 64 rounds: setup, rounds and sampled evaluation times, peak
     traced memory of each, maximum resident set size.
+    models: one default repeat of `crc simulate` with naive Bayes beside the
+    region-graph circuit on letter (target: at most 10 times naive Bayes) and
+    beside QDA on optdigits (target: 5 times), interleaved, best of --repeats
+    (the model options above do not apply).
     peers: 16 real `crc node` processes on loopback on a random tree, 64
     rounds on --data, against `crc simulate` of the same run.
     """
@@ -41,6 +46,8 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, **model):
     if only in (None, "scale"):
         report["scale"] = scale_run(SimulationConfig.from_settings(data="synthetic", nodes=scale_nodes, local_size=scale_local_size,
                                                                    seed=seed, **model))
+    if only in (None, "models"):
+        report["models"] = models_versus_nb(repeats, seed)
     if only in (None, "peers"):
         report["peers"] = peers_run(SimulationConfig.from_settings(data=data, nodes=16, seed=seed, **model))
-    click.echo(json.dumps(report, indent=2))
+    emit_json(report, out=out, to_stdout=True)

@@ -1,5 +1,5 @@
-"""Benchmarks of the CRC engine (against a per-node loop and the machine's matrix-product floor, at scale) and of
-real peers, as JSON-ready dicts.
+"""Benchmarks of the CRC engine (against a per-node loop and the machine's matrix-product floor, at scale), of the
+slower models against naive Bayes, and of real peers, as JSON-ready dicts.
 
 Layer: on top, beside ``crc.cli`` (which calls it for ``crc bench``); it may use
 every package but the command line, and nothing imports it but ``crc.cli``.
@@ -12,6 +12,7 @@ the thread CPU time beside the wall time.
 
 from __future__ import annotations
 
+import functools
 import resource
 import tempfile
 import time
@@ -140,6 +141,37 @@ def engine_versus_loop(config: SimulationConfig, repeats: int = REPEATS) -> dict
                     "engine_at_least_8x_loop": loop["seconds"] >= 8 * engine["seconds"]},
         "max_relative_difference": float(np.max(np.abs(fast - slow)) / np.max(np.abs(slow))),
     }
+
+
+MODEL_CASES = (
+    ("letter", {"model": "pc", "structure": "region-graph"}, 10.0),
+    ("optdigits", {"model": "qda"}, 5.0),
+)
+"""(data set, model settings, target): a repeat of the model should take at most ``target`` times naive Bayes's."""
+
+
+def models_versus_nb(repeats: int = REPEATS, seed: int = 0, cases=MODEL_CASES, **settings) -> dict:
+    """Per case, one repeat of ``crc simulate`` (split, centralized ML and RC, CRC, evaluation; the data set loaded
+    once beforehand) with naive Bayes and with the case's model, interleaved, best of ``repeats``; ``settings``
+    override the default run (tests use small ones)."""
+    report = {"timing": f"best of {repeats}, interleaved in one process (naive Bayes, the model, a {BLAS_PARK_SECONDS} s "
+                        "pause); cpu_seconds is the calling thread's CPU time", "blas_threads": blas_threads(), "cases": []}
+    for data, options, target in cases:
+        configs = {"nb": SimulationConfig.from_settings(data=data, seed=seed, **settings),
+                   options["model"]: SimulationConfig.from_settings(data=data, seed=seed, **options, **settings)}
+        dataset = load_for(configs["nb"])
+        network = network_factory(configs["nb"].topology)
+        best = _interleaved(repeats, {name: functools.partial(simulate, config, network, dataset=dataset)
+                                      for name, config in configs.items()})
+        nb, model = best["nb"], best[options["model"]]
+        report["cases"].append({
+            "data": data, "model": options, "nodes": configs["nb"].nodes, "rounds": configs["nb"].rounds,
+            "nb": {"seconds": nb[0], "cpu_seconds": nb[1], "test_error": nb[2]["crc"]["test_error"]},
+            "other": {"seconds": model[0], "cpu_seconds": model[1], "test_error": model[2]["crc"]["test_error"]},
+            "ratio": model[0] / nb[0], "cpu_ratio": model[1] / nb[1], "target_ratio": target,
+            "meets_target": model[0] <= target * nb[0],
+        })
+    return report
 
 
 def _max_rss_bytes() -> int:

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from crc.core.calibration import rc
 from crc.core.data import Dataset
+from crc.core.engine import single_threaded_blas
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import Repeat
 
@@ -32,8 +33,9 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
     central = cache.get(key) if cache is not None else None
     if central is None:
         split = rep.split
-        ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
-        rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
+        with single_threaded_blas():  # modest products, as in the engine's rounds: BLAS threads stall them when busy
+            ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
+            rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rounds).stats
         central = {}
         for name, stats in (("ml", ml_stats), ("rc", rc_stats)):
             train_err, test_err = rep.errors(stats[None, :])

@@ -40,6 +40,11 @@ class QDA(LinearFamilyModel):
         self.categorical = CategoricalPart(self.schema)
         dc = len(self.continuous)
         self.upper = np.triu_indices(dc)
+        packed = np.empty((dc, dc), dtype=np.intp)  # the upper-triangle position of every entry (i, j)
+        packed[self.upper[0], self.upper[1]] = packed[self.upper[1], self.upper[0]] = np.arange(len(self.upper[0]))
+        self._packed_index = packed.reshape(-1)
+        self._upper_flat = self.upper[0] * dc + self.upper[1]
+        self._diagonal = np.flatnonzero(self.upper[0] == self.upper[1])
         return Layout(self.n_classes, (("count", 1), ("sum", dc), ("outer", dc * (dc + 1) // 2), ("cat", self.categorical.width)))
 
     def features(self, x: np.ndarray) -> np.ndarray:
@@ -59,14 +64,11 @@ class QDA(LinearFamilyModel):
     def _symmetric(self, packed: np.ndarray) -> np.ndarray:
         """Upper-triangle vectors (..., dc(dc+1)/2) -> symmetric matrices (..., dc, dc)."""
         dc = len(self.continuous)
-        full = np.zeros(packed.shape[:-1] + (dc, dc))
-        full[..., self.upper[0], self.upper[1]] = packed
-        full[..., self.upper[1], self.upper[0]] = packed
-        return full
+        return np.take(packed, self._packed_index, axis=-1).reshape(packed.shape[:-1] + (dc, dc))
 
     def theta(self, s: np.ndarray) -> dict:
-        """Class log-priors (..., r), means (..., r, dc), covariances, precisions (..., r, dc, dc),
-        log-determinants (..., r) and category log-probabilities (..., r, C).
+        """Class log-priors (..., r), means (..., r, dc), precisions (..., r, dc, dc), log-determinants (..., r)
+        and category log-probabilities (..., r, C).
 
         The covariance's eigenvalues are floored at EIG_FLOOR; the statistics are not changed.
         """
@@ -75,26 +77,32 @@ class QDA(LinearFamilyModel):
         col = self.layout.columns
         counts = np.maximum(table[..., :, 0], floor[..., 0])
         mean = table[..., :, col("sum")] / counts[..., None]
-        cov = self._symmetric(table[..., :, col("outer")]) / counts[..., None, None] - mean[..., :, None] * mean[..., None, :]
-        eigval, eigvec = np.linalg.eigh(cov)
-        eigval = np.maximum(eigval, EIG_FLOOR)
+        cov = self._symmetric(table[..., :, col("outer")])
+        cov /= counts[..., None, None]
+        cov -= mean[..., :, None] * mean[..., None, :]
+        precision, logdet = _precision_and_logdet(cov)
         return {
             "log_prior": np.log(counts) - np.log(counts.sum(axis=-1, keepdims=True)),
             "mean": mean,
-            "cov": (eigvec * eigval[..., None, :]) @ np.swapaxes(eigvec, -1, -2),
-            "precision": (eigvec / eigval[..., None, :]) @ np.swapaxes(eigvec, -1, -2),
-            "logdet": np.log(eigval).sum(axis=-1),
+            "precision": precision,
+            "logdet": logdet,
             "log_cat": self.categorical.log_probs(table[..., :, col("cat")], floor),
         }
 
     def natural(self, theta: dict) -> np.ndarray:
+        """Natural parameters (..., r, k), written block by block into one array."""
         mean, precision = theta["mean"], theta["precision"]
-        linear = np.matmul(precision, mean[..., None])[..., 0]
+        col = self.layout.columns
         dc = len(self.continuous)
-        const = theta["log_prior"] - 0.5 * ((linear * mean).sum(axis=-1) + theta["logdet"] + dc * LOG_2PI)
-        quad = -precision[..., self.upper[0], self.upper[1]]
-        quad = np.where(self.upper[0] == self.upper[1], 0.5 * quad, quad)
-        return np.concatenate([const[..., None], linear, quad, theta["log_cat"]], axis=-1)
+        eta = np.empty(mean.shape[:-1] + (self.layout.n_columns,))
+        linear = np.matmul(precision, mean[..., None])[..., 0]
+        eta[..., col("sum")] = linear
+        eta[..., 0] = theta["log_prior"] - 0.5 * ((linear * mean).sum(axis=-1) + theta["logdet"] + dc * LOG_2PI)
+        quad = eta[..., col("outer")]
+        np.negative(np.take(precision.reshape(precision.shape[:-2] + (-1,)), self._upper_flat, axis=-1), out=quad)
+        quad[..., self._diagonal] *= 0.5
+        eta[..., col("cat")] = theta["log_cat"]
+        return eta
 
     def uniform(self, m0: float) -> np.ndarray:
         """Class counts m0/r; per class mean 0 and identity covariance; even category counts."""
@@ -102,3 +110,54 @@ class QDA(LinearFamilyModel):
         outer = np.where(self.upper[0] == self.upper[1], per_class, 0.0)
         row = np.concatenate([[per_class], np.zeros(len(self.continuous)), outer, self.categorical.uniform(per_class)])
         return np.tile(row, self.n_classes)
+
+
+FLOOR_TRACE = 1 / EIG_FLOOR
+"""A precision of trace below this has every eigenvalue of its covariance above EIG_FLOOR (trace P >= 1 / lambda_min)."""
+
+
+def _precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Precisions (..., d, d) and log-determinants (...) of covariances (..., d, d) with eigenvalues floored at EIG_FLOOR.
+
+    A batched Cholesky factorisation L L^T = cov gives P = L^-T L^-1 and log det = 2 sum log diag L, exact where
+    no eigenvalue is at the floor, which trace P < FLOOR_TRACE guarantees. The other matrices, and every matrix
+    of a batch whose factorisation fails (one not positive definite), take the eigendecomposition, about ten
+    times slower.
+    """
+    try:
+        factor = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return _floored_eigen(cov)
+    inverse = _lower_inverse(factor)
+    precision = np.matmul(np.swapaxes(inverse, -1, -2), inverse)
+    logdet = 2 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
+    floored = ~(np.trace(precision, axis1=-2, axis2=-1) < FLOOR_TRACE)
+    if floored.any():
+        precision[floored], logdet[floored] = _floored_eigen(cov[floored])
+    return precision, logdet
+
+
+TRIANGULAR_BLOCK = 16
+"""Order up to which ``_lower_inverse`` inverts a block directly (LU); above, it splits it in two."""
+
+
+def _lower_inverse(lower: np.ndarray) -> np.ndarray:
+    """Inverses (..., d, d) of invertible lower-triangular matrices, by halves: [[A, 0], [C, B]]^-1 is
+    [[A^-1, 0], [-B^-1 C A^-1, B^-1]]. About three times faster than a general inverse at d = 51."""
+    d = lower.shape[-1]
+    if d <= TRIANGULAR_BLOCK:
+        return np.linalg.inv(lower)
+    h = d // 2
+    first, second = _lower_inverse(lower[..., :h, :h]), _lower_inverse(lower[..., h:, h:])
+    inverse = np.zeros_like(lower)
+    inverse[..., :h, :h] = first
+    inverse[..., h:, h:] = second
+    inverse[..., h:, :h] = -np.matmul(second, np.matmul(lower[..., h:, :h], first))
+    return inverse
+
+
+def _floored_eigen(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_precision_and_logdet`` through the eigendecomposition, eigenvalues floored at EIG_FLOOR."""
+    eigval, eigvec = np.linalg.eigh(cov)
+    eigval = np.maximum(eigval, EIG_FLOOR)
+    return (eigvec / eigval[..., None, :]) @ np.swapaxes(eigvec, -1, -2), np.log(eigval).sum(axis=-1)

@@ -1,0 +1,41 @@
+"""QDA's batched precisions: the Cholesky path against the floored eigendecomposition."""
+
+import numpy as np
+import pytest
+
+from crc.core.models.qda import EIG_FLOOR, _floored_eigen, _lower_inverse, _precision_and_logdet
+
+
+def _covariances(rng, batch, d):
+    a = rng.standard_normal(batch + (d, d + 5))
+    return a @ np.swapaxes(a, -1, -2) / (d + 5)
+
+
+@pytest.mark.parametrize("d", [1, 5, 17, 40])
+def test_lower_inverse_inverts(d):
+    lower = np.linalg.cholesky(_covariances(np.random.default_rng(d), (3, 2), d))
+    np.testing.assert_allclose(_lower_inverse(lower) @ lower, np.broadcast_to(np.eye(d), lower.shape), atol=1e-10)
+
+
+def test_cholesky_path_equals_the_eigendecomposition_on_positive_definite_batches():
+    cov = _covariances(np.random.default_rng(0), (4, 3), 30)
+    precision, logdet = _precision_and_logdet(cov)
+    ref_precision, ref_logdet = _floored_eigen(cov)
+    np.testing.assert_allclose(precision, ref_precision, rtol=0, atol=1e-10 * np.abs(ref_precision).max())
+    np.testing.assert_allclose(logdet, ref_logdet, rtol=0, atol=1e-10)
+
+
+def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
+    rng = np.random.default_rng(1)
+    cov = _covariances(rng, (5,), 6)
+    cov[2] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-12])  # positive definite, one eigenvalue under the floor
+    precision, logdet = _precision_and_logdet(cov)
+    assert precision[2, 5, 5] == pytest.approx(1 / EIG_FLOOR)
+    assert logdet[2] == pytest.approx(np.log(EIG_FLOOR))
+    np.testing.assert_allclose(precision[[0, 1, 3, 4]], np.linalg.inv(cov[[0, 1, 3, 4]]), rtol=1e-9, atol=1e-9)
+    cov[4] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])  # not positive definite: the whole batch takes the eigenvalues
+    precision, logdet = _precision_and_logdet(cov)
+    ref_precision, ref_logdet = _floored_eigen(cov)
+    np.testing.assert_array_equal(precision, ref_precision)
+    np.testing.assert_array_equal(logdet, ref_logdet)
+    assert precision[4, 5, 5] == pytest.approx(1 / EIG_FLOOR)
