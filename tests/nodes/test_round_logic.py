@@ -171,7 +171,7 @@ def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setu
 
 
 def test_a_stale_message_is_dropped_and_counted(setup):
-    stale = setup.frame(NEIGHBOURS[0], 2, stats=3 * setup.history[2][NEIGHBOURS[0]])
+    stale = setup.frame(NEIGHBOURS[0], 2, stats=setup.history[5][NEIGHBOURS[0]])  # valid, but not round 2's
 
     def answer(round_):
         return setup.neighbours_answer(round_) + ([(0.0, stale)] if round_ == 3 else [])
@@ -204,7 +204,7 @@ def test_an_early_message_is_kept_and_used_in_its_round(setup):
 
 def test_a_duplicate_is_rejected_and_the_first_copy_used(setup):
     twice = NEIGHBOURS[-1]
-    copy = setup.frame(twice, 2, stats=2 * setup.history[2][twice])
+    copy = setup.frame(twice, 2, stats=setup.history[5][twice])  # valid, but not round 2's
 
     def answer(round_):
         replies = setup.neighbours_answer(round_)
