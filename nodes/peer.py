@@ -301,6 +301,8 @@ class Peer:
                     break
             finished = self.round >= self.settings.rounds
         finally:
+            for peer, since in self._down_since.items():  # still down at the end
+                self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + self.clock() - since
             try:
                 self._checkpoint()
             finally:
