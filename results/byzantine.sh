@@ -16,4 +16,12 @@ for data in letter penbased magic; do
     done
   done
 done
+# Real peers: 16 `crc node` processes on 127.0.0.1 (penbased, random tree, seed 0); with --byzantine 1 the simulator's
+# choice is node 1, a leaf whose one neighbour, node 12, is a centre of the tree: it sends permuted statistics there.
+mkdir -p results/byzantine-launch
+crc -q launch --nodes 16 --rounds 64 --json --out results/byzantine-launch/launch-16-clean.json > /dev/null
+for aggregate in mean clipped; do
+  crc -q launch --nodes 16 --rounds 64 --byzantine 1 --attack permute --aggregate $aggregate --json \
+      --out results/byzantine-launch/launch-16-permute-$aggregate.json > /dev/null
+done
 python3 results/byzantine_table.py

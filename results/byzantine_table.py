@@ -37,4 +37,18 @@ for data in sorted({x["data"] for x in rows}):
             cells.append(" / ".join(f"{p['honest_test_error']:.4f}" if p else "–" for p in pair))
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     lines.append("")
+launch = {path.stem: json.loads(path.read_text()) for path in sorted((HERE / "byzantine-launch").glob("*.json"))}
+if launch:
+    clean = launch["launch-16-clean"]
+    lines += ["## Real peers: one Byzantine neighbour at the centre of a 16-peer tree", "",
+              "`crc launch --nodes 16 --rounds 64 --byzantine 1 --attack permute --aggregate mean|clipped` (penbased, "
+              "seed 0): the Byzantine peer is node 1, a leaf attached to node 12, a centre of the tree. Honest peers' "
+              "mean test accuracy (the clean run: all 16 peers).", "",
+              "| run | honest peers' test accuracy | wall time (s) |", "|---|---|---|",
+              f"| clean | {1 - clean['crc']['test_error']:.4f} | {clean['network']['wall_s']:.1f} |"]
+    for aggregate in ("mean", "clipped"):
+        run = launch.get(f"launch-16-permute-{aggregate}")
+        if run:
+            lines.append(f"| permute, {aggregate} | {1 - run['honest']['test_error']:.4f} | {run['network']['wall_s']:.1f} |")
+    lines.append("")
 (HERE / "byzantine.md").write_text("\n".join(lines))
