@@ -17,7 +17,7 @@ import zmq
 
 from crc.core.errors import CRCError
 
-INBOX_FRAMES_PER_CONNECTION = 8
+INBOX_FRAMES_PER_CONNECTION = 2
 """ZeroMQ's receive queue per connection (RCVHWM): a neighbour's frames up to a few rounds ahead."""
 
 
