@@ -33,16 +33,18 @@ def test_a_flooded_peer_finishes_like_the_simulator(tmp_path):
 
 
 def test_sigterm_stops_a_flooded_peer_within_a_second(tmp_path):
-    config, graph, _ = scenario(tmp_path, nodes=3, rounds=10_000)
+    config, graph, _ = scenario(tmp_path, nodes=3, rounds=4)
     victim = max(graph, key=graph.degree)
-    with Network(tmp_path, graph, config, timeout=10.0) as net, \
+    held_back = min(v for v in graph if v != victim)  # never started: the victim waits for it, flooded, all along
+    with Network(tmp_path, graph, config, timeout=30.0) as net, \
             Flood(net.addresses[victim], sockets=SOCKETS, frame_bytes=max_frame_bytes(tmp_path, config),
                   seconds=FLOOD_S + 5) as flood:
-        net.start_all()
-        net.wait_for_round(victim, 3)
-        time.sleep(1.0)  # well into the flood
+        net.start_all(order=[v for v in graph if v != held_back])
+        time.sleep(FLOOD_S)  # well into the flood
+        assert net.processes[victim].poll() is None
         started = time.monotonic()
         net.signal(victim, signal.SIGTERM)
         assert net.wait([victim], limit=5.0) == {victim: 128 + signal.SIGTERM}
         assert time.monotonic() - started < 1.0
         assert flood.process.poll() is None  # the flood was still on
+    assert "rejected message (malformed)" in net.log_path(victim).read_text()
