@@ -54,7 +54,7 @@ class PeerSettings:
     round gives up before then either, since a neighbour's neighbour that starts late delays the neighbour's
     next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
     queue_messages: int = 256
-    """Frames (rounds of statistics) ZeroMQ may queue per neighbour, outgoing and incoming."""
+    """Frames (rounds of statistics) ZeroMQ may queue for each neighbour (outgoing; the inbox keeps a few per connection)."""
     final_linger_ms: int = 1000
     """Milliseconds queued statistics may take to leave after the last round (a stop closes at once)."""
     poll_slice_s: float = 0.1

@@ -37,8 +37,10 @@ class PeerTransport(Protocol):
 class Transport:
     """The ZeroMQ PeerTransport: an inbox (PULL) bound at ``bind`` and one outbox (PUSH) per neighbour address.
 
-    ``queue_messages`` frames may wait for each neighbour (the inbox holds as
-    many per neighbour); a receive waits at most ``poll_slice_s`` seconds.
+    ``queue_messages`` frames may wait for each neighbour in its outbox; the
+    inbox holds ``INBOX_FRAMES_PER_CONNECTION`` per connection (more wait in
+    the sender's queue); a receive waits at most ``poll_slice_s`` seconds and
+    returns at most ``max_frames`` frames.
     """
 
     def __init__(self, bind: str, neighbours: list[str], *, max_frame_bytes: int, queue_messages: int,
@@ -47,7 +49,7 @@ class Transport:
         self.context = zmq.Context()
         self.inbox = self.context.socket(zmq.PULL)
         # Memory of the inbox is bounded by connections x (RCVHWM + 1) x MAXMSGSIZE: RCVHWM is per connection,
-        # so it is kept small (a neighbour is never far ahead: early rounds beyond the peer's window are refused),
+        # so it is kept small (a neighbour's further frames wait in its own send queue until they are read),
         # and ZeroMQ drops a longer frame, and its connection, before it uses memory.
         self.inbox.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
         self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
@@ -84,10 +86,11 @@ class Transport:
     def receive(self, deadline: float) -> list[bytes]:
         """Frames that arrive before ``deadline`` (time.monotonic), returning early once some have arrived.
 
-        Waits at most ``poll_slice_s`` per call so that the caller can check for a stop request.
+        Waits at most ``poll_slice_s`` per call, and returns at most ``max_frames`` frames, so that the caller can
+        check for a stop request; past the deadline it returns what is already there without waiting.
         """
         frames = []
-        remaining = max(0.0, deadline - time.monotonic())  # past the deadline: what is already there, no wait
+        remaining = max(0.0, deadline - time.monotonic())
         if dict(self.poller.poll(timeout=min(remaining, self.poll_slice_s) * 1000)):
             while len(frames) < self.max_frames:
                 try:
