@@ -14,6 +14,7 @@ import click
 from crc.cli.options import DEFAULTS, MODEL, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import print_summary, warn_tiny_test_set
+from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import launch as run_launch
 from crc.nodes.peer import PeerSettings
@@ -62,7 +63,12 @@ class _RoundsDone:
 
 @click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
-         "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
+         "rounds", "iters", "lr", "ess", "test_size", "seed", "aggregate", base=LAUNCH_DEFAULTS)
+@click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "
+                   "the results add the honest peers' errors ('honest').")
+@click.option("--attack", type=click.Choice(ATTACKS), default=SimulationConfig.attack, show_default=True,
+              help=f"What the --byzantine peers send: {ATTACK_HELP}.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True,
               help=f"Seconds each peer waits for its neighbours per round; the first round waits up to "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crc.cli.model_options import model_choice, option_decorators
+from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models import all_options
@@ -75,9 +76,12 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--test-size", type=click.FloatRange(min=0, min_open=True), default=base.test_size, show_default=True,
                      help="Test set: a fraction of the data if below 1, else a count."),
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
+        click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=base.aggregate, show_default=True,
+                     help=f"How a peer combines its neighbours' statistics with its own: {AGGREGATION_HELP}."),
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
-             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
+             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed",
+             "aggregate"]
     return dict(zip(names, options))
 
 

@@ -13,6 +13,8 @@ import numpy as np
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
+from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
+from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
@@ -106,12 +108,19 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
               help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
+@click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=PeerSettings.aggregate, show_default=True,
+              help=f"How the neighbours' statistics are combined with this peer's: {AGGREGATION_HELP}.")
+@click.option("--down-after", type=click.IntRange(min=1), default=PeerSettings.down_after, show_default=True,
+              help="Rounds a neighbour may miss in a row before it is marked down and no longer waited for "
+                   "(until it sends again).")
+@click.option("--attack", type=click.Choice(ATTACKS), default=None,
+              help=f"Research only: make this peer Byzantine, sending poisoned statistics every round ({ATTACK_HELP}).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
-         run_id, out, log_level, **structure):
+         run_id, aggregate, down_after, attack, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -132,9 +141,12 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     classifier = make_model(model, shared, **options)
     phi, y = load_local(data, shared, classifier)
     log = _configure_logging(log_level or default_log_level("info"), bind)
+    if attack:
+        log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
     try:
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
-                                first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint)
+                                first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
+                                aggregate=aggregate, down_after=down_after, attack=attack)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
@@ -151,7 +163,8 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     finished = peer.run(transport)  # closes the transport
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
-    metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess}
+    metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess,
+               "aggregate": aggregate, "attack": attack}
     TrainedModel(shared, model, peer.stats, metrics, **options).save(out)
     missing = sum(peer.metrics.missing.values())
     rejected = sum(peer.metrics.rejected.values())

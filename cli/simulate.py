@@ -11,6 +11,7 @@ import click
 from crc.cli.options import out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
 from crc.cli.summary import print_summary, warn_tiny_test_set
+from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
 from crc.tables.datasets import BUNDLED, load_bundled
@@ -24,6 +25,11 @@ from crc.topologies import network_factory
 @click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list); on with --plots.")
 @click.option("--baseline", is_flag=True,
               help="Also evaluate the mixture of the peers' own ML models weighted by local sizes (federated-circuits baseline).")
+@click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Attack study: this many seeded peers send poisoned (ESS-valid) statistics every round; the results "
+                   "add the honest peers' errors ('honest').")
+@click.option("--attack", type=click.Choice(ATTACKS), default=SimulationConfig.attack, show_default=True,
+              help=f"What the --byzantine peers send: {ATTACK_HELP}.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON to standard output and nothing else there.")
 @out_option()
 @plots_option("the convergence figure (CRC's test error by round, with RC and ML; turns --curve on)")

@@ -9,7 +9,7 @@ import click
 from crc.cli.output import tiny_test_set_warning, warn
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
-ROWS = (("ML", "ml"), ("RC", "rc"), ("CRC", "crc"), ("mixture of nodes", "mixture_of_nodes"))
+ROWS = (("ML", "ml"), ("RC", "rc"), ("CRC", "crc"), ("CRC, honest peers", "honest"), ("mixture of nodes", "mixture_of_nodes"))
 
 
 def summary_lines(results: dict) -> list[str]:
@@ -22,6 +22,9 @@ def summary_lines(results: dict) -> list[str]:
     repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
     lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} instances "
              f"each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
+    if cfg.get("byzantine"):
+        lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
+                     f"aggregation '{cfg['aggregate']}'")
     if network:
         lines.append(f"{network['finished']} of {cfg['nodes']} peers finished in {network['wall_s']:.1f} s")
     lines.append(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>15}")

@@ -32,7 +32,8 @@ from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
-from crc.protocol.results import repeat_results, results_json
+from crc.protocol.results import add_honest, repeat_results, results_json
+from crc.protocol.simulator import byzantine_for
 from crc.topologies import Schedule
 
 REAP_GRACE_S = 3.0
@@ -53,8 +54,9 @@ def free_ports(count: int) -> list[int]:
 
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
-                 ess: float, timeout: float, first_round_timeout: float, log_level: str) -> list[str]:
-    """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings)."""
+                 ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None) -> list[str]:
+    """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
+    makes it a Byzantine peer (``crc node --attack``)."""
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     # -I: the installed crc, never a checkout that happens to be the working directory.
@@ -64,7 +66,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
-            "--log-level", log_level]
+            "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else [])]
 
 
 class _Process(subprocess.Popen):
@@ -126,10 +128,12 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
+        byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options
         started = time.monotonic()
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
-                                   timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level)
+                                   timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
+                                   attack=config.attack if index in byzantine else None)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(_start(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
@@ -148,11 +152,12 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             if spawner is not None:
                 spawner.close()
     wall = time.monotonic() - started
-    return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout)
+    return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout,
+                     byzantine=byzantine)
 
 
 def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
-              timeout: float) -> dict:
+              timeout: float, byzantine: np.ndarray) -> dict:
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"
@@ -170,6 +175,8 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
         raise CRCError(f"no peer finished; see the logs in {workdir}")
     central = central_results(dataset, config, rep)
     results = repeat_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
+    if config.byzantine:
+        add_honest(results, rep, np.array(stats), np.array(finished), byzantine)
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected = {}

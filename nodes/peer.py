@@ -3,9 +3,12 @@
 At round t the peer waits (until a timeout) for its neighbours' round t-1
 statistics, averages what arrived with its own (closed neighbourhood), runs
 LRC on its local data, sends its round-t statistics and writes a checkpoint.
-Early messages are kept for their round, stale ones dropped; anything invalid
-is rejected, counted by cause and never touches the statistics. The network
-is a PeerTransport given to ``Peer.run``, which closes it.
+Early messages are kept for their round (at most ``window_rounds`` ahead, one
+slot per neighbour and round), stale ones dropped; anything invalid is
+rejected, counted by cause and never touches the statistics. A neighbour that
+misses ``down_after`` rounds in a row is marked down and no longer waited for
+until it sends again. The network is a PeerTransport given to ``Peer.run``,
+which closes it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ import logging
 import math
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from crc.core.aggregation import AGGREGATIONS, peer_average
+from crc.core.attacks import ATTACKS, poison
 from crc.core.calibration import lrc, soft_zero_one
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.nodes import checkpoint
@@ -48,7 +54,7 @@ class PeerSettings:
     round gives up before then either, since a neighbour's neighbour that starts late delays the neighbour's
     next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
     queue_messages: int = 256
-    """Frames (rounds of statistics) ZeroMQ may queue per neighbour, outgoing and incoming."""
+    """Frames (rounds of statistics) ZeroMQ may queue for each neighbour (outgoing; the inbox keeps a few per connection)."""
     final_linger_ms: int = 1000
     """Milliseconds queued statistics may take to leave after the last round (a stop closes at once)."""
     poll_slice_s: float = 0.1
@@ -57,6 +63,15 @@ class PeerSettings:
     """Run id: peers of other runs are ignored."""
     checkpoint_dir: str | None = None
     """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
+    aggregate: str = "mean"
+    """How neighbours' statistics are combined with the peer's own (``crc.core.aggregation``)."""
+    window_rounds: int = 8
+    """Frames for more than this many rounds after the awaited one are refused, so that buffered state stays bounded
+    (neighbours x window x frame); a peer that started late or was restarted catches up through buffered rounds."""
+    down_after: int = 3
+    """Consecutive rounds a neighbour may miss before it is marked down and no longer waited for."""
+    attack: str | None = None
+    """Research only: send poisoned statistics of this kind (``crc.core.attacks``) instead of the peer's own."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -65,6 +80,10 @@ class PeerSettings:
             raise ValueError("timeouts and the poll slice must be positive")
         if self.rounds < 1 or self.iters < 1 or self.queue_messages < 1 or self.final_linger_ms < 0:
             raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
+        if self.window_rounds < 0 or self.down_after < 1:
+            raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
+        if self.aggregate not in AGGREGATIONS or self.attack not in (None, *ATTACKS):
+            raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
 
 
 @dataclass
@@ -81,6 +100,11 @@ class Metrics:
     send_dropped: int = 0
     rejected: dict = field(default_factory=lambda: {cause: 0 for cause in CAUSES})
     missing: dict = field(default_factory=dict)
+    """Per neighbour: rounds its statistics did not arrive."""
+    down_rounds: dict = field(default_factory=dict)
+    """Per neighbour: rounds it was marked down (not waited for)."""
+    downtime_s: dict = field(default_factory=dict)
+    """Per neighbour: seconds from being marked down to sending again (or to the end of the run)."""
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -104,9 +128,14 @@ class Peer:
         self.log = log or logging.getLogger("crc.node")
         self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
-                                  neighbours=frozenset(settings.peers))
+                                  neighbours=frozenset(settings.peers), model=model)
         self.round, self.stats, self.metrics = 0, model.uniform(self.ess), Metrics()
         self.metrics.missing = {peer: 0 for peer in settings.peers}
+        self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
+        self.metrics.downtime_s = {peer: 0.0 for peer in settings.peers}
+        self._misses = {peer: 0 for peer in settings.peers}
+        self._down_since: dict[str, float] = {}  # neighbours marked down -> when, on self.clock
+        self._attack_rng = np.random.default_rng(zlib.crc32(settings.bind.encode()))
         self._inbox: dict[int, dict[str, np.ndarray]] = {}
         self._logged_causes: set[str] = set()
         self.stop = threading.Event()
@@ -135,8 +164,10 @@ class Peer:
                             metrics=self.metrics.to_json())
 
     def _send(self, transport: PeerTransport) -> None:
+        stats = self.stats if self.settings.attack is None else poison(self.model, self.stats, self.settings.attack,
+                                                                         self._attack_rng)
         frame = encode(run=self.settings.run, sender=self.settings.bind, round_=self.round, schema_id=self.model.schema_id,
-                       ess=self.ess, stats=self.stats)
+                       ess=self.ess, stats=stats)
         dropped = transport.send(frame)
         sent = len(self.settings.peers) - len(dropped)
         self.metrics.messages_sent += sent
@@ -160,8 +191,12 @@ class Peer:
         if message.round < wanted:
             self._reject("stale", f"round {message.round} arrived while waiting for round {wanted}", message.sender)
             return
-        if message.round >= self.settings.rounds:  # keeps the buffer of early rounds bounded
+        if message.round >= self.settings.rounds:
             self._reject("malformed", f"round {message.round} is beyond this run's {self.settings.rounds} rounds", message.sender)
+            return
+        if message.round > wanted + self.settings.window_rounds:  # keeps the buffer of early rounds bounded
+            self._reject("ahead", f"round {message.round} while waiting for round {wanted} (window "
+                                  f"{self.settings.window_rounds})", message.sender)
             return
         slot = self._inbox.setdefault(message.round, {})
         if message.sender in slot:
@@ -170,14 +205,54 @@ class Peer:
         slot[message.sender] = message.stats
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)
+        if message.sender in self._down_since:
+            self._mark_up(message.sender)
+
+    def _mark_up(self, peer: str) -> None:
+        down_s = self.clock() - self._down_since.pop(peer)
+        self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + down_s
+        self._misses[peer] = 0
+        self.log.info("round %d: %s sent again after %.1f s down; waiting for it again", self.round + 1, peer, down_s)
+
+    def _count_missing(self, received: dict, waited_s: float) -> None:
+        """Missing and down counts of the round; marks a neighbour down after ``down_after`` misses in a row."""
+        for peer in self.settings.peers:
+            if peer in received:
+                self._misses[peer] = 0
+                continue
+            self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
+            self._misses[peer] += 1
+            if peer in self._down_since:
+                self.metrics.down_rounds[peer] = self.metrics.down_rounds.get(peer, 0) + 1
+                continue
+            self.log.warning("round %d: no statistics from %s within %.1f s", self.round + 1, peer, waited_s)
+            if self._misses[peer] >= self.settings.down_after:
+                self._down_since[peer] = self.clock()
+                self.log.warning("round %d: %s missed %d rounds in a row: marked down, no longer waited for until it "
+                                 "sends again", self.round + 1, peer, self._misses[peer])
+
+    def _complete(self, wanted: int) -> bool:
+        """Whether every neighbour that is not down has sent its statistics of round ``wanted``."""
+        slot = self._inbox.get(wanted, {})
+        return all(peer in slot for peer in self.settings.peers if peer not in self._down_since)
 
     def _gather(self, transport: PeerTransport, wanted: int, deadline: float) -> dict[str, np.ndarray]:
-        """Neighbours' statistics of round ``wanted``: all of them, or what arrived before ``deadline``."""
-        while not self.stop.is_set() and len(self._inbox.get(wanted, {})) < len(self.settings.peers):
-            if self.clock() >= deadline:
-                break
+        """Neighbours' statistics of round ``wanted``: all of those not down, or what arrived before ``deadline``.
+
+        Frames are handled one at a time, the stop request checked between them; each receive returns a bounded
+        batch. With every neighbour down, frames already waiting are still read (without waiting).
+        """
+        drain = len(self._down_since) == len(self.settings.peers) > 0
+        if drain:
+            deadline = self.clock()
+        while not self.stop.is_set() and (drain or not self._complete(wanted)):
+            expired = self.clock() >= deadline  # once expired, one last receive takes what is already there
             for frame in transport.receive(deadline):
+                if self.stop.is_set():
+                    break
                 self._accept(frame, wanted)
+            if expired:
+                break
         for old in [r for r in self._inbox if r < wanted]:
             del self._inbox[old]
         return self._inbox.pop(wanted, {})
@@ -191,12 +266,8 @@ class Peer:
         received = self._gather(transport, wanted, deadline)
         if self.stop.is_set():
             return False
-        for peer in self.settings.peers:
-            if peer not in received:
-                self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
-                self.log.warning("round %d: no statistics from %s within %.1f s", wanted + 1, peer,
-                                 deadline - waiting_since)
-        aggregated = (self.stats + sum(received.values(), np.zeros_like(self.stats))) / (1 + len(received))
+        self._count_missing(received, deadline - waiting_since)
+        aggregated = peer_average(self.stats, list(received.values()), rule=self.settings.aggregate)
         self.stats = lrc(self.model, aggregated, self.phi, self.weights, iterations=self.settings.iters)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
@@ -230,6 +301,8 @@ class Peer:
                     break
             finished = self.round >= self.settings.rounds
         finally:
+            for peer, since in self._down_since.items():  # still down at the end
+                self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + self.clock() - since
             try:
                 self._checkpoint()
             finally:

@@ -17,6 +17,9 @@ import zmq
 
 from crc.core.errors import CRCError
 
+INBOX_FRAMES_PER_CONNECTION = 2
+"""ZeroMQ's receive queue per connection (RCVHWM): a neighbour's frames up to a few rounds ahead."""
+
 
 class PeerTransport(Protocol):
     """What a peer needs from its network. Deadlines are on the peer's clock (time.monotonic for real peers)."""
@@ -34,19 +37,22 @@ class PeerTransport(Protocol):
 class Transport:
     """The ZeroMQ PeerTransport: an inbox (PULL) bound at ``bind`` and one outbox (PUSH) per neighbour address.
 
-    ``queue_messages`` frames may wait for each neighbour (the inbox holds as
-    many per neighbour); a receive waits at most ``poll_slice_s`` seconds.
+    ``queue_messages`` frames may wait for each neighbour in its outbox; the
+    inbox holds ``INBOX_FRAMES_PER_CONNECTION`` per connection (more wait in
+    the sender's queue); a receive waits at most ``poll_slice_s`` seconds and
+    returns at most ``max_frames`` frames.
     """
 
     def __init__(self, bind: str, neighbours: list[str], *, max_frame_bytes: int, queue_messages: int,
-                 poll_slice_s: float):
-        self.poll_slice_s = poll_slice_s
+                 poll_slice_s: float, max_frames: int = 64):
+        self.poll_slice_s, self.max_frames = poll_slice_s, max_frames
         self.context = zmq.Context()
         self.inbox = self.context.socket(zmq.PULL)
-        # ZeroMQ itself drops frames far above the expected size before they use memory;
-        # moderately oversized ones reach the decoder and are counted there.
-        self.inbox.setsockopt(zmq.MAXMSGSIZE, 4 * max_frame_bytes + 65536)
-        self.inbox.setsockopt(zmq.RCVHWM, queue_messages * max(1, len(neighbours)))
+        # Memory of the inbox is bounded by connections x (RCVHWM + 1) x MAXMSGSIZE: RCVHWM is per connection,
+        # so it is kept small (a neighbour's further frames wait in its own send queue until they are read),
+        # and ZeroMQ drops a longer frame, and its connection, before it uses memory.
+        self.inbox.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
+        self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
         self.inbox.setsockopt(zmq.LINGER, 0)
         try:
             self.inbox.bind(bind)
@@ -80,12 +86,13 @@ class Transport:
     def receive(self, deadline: float) -> list[bytes]:
         """Frames that arrive before ``deadline`` (time.monotonic), returning early once some have arrived.
 
-        Waits at most ``poll_slice_s`` per call so that the caller can check for a stop request.
+        Waits at most ``poll_slice_s`` per call, and returns at most ``max_frames`` frames, so that the caller can
+        check for a stop request; past the deadline it returns what is already there without waiting.
         """
         frames = []
-        remaining = deadline - time.monotonic()
-        if remaining > 0 and dict(self.poller.poll(timeout=min(remaining, self.poll_slice_s) * 1000)):
-            while True:
+        remaining = max(0.0, deadline - time.monotonic())
+        if dict(self.poller.poll(timeout=min(remaining, self.poll_slice_s) * 1000)):
+            while len(frames) < self.max_frames:
                 try:
                     frames.append(self.inbox.recv(flags=zmq.NOBLOCK, copy=True))
                 except zmq.Again:

@@ -15,8 +15,12 @@ Fields (all required)::
 
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
-and of the expected length. A rejection names its cause (see ``CAUSES``).
-Statistics may be negative after calibration, so the sign is not checked.
+and of the expected length. Given the model, the statistics themselves must
+then have the peer's ESS (class-count total m0, which CRC preserves exactly),
+values within ``MAX_RELATIVE_MAGNITUDE`` x m0 (so that averaging a
+neighbourhood cannot overflow), and parameters that ``theta`` computes and
+that are finite. A rejection names its cause (see ``CAUSES``). Statistics may
+be negative after calibration, so the sign is not checked.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from dataclasses import dataclass
 import msgpack
 import numpy as np
 
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
+
 PROTOCOL_VERSION = 1
 MESSAGE_TYPE = "stats"
 DTYPE = "<f8"
@@ -35,9 +42,14 @@ MAX_TEXT = 512
 ENVELOPE_BYTES = 1024
 """Generous bound on everything but the payload, used to size frame limits."""
 ESS_RELATIVE_TOLERANCE = 1e-9
+STATS_ESS_TOLERANCE = 1e-9
+"""Relative tolerance on the statistics' class-count total (honest peers drift by rounding only, about 1e-14)."""
+MAX_RELATIVE_MAGNITUDE = 1e30
+"""Largest |value| accepted, as a multiple of m0: honest statistics of standardized data are within a few powers of
+ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares in theta) could overflow."""
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
-          "stale", "duplicate")
+          "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
 
 
@@ -65,6 +77,8 @@ class Expectation:
     ess: float
     size: int
     neighbours: frozenset
+    model: GenerativeModel | None = None
+    """The peer's model: with it, the statistics' ESS, magnitude and parameters are checked too."""
 
     @property
     def max_frame_bytes(self) -> int:
@@ -115,7 +129,28 @@ def decode(frame: bytes, expect: Expectation) -> Message:
     stats = np.frombuffer(obj["data"], dtype=DTYPE).astype(np.float64)
     if not np.all(np.isfinite(stats)):
         raise Rejected("non-finite", "statistics contain NaN or infinity", sender)
+    if expect.model is not None:
+        check_statistics(stats, expect.model, expect.ess, sender)
     return Message(sender=sender, round=obj["round"], stats=stats)
+
+
+def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None) -> None:
+    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values and finite parameters."""
+    largest = float(np.abs(stats).max(initial=0.0))
+    if largest > MAX_RELATIVE_MAGNITUDE * ess:
+        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, more than {MAX_RELATIVE_MAGNITUDE:g} x the ESS",
+                       sender)
+    total = float(model.ess(stats))
+    if not abs(total - ess) <= STATS_ESS_TOLERANCE * ess:
+        raise Rejected("stats-ess", f"class counts total {total!r}, the ESS is {ess!r}", sender)
+    try:
+        with np.errstate(all="ignore"):
+            theta = model.theta(stats)
+            finite = all(np.all(np.isfinite(value)) for value in theta.values())
+    except (CRCError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        raise Rejected("theta", f"no parameters from these statistics ({exc})", sender) from None
+    if not finite:
+        raise Rejected("theta", "the parameters from these statistics are not finite", sender)
 
 
 def _check_types(obj: dict, sender: str) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from crc.core.aggregation import neighbourhood_average
 from crc.core.calibration import DEFAULT_LR, lrc
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
@@ -135,15 +136,22 @@ class CRCEngine:
         Equivalent sample size ``m0`` of every node's statistics.
     iterations : int
         LRC steps per round.
+    aggregation : str
+        ``mean`` or ``clipped`` (``crc.core.aggregation``).
+    sent : callable, optional
+        ``sent(stats) -> (n, size)``: what the nodes send their neighbours (default: their statistics; an attack
+        study poisons some rows, ``crc.core.attacks.byzantine_sender``).
     """
 
-    def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1):
+    def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
+                 aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
             raise CRCError(f"local iterations must be at least 1, got {iterations}")
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
+        self.aggregation, self._sent = aggregation, sent
         self.n_nodes = local.phi.shape[0]
         self.weights = class_major_weights(local.y, model.n_classes, local.mask)
         # Posteriors need masking only where padding has non-zero features: a zero
@@ -163,7 +171,8 @@ class CRCEngine:
 
     def aggregate(self) -> np.ndarray:
         """Closed-neighbourhood averages of the current statistics for the next round, (n, size)."""
-        return np.asarray(self.mixing(self.round + 1) @ self.stats)
+        sent = None if self._sent is None else self._sent(self.stats)
+        return neighbourhood_average(self.mixing(self.round + 1), self.stats, sent, rule=self.aggregation)
 
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from crc.core.aggregation import AGGREGATIONS
+from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models import all_options, model_options
@@ -45,6 +47,9 @@ class SimulationConfig:
     repeats: int = 1
     curve: bool = False
     baseline: bool = False
+    aggregate: str = "mean"
+    byzantine: int = 0
+    attack: str = "permute"
     eval_nodes: int = DEFAULT_EVAL_NODES
     eval_instances: int = DEFAULT_EVAL_INSTANCES
 
@@ -97,6 +102,9 @@ class SimulationConfig:
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
+            (self.aggregate in AGGREGATIONS, f"--aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}"),
+            (self.attack in ATTACKS, f"--attack must be one of {', '.join(ATTACKS)}, got {self.attack!r}"),
+            (0 <= self.byzantine < self.nodes, f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
         for ok, message in checks:

@@ -15,14 +15,11 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     ``nodes`` are the node indices the rows of ``final`` belong to (default: the
     evaluation sample); local sizes are reported over all nodes of the split.
     """
-    train_err, test_err = rep.errors(final)
     nodes = rep.eval_nodes if nodes is None else nodes
     result = {
         "ml": central["ml"],
         "rc": central["rc"],
-        "crc": {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
-                "train_std": float(train_err.std()), "test_std": float(test_err.std()),
-                "test_loglik": float(rep.test_log_likelihood(final).mean())},
+        "crc": _errors(rep, final),
         "rounds": [],
         "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(rep.train_idx)),
                        "test_instances": int(len(rep.test_idx)),
@@ -33,6 +30,25 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
     return result
+
+
+def _errors(rep: Repeat, stats: np.ndarray) -> dict:
+    train_err, test_err = rep.errors(stats)
+    return {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
+            "train_std": float(train_err.std()), "test_std": float(test_err.std()),
+            "test_loglik": float(rep.test_log_likelihood(stats).mean())}
+
+
+def add_honest(result: dict, rep: Repeat, final: np.ndarray, nodes: np.ndarray, byzantine: np.ndarray) -> None:
+    """Record the ``byzantine`` nodes of an attack study and the errors of the honest ones in ``result``.
+
+    ``final`` (len(nodes), size) are the statistics of ``nodes``; ``honest`` is ``crc``'s block over the honest
+    ones among them, with its gap to RC.
+    """
+    honest = ~np.isin(nodes, byzantine)
+    result["byzantine_nodes"] = [int(v) for v in byzantine]
+    result["honest"] = {**_errors(rep, final[honest]), "nodes": int(honest.sum())}
+    result["honest"]["test_gap"] = result["honest"]["test_error"] - result["rc"]["test_error"]
 
 
 def _mean_of(dicts: list[dict]) -> dict:
@@ -55,6 +71,8 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
                         "max": max(r["local_sizes"]["max"] for r in repeats)},
         "repeats": repeats,
     }
+    if "honest" in repeats[0]:
+        summary["honest"] = _mean_of([r["honest"] for r in repeats])
     if "mixture_of_nodes" in repeats[0]:
         summary["mixture_of_nodes"] = _mean_of([r["mixture_of_nodes"] for r in repeats])
     if "density" in repeats[0]:

@@ -11,23 +11,38 @@ from collections.abc import Callable
 
 import numpy as np
 
+from crc.core.attacks import byzantine_nodes, byzantine_sender
 from crc.core.data import Dataset
 from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, central_results
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
-from crc.protocol.results import central_json, repeat_results, results_json
+from crc.protocol.results import add_honest, central_json, repeat_results, results_json
+
+BYZANTINE_STREAM = 0xB1A5
+"""Seeds the choice of Byzantine nodes and their noise apart from the split, graph and evaluation seeds."""
 
 Network = Callable[[int, np.random.SeedSequence], Mixing]
 """``network(n, seed)``: the mixing (matrix or per-round function) of one repeat's graph."""
+
+
+def byzantine_for(rep: Repeat, config: SimulationConfig) -> tuple[np.ndarray, Callable | None]:
+    """The repeat's Byzantine nodes (seeded) and the engine's ``sent`` hook that poisons them (None without any)."""
+    if not config.byzantine:
+        return np.zeros(0, dtype=np.int64), None
+    rng = np.random.default_rng([config.seed, rep.index, BYZANTINE_STREAM])
+    nodes = byzantine_nodes(config.nodes, config.byzantine, rng)
+    return nodes, byzantine_sender(rep.split.model, nodes, config.attack, rng)
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network) -> tuple[CRCEngine, Mixing]:
     """The CRC engine of a repeat, every node at ``uniform(m0)``, and its mixing."""
     local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
     mixing = network(config.nodes, rep.graph_seed)
-    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters), mixing
+    sent = byzantine_for(rep, config)[1]
+    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters,
+                     aggregation=config.aggregate, sent=sent), mixing
 
 
 def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, repeat: int, progress=None, *,
@@ -49,6 +64,8 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     final = engine.run(config.rounds, on_round)
     result = repeat_results(rep, central, final[rep.eval_nodes], ess=engine.ess)
     result["rounds"] = curve
+    if config.byzantine:
+        add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
     if config.baseline:

@@ -4,6 +4,7 @@ Only what takes real processes is here (kills, pauses, start order, signals and 
 the simulator through the launcher); the round logic itself is tested in-process in test_round_logic.py.
 """
 
+import contextlib
 import signal
 import time
 
@@ -108,9 +109,9 @@ def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_pa
         assert f"resumed from checkpoint at round {killed_at}" in log
         model = load_model(net.model_path(victim))
         assert model.metrics["rounds_done"] == 10 and len(model.metrics["soft_loss"]) == 10
-        # It rejoined: every neighbour heard from it again after the restart.
-        for i in graph.neighbors(victim):
-            assert load_model(net.model_path(i)).metrics["missing"][net.addresses[victim]] < 10 - killed_at - 1
+        # It rejoined: after the restart it heard from its neighbours again (their rounds buffered within its window).
+        # They had marked it down and gone on without waiting, so its own frames reach them late (stale).
+        assert sum(model.metrics["missing"].values()) < graph.degree(victim) * (10 - killed_at), model.metrics["missing"]
 
 
 def test_a_paused_peer_does_not_hang_the_others(tmp_path):
@@ -166,29 +167,36 @@ def test_hostile_frames_over_a_real_socket_are_rejected_and_harmless(tmp_path):
             encode(**{**good, "ess": good["ess"] * 2}, stats=np.zeros(size)),
             encode(**{**good, "sender": "tcp://127.0.0.1:1"}, stats=np.zeros(size)),
             msgpack.packb({"v": 1}),
-            b"\x00" * (16 * size + 4096),                                    # oversized
         ]
+        oversized = b"\x00" * (16 * size + 4096)  # ZeroMQ drops it (MAXMSGSIZE) and its connection: sent on its own
         context = zmq.Context()
         attacker = context.socket(zmq.PUSH)
         attacker.setsockopt(zmq.LINGER, 0)
         attacker.connect(net.addresses[target])
+        big = context.socket(zmq.PUSH)
+        big.setsockopt(zmq.LINGER, 0)
+        big.connect(net.addresses[target])
         try:
             for frame in hostile:  # queued by ZeroMQ until the target binds
                 attacker.send(frame)
+            big.send(oversized)
             net.start(target)
             net.start(friend)
             # The friend waits for the peer not yet started, so the target waits in round 2 for the friend.
             net.wait_for_round(target, 1)
-            attacker.send(encode(**good, stats=np.full(size, 1e6)))  # round 0 is stale by now
+            attacker.send(encode(**good, stats=np.full(size, 1e6)))  # statistics without the ESS (and stale)
             for frame in hostile:
                 attacker.send(frame)
+            with contextlib.suppress(zmq.Again):  # its last connection may be dropped and not yet remade
+                big.send(oversized, flags=zmq.NOBLOCK)
             time.sleep(0.5)
             net.start(other)
             assert net.wait() == {i: 0 for i in range(3)}
         finally:
             context.destroy(linger=0)
         rejected = load_model(net.model_path(target)).metrics["rejected"]
-        assert sum(rejected.values()) == 2 * len(hostile) + 1 and rejected["stale"] == 1, rejected
+        assert sum(rejected.values()) == 2 * len(hostile) + 1 and rejected["stats-ess"] == 1, rejected
+        assert rejected["oversized"] == 0, rejected
         np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
 
 

@@ -19,6 +19,8 @@ import msgpack
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
@@ -171,7 +173,7 @@ def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setu
 
 
 def test_a_stale_message_is_dropped_and_counted(setup):
-    stale = setup.frame(NEIGHBOURS[0], 2, stats=3 * setup.history[2][NEIGHBOURS[0]])
+    stale = setup.frame(NEIGHBOURS[0], 2, stats=setup.history[5][NEIGHBOURS[0]])  # valid, but not round 2's
 
     def answer(round_):
         return setup.neighbours_answer(round_) + ([(0.0, stale)] if round_ == 3 else [])
@@ -204,7 +206,7 @@ def test_an_early_message_is_kept_and_used_in_its_round(setup):
 
 def test_a_duplicate_is_rejected_and_the_first_copy_used(setup):
     twice = NEIGHBOURS[-1]
-    copy = setup.frame(twice, 2, stats=2 * setup.history[2][twice])
+    copy = setup.frame(twice, 2, stats=setup.history[5][twice])  # valid, but not round 2's
 
     def answer(round_):
         replies = setup.neighbours_answer(round_)
@@ -402,3 +404,86 @@ def test_hostile_frames_are_rejected_by_cause_logged_once_per_cause_and_harmless
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == len(hostile)  # once per cause; repeats go to debug
     assert any("rejected message (ess)" in w and "give every peer the same --ess" in w for w in warnings)
+
+
+def test_a_dead_neighbour_is_marked_down_after_k_rounds_and_costs_k_timeouts_in_all(setup, caplog):
+    """Dead from round 1 (it sent its round-0 statistics only): the run takes down_after x timeout, not a timeout
+    per round; its missing rounds and down time are in the metrics; both transitions are logged."""
+    dead = NEIGHBOURS[0]
+    k = PeerSettings.down_after
+    clock = FakeClock()
+    peer = setup.peer(clock, first_round_timeout_s=TIMEOUT_S)
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[dead] if round_ >= 1 else []))
+    with caplog.at_level(logging.INFO, logger="crc.node"):
+        assert peer.run(transport)
+    assert clock.now == k * TIMEOUT_S  # clean run: 0 s on the fake clock
+    address = ADDRESS[dead]
+    assert peer.metrics.missing[address] == ROUNDS - 1
+    assert peer.metrics.down_rounds[address] == ROUNDS - 1 - k
+    assert peer.metrics.downtime_s[address] == 0.0 and address in peer._down_since  # down since t = k s, the end
+    assert sum(f"{address} missed {k} rounds in a row: marked down" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_down_neighbour_that_sends_again_is_waited_for_again(setup, caplog):
+    away, back_at = NEIGHBOURS[0], 5
+    k = PeerSettings.down_after
+    clock = FakeClock()
+    peer = setup.peer(clock, first_round_timeout_s=TIMEOUT_S)
+
+    def answer(round_):  # silent in rounds 1..back_at-1
+        return setup.neighbours_answer(round_, without=[away] if 1 <= round_ < back_at else [])
+
+    transport = FakeTransport(clock, answer)
+    with caplog.at_level(logging.INFO, logger="crc.node"):
+        assert peer.run(transport)
+    address = ADDRESS[away]
+    # rounds 2..4 wait for it (the third miss marks it down), round 5 does not; its round-5 frame, read in round 6,
+    # marks it up: waited for again
+    assert peer.metrics.missing[address] == back_at - 1 and peer.metrics.down_rounds[address] == back_at - 1 - k
+    assert any(f"{address} sent again" in r.getMessage() for r in caplog.records)
+    assert address not in peer._down_since and peer.metrics.downtime_s[address] == 0.0  # no fake time passed while down
+    assert clock.now == k * TIMEOUT_S
+
+
+def test_frames_far_ahead_are_refused_so_buffered_rounds_stay_bounded(setup):
+    sender = NEIGHBOURS[0]
+    window = PeerSettings.window_rounds
+    ahead = [(0.0, setup.frame(sender, r, stats=setup.history[0][sender])) for r in range(1 + window, ROUNDS)]
+
+    def answer(round_):
+        return setup.neighbours_answer(round_) + (ahead if round_ == 0 else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    assert peer.run(FakeTransport(clock, answer))
+    # round r > window is more than `window` rounds after the awaited round 0; within the window they are early
+    assert peer.metrics.rejected["ahead"] == len([r for r in range(1 + window, ROUNDS) if r > window])
+
+
+finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
+extremes = st.sampled_from([0.0, -0.0, 1e-308, 5e-324, -1e300, 1e300, 1.7e308, -1.7e308, np.nan, np.inf, -np.inf, 1e15])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.one_of(finite_or_not, extremes), min_size=1, max_size=8), scale=extremes, data=st.data())
+def test_no_message_makes_a_peer_raise_and_its_statistics_stay_sound(setup, values, scale, data):
+    """Hostile statistics in a neighbour's own slot, before its genuine frame: whatever the values, the peer runs
+    to the end, its statistics are finite with ESS m0 (hostile frames are rejected or, if valid, averaged)."""
+    size = setup.model.size
+    pattern = np.resize(np.array(values, dtype=np.float64), size)
+    base = setup.history[1][NEIGHBOURS[0]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        candidates = [pattern, base + pattern, base * scale, np.full(size, scale)]
+    hostile = [setup.frame(NEIGHBOURS[i % len(NEIGHBOURS)], 1, stats=s) for i, s in enumerate(candidates)]
+    order = data.draw(st.permutations(range(len(hostile))))
+
+    def answer(round_):
+        extra = [(0.0, hostile[i]) for i in order] if round_ == 1 else []
+        return extra + setup.neighbours_answer(round_)
+
+    clock = FakeClock()
+    peer = setup.peer(clock, aggregate=data.draw(st.sampled_from(["mean", "clipped"])))
+    with np.errstate(all="raise"):  # a floating-point accident anywhere would surface as an exception
+        assert peer.run(FakeTransport(clock, answer))
+    assert np.all(np.isfinite(peer.stats))
+    assert abs(setup.model.ess(peer.stats) - setup.ess) <= 1e-9 * setup.ess

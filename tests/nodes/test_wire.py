@@ -1,9 +1,13 @@
+import contextlib
 import math
 
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from crc.nodes import wire
 from crc.nodes.wire import ENVELOPE_BYTES, Expectation, Rejected, decode, encode
 
 SIZE = 12
@@ -68,3 +72,68 @@ def test_ess_mismatch_names_both_values():
     with pytest.raises(Rejected, match=r"ESS 401.0, this peer uses 400.0: give every peer the same --ess"):
         decode(frame(ess=401.0), EXPECT)
     assert math.isclose(decode(frame(ess=400.0 * (1 + 1e-12)), EXPECT).stats[0], -2.0)
+
+
+def _model():
+    from crc.core.models import make_model
+    from support.tables import mixed_columns, prepared
+
+    return make_model("nb", prepared(mixed_columns())[0])
+
+
+MODEL = _model()
+MODEL_EXPECT = Expectation(run="r1", schema_id=MODEL.schema_id, ess=400.0, size=MODEL.size,
+                           neighbours=frozenset({"tcp://127.0.0.1:7001"}), model=MODEL)
+
+
+def model_frame(stats):
+    return encode(run="r1", sender="tcp://127.0.0.1:7001", round_=3, schema_id=MODEL.schema_id, ess=400.0, stats=stats)
+
+
+def test_statistics_must_have_the_ess_and_bounded_values(monkeypatch):
+    good = MODEL.uniform(400.0)
+    assert np.array_equal(decode(model_frame(good), MODEL_EXPECT).stats, good)
+    counts = MODEL.layout.columns("count")
+    wrong_ess, huge, shifted = good * 2, good.copy(), good.copy()
+    huge[-1] = 1e40
+    MODEL.table(shifted)[0, counts] += 1e6
+    MODEL.table(shifted)[1, counts] -= 1e6  # the ESS kept with a negative class count: theta floors it, finite
+    for stats, cause in [(wrong_ess, "stats-ess"), (huge, "magnitude")]:
+        with pytest.raises(Rejected) as info:
+            decode(model_frame(stats), MODEL_EXPECT)
+        assert info.value.cause == cause, (cause, info.value)
+    decode(model_frame(shifted), MODEL_EXPECT)  # negative counts are legitimate after calibration
+
+
+def test_statistics_whose_parameters_overflow_are_rejected(monkeypatch):
+    """Within the magnitude bound naive Bayes' theta stays finite; without it, a second moment over a floored
+    observation count overflows the variance, which the theta check catches."""
+    monkeypatch.setattr(wire, "MAX_RELATIVE_MAGNITUDE", 1e306)
+    overflow = MODEL.uniform(400.0)
+    MODEL.table(overflow)[0, MODEL.layout.columns("obs")] = 0.0
+    MODEL.table(overflow)[0, MODEL.layout.columns("sumsq")] = 1e303
+    with pytest.raises(Rejected) as info:
+        decode(model_frame(overflow), MODEL_EXPECT)
+    assert info.value.cause == "theta" and "not finite" in info.value.detail
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=2 * MODEL_EXPECT.max_frame_bytes))
+def test_any_bytes_decode_or_are_rejected_never_raise_otherwise(data):
+    with contextlib.suppress(Rejected):
+        decode(data, MODEL_EXPECT)
+
+
+@settings(max_examples=300, deadline=None)
+@given(flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=6),
+       values=st.lists(st.floats(width=64), min_size=1, max_size=MODEL.size))
+def test_corrupted_valid_frames_decode_or_are_rejected(flips, values):
+    stats = np.resize(np.array(values), MODEL.size)
+    data = bytearray(model_frame(stats))
+    for position, byte in flips:
+        data[position % len(data)] = byte
+    try:
+        message = decode(bytes(data), MODEL_EXPECT)
+    except Rejected:
+        return
+    assert np.all(np.isfinite(message.stats)) and abs(MODEL.ess(message.stats) - 400.0) <= 1e-9 * 400.0

@@ -1,0 +1,114 @@
+"""Robust aggregation (crc.core.aggregation) and the attacks it is studied with (crc.core.attacks)."""
+
+import numpy as np
+import pytest
+
+from crc.core.aggregation import CLIP_FACTOR, neighbourhood_average, peer_average
+from crc.core.attacks import ATTACKS, byzantine_nodes, byzantine_sender, poison
+from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core.models import MODELS, make_model
+from crc.topologies import averaging_matrix, random_tree_graph
+from support.tables import mixed_columns, prepared
+
+
+@pytest.fixture(scope="module")
+def network():
+    """A trained-for-a-few-rounds network: (model, statistics (n, size), mixing)."""
+    schema, x, y = prepared(mixed_columns())
+    model = make_model("nb", schema)
+    n = 12
+    mixing = averaging_matrix(random_tree_graph(n, seed=3))
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), n)
+    engine = CRCEngine(model, LocalData.from_parts(model.features(x), y, parts), mixing, ess=default_ess(len(y), n))
+    engine.run(6)
+    return model, engine.stats, mixing
+
+
+def test_mean_hook_is_the_mixing_product_and_sent_rows_only_change_neighbours(network):
+    model, stats, mixing = network
+    assert np.array_equal(neighbourhood_average(mixing, stats), np.asarray(mixing @ stats))
+    np.testing.assert_allclose(neighbourhood_average(mixing, stats, stats.copy()), mixing @ stats, rtol=1e-13)
+    sent = stats.copy()
+    sent[0] += 1.0
+    got = neighbourhood_average(mixing, stats, sent)
+    touched = np.flatnonzero(mixing.toarray()[:, 0])
+    untouched = np.setdiff1d(np.arange(len(stats)), np.append(touched, 0))
+    np.testing.assert_allclose(got[untouched], (mixing @ stats)[untouched], rtol=1e-13)
+    np.testing.assert_allclose(got[0], (mixing @ stats)[0], rtol=1e-13)  # a node's own term is its own statistics
+
+
+def test_clipped_equals_mean_without_outliers_and_keeps_the_ess(network):
+    model, stats, mixing = network
+    clipped = neighbourhood_average(mixing, stats, rule="clipped")
+    np.testing.assert_allclose(clipped, mixing @ stats, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(model.ess(clipped), model.ess(stats), rtol=1e-12)
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_attacks_keep_the_ess_and_finite_values_and_change_the_statistics(network, attack):
+    model, stats, _ = network
+    poisoned = poison(model, stats, attack, np.random.default_rng(0))
+    assert poisoned.shape == stats.shape and np.all(np.isfinite(poisoned))
+    np.testing.assert_allclose(model.ess(poisoned), model.ess(stats), rtol=1e-12)
+    assert np.all(np.abs(poisoned - stats).max(axis=1) > 1e-3 * np.abs(stats).max(axis=1))
+
+
+def test_permute_rotates_classes_so_r_rotations_are_the_identity(mixed):
+    schema, _, _ = mixed
+    for kind in sorted(MODELS):
+        model = make_model(kind, schema)
+        s = np.random.default_rng(1).normal(size=model.size)
+        for _ in range(schema.n_classes):
+            s_next = poison(model, s, "permute", None)
+            assert not np.allclose(s_next, s)
+            s = s_next
+        np.testing.assert_array_equal(s, np.random.default_rng(1).normal(size=model.size))
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_clipping_bounds_a_poisoned_neighbours_pull_where_the_mean_follows_it(network, attack):
+    model, stats, mixing = network
+    dense = mixing.toarray()
+    hub = int(np.argmax((dense > 0).sum(axis=1)))  # the node with most neighbours (at least 3 in this tree)
+    bad = int(np.flatnonzero(dense[hub])[0] if np.flatnonzero(dense[hub])[0] != hub else np.flatnonzero(dense[hub])[1])
+    sent = stats.copy()
+    poisoned = poison(model, stats[bad], attack, np.random.default_rng(0))
+    sent[bad] = poisoned + 1e6 * (poisoned - stats[bad])  # far beyond the honest spread; the ESS is kept
+    clean = neighbourhood_average(mixing, stats, rule="clipped")[hub]
+    clipped = neighbourhood_average(mixing, stats, sent, rule="clipped")[hub]
+    mean = neighbourhood_average(mixing, stats, sent)[hub]
+    honest = [np.linalg.norm(stats[j] - stats[hub]) for j in np.flatnonzero(dense[hub]) if j not in (hub, bad)]
+    radius = CLIP_FACTOR * sorted(honest + [np.inf])[len(honest) // 2]  # the lower median of the hub's distances
+    bound = dense[hub, bad] * (radius + np.linalg.norm(stats[bad] - stats[hub]))  # its clean pull and its clipped one
+    assert np.linalg.norm(clipped - clean) <= bound * (1 + 1e-9) + 1e-9
+    assert np.linalg.norm(mean - clean) > 100 * bound
+    np.testing.assert_allclose(model.ess(clipped), model.ess(stats[hub]), rtol=1e-12)
+
+
+def test_peer_average_is_the_network_rule_for_one_node(network):
+    model, stats, mixing = network
+    dense = mixing.toarray()
+    hub = int(np.argmax((dense > 0).sum(axis=1)))
+    neighbours = [j for j in np.flatnonzero(dense[hub]) if j != hub]
+    received = [stats[j] * (1 + 50 * (j == neighbours[0])) for j in neighbours]
+    sent = stats.copy()
+    sent[neighbours[0]] = received[0]
+    for rule in ("mean", "clipped"):
+        np.testing.assert_allclose(peer_average(stats[hub], received, rule=rule),
+                                   neighbourhood_average(mixing, stats, sent, rule=rule)[hub], rtol=1e-12)
+    assert np.array_equal(peer_average(stats[hub], [], rule="clipped"), stats[hub])
+
+
+def test_byzantine_sender_poisons_only_its_nodes():
+    nodes = byzantine_nodes(10, 3, np.random.default_rng(4))
+    assert len(set(nodes.tolist())) == 3 and np.array_equal(nodes, byzantine_nodes(10, 3, np.random.default_rng(4)))
+    with pytest.raises(ValueError, match="at least one must be honest"):
+        byzantine_nodes(3, 3, np.random.default_rng(0))
+
+
+def test_byzantine_sender_rows(network):
+    model, stats, _ = network
+    nodes = np.array([1, 4])
+    sent = byzantine_sender(model, nodes, "scale", np.random.default_rng(0))(stats)
+    honest = np.setdiff1d(np.arange(len(stats)), nodes)
+    assert np.array_equal(sent[honest], stats[honest]) and not np.allclose(sent[nodes], stats[nodes])
