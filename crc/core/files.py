@@ -1,11 +1,12 @@
 """Files that survive a crash (atomic writes) and the one bounded reader of untrusted JSON files.
 
-Every JSON file the project reads from outside — schema, model file, checkpoint header, results,
-graph and known-peers files — goes through ``read_json`` (or ``parse_json`` for bytes already read):
-a size limit checked before reading, a nesting limit checked before parsing (the stdlib parser
-recurses), no NaN/Infinity or overflowing numbers, no integers of more than ``MAX_INT_DIGITS`` digits,
-no repeated keys. Every failure is a one-line CRCError naming the file; the fields are then checked
-with ``crc.core.fields``.
+Every JSON file the project reads from outside — schema, model file, checkpoint header, results and
+the known-peers file of a secure deployment — goes through ``read_json`` (or ``parse_json`` for bytes
+already read): a size limit checked before reading, a nesting limit checked before parsing (the stdlib
+parser recurses), no NaN/Infinity or numbers that overflow a float, no integers of more than
+``MAX_INT_DIGITS`` digits. Every failure is a one-line CRCError naming the file. The values are then
+checked field by field with ``crc.core.fields`` before anything is built from them. (Graph files are
+read in ``crc.topologies``, which does not import this layer.)
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ MAX_JSON_DEPTH = 32
 """Deepest nesting of arrays and objects accepted; the project's files nest at most 5 deep."""
 MAX_INT_DIGITS = 20
 """Longest integer literal accepted (int64 has 19 digits); longer ones cost quadratic time to parse."""
+MAX_NUMBER_CHARS = 400
+"""Longest number literal of a suspect shape (below) accepted; a float needs at most 17 significant digits."""
 
 _STRING = re.compile(rb'"[^"]*"')
 _SHAPES = bytes.maketrans(b"0123456789E", b"0000000000e")
@@ -92,7 +95,7 @@ def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_J
         encoding = json.detect_encoding(raw)
         if encoding not in ("utf-8", "utf-8-sig"):
             raw = raw.decode(encoding).encode("utf-8")
-        outside_strings = _STRING.sub(b'""', raw.replace(b"\\\\", b"").replace(b'\\"', b""))
+        outside_strings = without_strings(raw)
     except (UnicodeError, LookupError):
         raise CRCError(f"{source}: {what} is not valid JSON (not UTF-8, -16 or -32 text)") from None
     if nesting_depth(outside_strings, stop_above=max_depth) > max_depth:
@@ -108,6 +111,14 @@ def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_J
     except (ValueError, RecursionError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CRCError(f"{source}: {what} is not valid JSON ({detail})") from None
+
+
+def without_strings(raw: bytes) -> bytes:
+    """UTF-8 JSON text with every string emptied (``"..."`` -> ``""``): what the checks below look at.
+
+    Escaped backslashes go first, then escaped quotes, so every quote left delimits a string.
+    """
+    return _STRING.sub(b'""', raw.replace(b"\\\\", b"").replace(b'\\"', b""))
 
 
 def nesting_depth(outside_strings: bytes, *, stop_above: int | None = None) -> int:
@@ -128,17 +139,20 @@ def nesting_depth(outside_strings: bytes, *, stop_above: int | None = None) -> i
 
 
 def _suspect_number(text: bytes) -> str | None:
-    """What is wrong with the first number literal of ``text`` that overflows a float or is an integer of more
-    than ``MAX_INT_DIGITS`` digits, or None. Only literals of a suspect shape are parsed."""
+    """What is wrong with the first number literal of ``text`` that overflows a float, is an integer of more
+    than ``MAX_INT_DIGITS`` digits or is longer than ``MAX_NUMBER_CHARS``, or None. Only literals of a suspect
+    shape are looked at, each once."""
     shapes = text.translate(_SHAPES)
     for shape in _SUSPECT_SHAPES:
         at = shapes.find(shape)
         while at >= 0:
             start, end = at, at + len(shape)
-            while start > 0 and text[start - 1] in _NUMBER_BYTES:
+            while start > 0 and at - start < MAX_NUMBER_CHARS and text[start - 1] in _NUMBER_BYTES:
                 start -= 1
-            while end < len(text) and text[end] in _NUMBER_BYTES:
+            while end < len(text) and end - start <= MAX_NUMBER_CHARS and text[end] in _NUMBER_BYTES:
                 end += 1
+            if end - start > MAX_NUMBER_CHARS or (start > 0 and text[start - 1] in _NUMBER_BYTES):
+                return f"a number literal of more than {MAX_NUMBER_CHARS} characters"
             literal = text[start:end].decode("ascii")
             if not any(c in literal for c in ".eE"):
                 return f"an integer of {len(literal.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
