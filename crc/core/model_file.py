@@ -145,9 +145,7 @@ def _model_from_json(obj: dict) -> TrainedModel:
         raise CRCError(f"unknown model kind {fields.shown(kind)}; known: {', '.join(MODELS)}")
     options = fields.mapping(obj.get("options", {}), "'options'")
     metrics = fields.mapping(obj.get("metrics", {}), "'metrics'")
-    label_dtype = obj.get("label_dtype")
-    if label_dtype is not None:
-        fields.string(label_dtype, "'label_dtype'")
+    label_dtype = obj.get("label_dtype")  # checked by typed_labels
     schema = Schema.from_json(obj.get("schema"))
     model = make_model(kind, schema, **options)
     statistics = fields.numbers(obj.get("statistics"), "'statistics'", length=model.size)
