@@ -1,27 +1,61 @@
-"""Files that survive a crash: atomic writes, and JSON reads with a size limit."""
+"""Files that survive a crash (atomic writes) and the one bounded reader of untrusted JSON files.
+
+Every JSON file the project reads from outside — schema, model file, checkpoint header, results and
+the known-peers file of a secure deployment — goes through ``read_json`` (or ``parse_json`` for bytes
+already read): a size limit checked before reading, a nesting limit checked before parsing (the stdlib
+parser recurses), no NaN/Infinity or numbers that overflow a float, no integers of more than
+``MAX_INT_DIGITS`` digits. Every failure is a one-line CRCError naming the file. The values are then
+checked field by field with ``crc.core.fields`` before anything is built from them. (Graph files are
+read in ``crc.topologies``, which does not import this layer.)
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from crc.core.errors import CRCError
 
 MAX_JSON_BYTES = 256 * 2**20
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays and objects accepted; the project's files nest at most 5 deep."""
+MAX_INT_DIGITS = 20
+"""Longest integer literal accepted (int64 has 19 digits); longer ones cost quadratic time to parse."""
+MAX_NUMBER_CHARS = 400
+"""Longest number literal of a suspect shape (below) accepted; a float needs at most 17 significant digits."""
+
+_STRING = re.compile(rb'"[^"]*"')
+_SHAPES = bytes.maketrans(b"0123456789E", b"0000000000e")
+"""Digits to 0 and E to e: the shapes of suspect numbers below become plain substrings, found at C speed."""
+_SUSPECT_SHAPES = (b"0" * (MAX_INT_DIGITS + 1), b"e000", b"e+000")
+"""Where a number may overflow a float (a 3-digit positive exponent, 21 digits) or be a too long integer."""
+_NUMBER_BYTES = frozenset(b"0123456789+-.eE")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_OPENING = np.frombuffer(b"[{", dtype=np.uint8)
+_DEPTH_CHUNK = 2**20
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part."""
+def atomic_write_bytes(path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part.
+
+    ``durable`` also flushes the data to the disk before the replace (fsync), so that the new file
+    survives a power cut, not only a crash of the process; it costs milliseconds on most disks.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -36,19 +70,100 @@ def atomic_write_json(path, value) -> None:
     atomic_write_text(path, json.dumps(value, indent=1, allow_nan=False) + "\n")
 
 
-def read_json(path, *, max_bytes: int = MAX_JSON_BYTES, what: str = "JSON file"):
-    """Parse a JSON file of at most ``max_bytes``; anything else is a CRCError naming the file."""
+def read_bytes(path, *, max_bytes: int, what: str) -> bytes:
+    """The bytes of ``path`` if it holds at most ``max_bytes`` (refused before reading when its size says so)."""
     try:
         with open(path, "rb") as stream:
-            raw = stream.read(max_bytes + 1)
+            if os.fstat(stream.fileno()).st_size > max_bytes:
+                raise CRCError(f"{path}: {what} larger than {max_bytes} bytes")
+            raw = stream.read(max_bytes + 1)  # a pipe or device has no size: read one byte past the limit
     except OSError as exc:
-        raise CRCError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise CRCError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     if len(raw) > max_bytes:
         raise CRCError(f"{path}: {what} larger than {max_bytes} bytes")
+    return raw
+
+
+def read_json(path, *, max_bytes: int = MAX_JSON_BYTES, what: str = "JSON file", max_depth: int = MAX_JSON_DEPTH):
+    """Parse the JSON file ``path`` within the limits above; anything else is a one-line CRCError naming the file."""
+    return parse_json(read_bytes(path, max_bytes=max_bytes, what=what), source=path, what=what, max_depth=max_depth)
+
+
+def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_JSON_DEPTH):
+    """Parse JSON bytes (UTF-8, -16 or -32) from ``source`` (named in errors) within the limits above."""
+    try:
+        encoding = json.detect_encoding(raw)
+        if encoding not in ("utf-8", "utf-8-sig"):
+            raw = raw.decode(encoding).encode("utf-8")
+        outside_strings = without_strings(raw)
+    except (UnicodeError, LookupError):
+        raise CRCError(f"{source}: {what} is not valid JSON (not UTF-8, -16 or -32 text)") from None
+    if nesting_depth(outside_strings, stop_above=max_depth) > max_depth:
+        raise CRCError(f"{source}: {what} nests arrays and objects more than {max_depth} deep")
+    problem = _suspect_number(outside_strings)
+    if problem:
+        raise CRCError(f"{source}: {what} has {problem}")
+    del outside_strings
     try:
         return json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CRCError(f"{path}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CRCError(f"{source}: {what} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CRCError(f"{source}: {what} is not valid JSON ({detail})") from None
+
+
+def without_strings(raw: bytes) -> bytes:
+    """UTF-8 JSON text with every string emptied (``"..."`` -> ``""``): what the checks below look at.
+
+    Escaped backslashes go first, then escaped quotes, so every quote left delimits a string.
+    """
+    return _STRING.sub(b'""', raw.replace(b"\\\\", b"").replace(b'\\"', b""))
+
+
+def nesting_depth(outside_strings: bytes, *, stop_above: int | None = None) -> int:
+    """How deep arrays and objects nest in JSON text whose strings were removed; linear time, memory bounded
+    by chunks, no parsing. Counting stops once the depth exceeds ``stop_above``.
+
+    An unbalanced text gets some depth; the parser refuses it afterwards.
+    """
+    brackets = np.frombuffer(outside_strings.translate(None, _NOT_BRACKETS), dtype=np.uint8)
+    depth = deepest = 0
+    for start in range(0, len(brackets), _DEPTH_CHUNK):
+        chunk = brackets[start:start + _DEPTH_CHUNK]
+        running = depth + np.cumsum(np.where(np.isin(chunk, _OPENING), 1, -1))
+        deepest, depth = max(deepest, int(running.max())), int(running[-1])
+        if stop_above is not None and deepest > stop_above:
+            break
+    return deepest
+
+
+def _suspect_number(text: bytes) -> str | None:
+    """What is wrong with the first number literal of ``text`` that overflows a float, is an integer of more
+    than ``MAX_INT_DIGITS`` digits or is longer than ``MAX_NUMBER_CHARS``, or None. Only literals of a suspect
+    shape are looked at, each once."""
+    shapes = text.translate(_SHAPES)
+    for shape in _SUSPECT_SHAPES:
+        at = shapes.find(shape)
+        while at >= 0:
+            start, end = at, at + len(shape)
+            while start > 0 and at - start < MAX_NUMBER_CHARS and text[start - 1] in _NUMBER_BYTES:
+                start -= 1
+            while end < len(text) and end - start <= MAX_NUMBER_CHARS and text[end] in _NUMBER_BYTES:
+                end += 1
+            if end - start > MAX_NUMBER_CHARS or (start > 0 and text[start - 1] in _NUMBER_BYTES):
+                return f"a number literal of more than {MAX_NUMBER_CHARS} characters"
+            literal = text[start:end].decode("ascii")
+            if not any(c in literal for c in ".eE"):
+                return f"an integer of {len(literal.lstrip('-'))} digits (at most {MAX_INT_DIGITS})"
+            try:
+                finite = math.isfinite(float(literal))
+            except ValueError:
+                finite = True  # not a number: the parser says so
+            if not finite:
+                return f"a number that overflows a float ({literal[:30]})"
+            at = shapes.find(shape, end)
+    return None
 
 
 def _reject_constant(name: str):

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from crc.core import fields
 from crc.core.columns import canonical_value
 from crc.core.data import encode_features
 from crc.core.errors import CRCError
@@ -26,6 +27,8 @@ from crc.core.schema import Schema
 FORMAT = "crc-model/1"
 MAX_MODEL_BYTES = 512 * 2**20
 MAX_LABEL_ITEMSIZE = 4 * 2**16
+ESS_RTOL = 1e-9
+"""Relative tolerance between a file's ``ess`` field and the ESS of its statistics (the sum of the class counts)."""
 
 
 def label_dtype_of(classes: np.ndarray) -> str | None:
@@ -83,7 +86,11 @@ class TrainedModel:
         stats = np.asarray(stats, dtype=np.float64)
         if stats.shape != (self.model.size,) or not np.all(np.isfinite(stats)):
             raise CRCError(f"statistics must be {self.model.size} finite numbers for this schema and model, got shape {stats.shape}")
-        self.stats, self.theta = stats, self.model.theta(stats)
+        with np.errstate(all="ignore"):  # extreme statistics: refused below rather than warned about
+            theta = self.model.theta(stats)
+        if not all(np.all(np.isfinite(value)) for value in theta.values()):
+            raise CRCError("statistics give non-finite parameters (values too extreme for this model)")
+        self.stats, self.theta = stats, theta
         self.classes = np.array(schema.classes, dtype=object)
         self.label_dtype, self.labels = label_dtype, typed_labels(schema.classes, label_dtype)
         self.metrics = metrics or {}
@@ -118,22 +125,36 @@ def _jsonable(theta: dict) -> dict:
 
 
 def load_model(path) -> TrainedModel:
-    """Read a model file written by ``crc node`` (or ``TrainedModel.save``), validating it."""
+    """Read a model file written by ``crc node`` (or ``TrainedModel.save``), validating it field by field.
+
+    Nothing is built before the fields that size it are checked: the schema, then the model kind and its
+    options against their declared bounds, then the statistics' length against the model's. Any problem is
+    a one-line CRCError naming the file.
+    """
     obj = read_json(path, max_bytes=MAX_MODEL_BYTES, what="model file")
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise CRCError(f"{path}: not a crc model file (expected format {FORMAT!r})")
-    if obj.get("model") not in MODELS:
-        raise CRCError(f"{path}: unknown model kind {obj.get('model')!r}")
-    statistics = obj.get("statistics")
-    if not isinstance(statistics, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                                                   for v in statistics):
-        raise CRCError(f"{path}: 'statistics' must be a list of finite numbers")
-    options = obj.get("options") or {}
-    if not isinstance(options, dict):
-        raise CRCError(f"{path}: 'options' must be an object")
+    try:
+        return _model_from_json(obj)
+    except CRCError as exc:
+        raise CRCError(f"{path}: {exc}") from None
+
+
+def _model_from_json(obj: dict) -> TrainedModel:
+    kind = obj.get("model")
+    if not isinstance(kind, str) or kind not in MODELS:
+        raise CRCError(f"unknown model kind {fields.shown(kind)}; known: {', '.join(MODELS)}")
+    options = fields.mapping(obj.get("options", {}), "'options'")
+    metrics = fields.mapping(obj.get("metrics", {}), "'metrics'")
+    label_dtype = obj.get("label_dtype")  # checked by typed_labels
     schema = Schema.from_json(obj.get("schema"))
-    model = TrainedModel(schema, obj["model"], np.array(statistics, dtype=np.float64), obj.get("metrics") or {},
-                         label_dtype=obj.get("label_dtype"), **options)
-    if obj.get("schema_id") not in (None, model.model.schema_id):
-        raise CRCError(f"{path}: schema id does not match its schema and model (file edited or damaged)")
-    return model
+    model = make_model(kind, schema, **options)
+    statistics = fields.numbers(obj.get("statistics"), "'statistics'", length=model.size)
+    trained = TrainedModel(schema, kind, statistics, metrics, label_dtype=label_dtype, **options)
+    if obj.get("schema_id") not in (None, model.schema_id):
+        raise CRCError("schema id does not match its schema and model (file edited or damaged)")
+    if "ess" in obj:
+        ess = fields.number(obj["ess"], "'ess'")
+        if not math.isclose(ess, float(model.ess(statistics)), rel_tol=ESS_RTOL):
+            raise CRCError(f"'ess' {ess!r} is not the equivalent sample size of its statistics ({float(model.ess(statistics))!r})")
+    return trained

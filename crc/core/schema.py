@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from crc.core import fields
 from crc.core.columns import as_column, as_number
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
@@ -24,6 +24,7 @@ CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
 SCHEMA_FORMAT = "crc-schema/1"
+MAX_SCHEMA_BYTES = 16 * 2**20
 
 
 def _sorted_values(values: set[str]) -> list[str]:
@@ -100,17 +101,20 @@ class Schema:
 
     @classmethod
     def from_json(cls, obj: object) -> Schema:
-        """Validate and build a schema from parsed JSON (an untrusted object)."""
+        """Validate and build a schema from parsed JSON (an untrusted object), field by field."""
         if not isinstance(obj, dict) or obj.get("format") != SCHEMA_FORMAT:
             raise CRCError(f"not a schema: expected an object with format {SCHEMA_FORMAT!r}")
+        missing = [key for key in ("label", "classes", "features") if key not in obj]
+        if missing:
+            raise CRCError(f"malformed schema: missing or invalid field {', '.join(map(repr, missing))}")
         try:
-            classes = tuple(_str_list(obj["classes"], "classes"))
-            features = tuple(_feature_from_json(f) for f in obj["features"])
-            label = obj["label"]
-        except (KeyError, TypeError) as exc:
-            raise CRCError(f"malformed schema: missing or invalid field {exc}") from None
-        if not isinstance(label, str):
-            raise CRCError("malformed schema: 'label' must be a string")
+            label = fields.string(obj["label"], "label")
+            classes = tuple(fields.strings(obj["classes"], "classes"))
+            if not isinstance(obj["features"], list):
+                raise CRCError(f"features must be a list, got {fields.shown(obj['features'])}")
+            features = tuple(_feature_from_json(f, f"features[{j}]") for j, f in enumerate(obj["features"]))
+        except CRCError as exc:
+            raise CRCError(f"malformed schema: {exc}") from None
         if len(classes) < 2 or len(set(classes)) != len(classes):
             raise CRCError("malformed schema: need at least two distinct classes")
         names = [f.name for f in features]
@@ -131,8 +135,13 @@ class Schema:
         atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
     @classmethod
-    def load(cls, path, *, max_bytes: int = 16 * 2**20) -> Schema:
-        return cls.from_json(read_json(path, max_bytes=max_bytes, what="schema file"))
+    def load(cls, path, *, max_bytes: int = MAX_SCHEMA_BYTES) -> Schema:
+        """The schema file ``path``, read with the bounded JSON reader and validated; a CRCError names the file."""
+        obj = read_json(path, max_bytes=max_bytes, what="schema file")
+        try:
+            return cls.from_json(obj)
+        except CRCError as exc:
+            raise CRCError(f"{path}: {exc}") from None
 
     def standardized(self, x_continuous: np.ndarray) -> Schema:
         """A copy whose continuous features carry the mean and std of the given data.
@@ -153,27 +162,23 @@ class Schema:
         return replace(self, features=tuple(features))
 
 
-def _str_list(value, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CRCError(f"malformed schema: {what!r} must be a list of strings")
-    return value
-
-
-def _feature_from_json(obj) -> Feature:
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        raise CRCError("malformed schema: each feature needs a string 'name'")
+def _feature_from_json(obj, name: str) -> Feature:
+    fields.mapping(obj, name)
+    feature = fields.string(obj.get("name"), f"{name}.name")
     kind = obj.get("kind")
     if kind == DISCRETE:
-        categories = _str_list(obj.get("categories"), "categories")
+        categories = fields.strings(obj.get("categories"), f"{name}.categories")
         if not categories or len(set(categories)) != len(categories):
-            raise CRCError(f"malformed schema: feature {obj['name']!r} needs distinct categories")
-        return Feature(obj["name"], DISCRETE, categories=tuple(categories))
+            raise CRCError(f"feature {feature!r} needs distinct categories")
+        return Feature(feature, DISCRETE, categories=tuple(categories))
     if kind == CONTINUOUS:
-        mean, std = obj.get("mean"), obj.get("std")
-        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (mean, std)) or std <= 0:
-            raise CRCError(f"malformed schema: feature {obj['name']!r} needs finite mean and positive std")
-        return Feature(obj["name"], CONTINUOUS, mean=float(mean), std=float(std))
-    raise CRCError(f"malformed schema: feature kind must be {CONTINUOUS!r} or {DISCRETE!r}")
+        mean = fields.number(obj.get("mean"), f"{name}.mean")
+        try:
+            std = fields.number(obj.get("std"), f"{name}.std", positive=True)
+        except CRCError as exc:
+            raise CRCError(f"feature {feature!r} needs a positive std ({exc})") from None
+        return Feature(feature, CONTINUOUS, mean=mean, std=std)
+    raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
 def infer_schema(columns: dict, label: str) -> Schema:

@@ -45,7 +45,7 @@ def test_progress_counts_the_rounds_in_the_peers_checkpoints(tmp_path, monkeypat
     for index, round_ in ((0, 5), (2, 7)):
         checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=round_, stats=[0.0], metrics={})
     assert rounds_done() == 12
-    (tmp_path / "checkpoint-2" / checkpoint.FILE_NAME).write_text("{broken")  # unreadable for a moment: keep 7
+    (tmp_path / "checkpoint-2" / checkpoint.file_name(7)).write_text("{broken")  # unreadable for a moment: keep 7
     assert rounds_done() == 12
 
 

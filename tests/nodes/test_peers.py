@@ -149,7 +149,7 @@ def test_sigterm_stops_a_peer_quickly_with_its_checkpoint(tmp_path):
         net.signal(0, signal.SIGTERM)
         assert net.wait([0], limit=5) == {0: 128 + signal.SIGTERM}
         assert time.monotonic() - started < 1.0
-        assert (tmp_path / "checkpoint-0" / "checkpoint.json").exists()
+        assert (tmp_path / "checkpoint-0" / "checkpoint.0.bin").exists()
 
 
 def test_hostile_frames_over_a_real_socket_are_rejected_and_harmless(tmp_path):
