@@ -27,6 +27,7 @@ from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
+from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.peer import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
@@ -53,8 +54,14 @@ def free_ports(count: int) -> list[int]:
 
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
-                 ess: float, timeout: float, first_round_timeout: float, log_level: str) -> list[str]:
-    """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings)."""
+                 ess: float, timeout: float, first_round_timeout: float, log_level: str,
+                 insecure: bool = False) -> list[str]:
+    """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings).
+
+    The peer uses the keys ``write_peer_keys`` writes into ``workdir``, or none with ``insecure``."""
+    keys = (["--insecure"] if insecure else
+            ["--secret-key", str(peer_secret_key_file(workdir, index)),
+             "--known-peers", str(peer_known_peers_file(workdir, index))])
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     # -I: the installed crc, never a checkout that happens to be the working directory.
@@ -64,7 +71,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
-            "--log-level", log_level]
+            "--log-level", log_level, *keys]
 
 
 class _Process(subprocess.Popen):
@@ -107,9 +114,12 @@ def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -
 
 def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
            first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
-           progress: Callable[[int, int], None] | None = None) -> dict:
+           progress: Callable[[int, int], None] | None = None, insecure: bool = False) -> dict:
     """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
-    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings)."""
+    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
+
+    The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``insecure``
+    they run without keys, in plaintext."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
@@ -126,10 +136,13 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
+        if not insecure:
+            write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
-                                   timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level)
+                                   timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
+                                   insecure=insecure)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(_start(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
@@ -148,7 +161,9 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             if spawner is not None:
                 spawner.close()
     wall = time.monotonic() - started
-    return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout)
+    results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout)
+    results["network"]["encrypted"] = not insecure
+    return results
 
 
 def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
@@ -172,15 +187,18 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
     results = repeat_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
-    rejected = {}
+    rejected, refused = {}, {}
     for m in metrics:
         for cause, count in m.get("rejected", {}).items():
             rejected[cause] = rejected.get(cause, 0) + count
+        for cause, count in m.get("refused", {}).items():
+            refused[cause] = refused.get(cause, 0) + count
     payload = 8 * rep.split.model.size
     sent = sum(m.get("messages_sent", 0) for m in metrics)
     network = {
         "messages": sent, "bytes": sum(m.get("bytes_sent", 0) for m in metrics),
         "rejected": sum(rejected.values()), "rejected_by_cause": {k: v for k, v in rejected.items() if v},
+        "refused_connections": {k: v for k, v in refused.items() if v},
         "missing": sum(sum(m.get("missing", {}).values()) for m in metrics),
         "round_ms_p50": float(np.percentile(rounds_ms, 50)) if rounds_ms else 0.0,
         "round_ms_p99": float(np.percentile(rounds_ms, 99)) if rounds_ms else 0.0,

@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +57,9 @@ class PeerSettings:
     """Run id: peers of other runs are ignored."""
     checkpoint_dir: str | None = None
     """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
+    known_keys: Mapping[str, str] | None = None
+    """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
+    the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -65,6 +68,8 @@ class PeerSettings:
             raise ValueError("timeouts and the poll slice must be positive")
         if self.rounds < 1 or self.iters < 1 or self.queue_messages < 1 or self.final_linger_ms < 0:
             raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
+        if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
+            raise ValueError("every neighbour needs a known key")
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Metrics:
     bytes_received: int = 0
     send_dropped: int = 0
     rejected: dict = field(default_factory=lambda: {cause: 0 for cause in CAUSES})
+    refused: dict = field(default_factory=dict)
+    """Connections the transport refused, by cause (an unknown key, a plaintext client ...)."""
     missing: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -112,6 +119,7 @@ class Peer:
         self.stop = threading.Event()
         self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
         self._resume()
+        self._refused_before = dict(self.metrics.refused)
 
     @property
     def identity(self) -> dict:
@@ -151,11 +159,15 @@ class Peer:
         self._logged_causes.add(cause)
         self.log.log(level, "rejected message (%s) from %s: %s", cause, sender or "unknown sender", detail)
 
-    def _accept(self, frame: bytes, wanted: int) -> None:
+    def _accept(self, frame: bytes, key: str | None, wanted: int) -> None:
         try:
             message = decode(frame, self.expect)
         except Rejected as rejection:
             self._reject(rejection.cause, rejection.detail, rejection.sender)
+            return
+        known = self.settings.known_keys
+        if known is not None and key != known.get(message.sender):
+            self._reject("forged", f"claims to be {message.sender} but its connection has another key ({key})", key)
             return
         if message.round < wanted:
             self._reject("stale", f"round {message.round} arrived while waiting for round {wanted}", message.sender)
@@ -176,8 +188,8 @@ class Peer:
         while not self.stop.is_set() and len(self._inbox.get(wanted, {})) < len(self.settings.peers):
             if self.clock() >= deadline:
                 break
-            for frame in transport.receive(deadline):
-                self._accept(frame, wanted)
+            for frame, key in transport.receive(deadline):
+                self._accept(frame, key, wanted)
         for old in [r for r in self._inbox if r < wanted]:
             del self._inbox[old]
         return self._inbox.pop(wanted, {})
@@ -205,10 +217,17 @@ class Peer:
         if self.round < self.settings.rounds:
             self._send(transport)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
+        self._count_refused(transport)
         self._checkpoint()
         self.log.info("round %d: %d/%d neighbours, local soft 0-1 loss %.4f", self.round, len(received),
                       len(self.settings.peers), loss)
         return True
+
+    def _count_refused(self, transport: PeerTransport) -> None:
+        """The metrics' refused connections: those of earlier runs (a resumed checkpoint's) plus the transport's."""
+        now = transport.refused()
+        self.metrics.refused = {cause: self._refused_before.get(cause, 0) + now.get(cause, 0)
+                                for cause in sorted({*self._refused_before, *now})}
 
     def run(self, transport: PeerTransport) -> bool:
         """Run the remaining rounds over ``transport``; True if all were done, False if stopped early.
@@ -231,6 +250,7 @@ class Peer:
             finished = self.round >= self.settings.rounds
         finally:
             try:
+                self._count_refused(transport)
                 self._checkpoint()
             finally:
                 transport.close(self.settings.final_linger_ms if finished else 0)

@@ -37,7 +37,7 @@ ENVELOPE_BYTES = 1024
 ESS_RELATIVE_TOLERANCE = 1e-9
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
-          "stale", "duplicate")
+          "stale", "duplicate", "forged")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
 
 
