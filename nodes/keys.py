@@ -111,9 +111,6 @@ def _certificate(path, *, secret: bool) -> tuple[str, str | None]:
         raise CRCError(f"{path}: cannot read key file ({exc.strerror or exc})") from None
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_KEY_FILE_BYTES:
         raise CRCError(f"{path}: not a key file (a regular file of at most {MAX_KEY_FILE_BYTES} bytes)")
-    if secret and info.st_mode & 0o077:
-        raise CRCError(f"{path}: permissions {stat.S_IMODE(info.st_mode):04o} are too open for a secret key; "
-                       f"run chmod 600 {path}")
     try:
         public, secret_key = zmq.auth.load_certificate(path)
         public, secret_key = public.decode("ascii"), secret_key.decode("ascii") if secret_key else None
@@ -123,6 +120,9 @@ def _certificate(path, *, secret: bool) -> tuple[str, str | None]:
         raise CRCError(f"{path}: the public key is not {KEY_TEXT_LENGTH} characters of z85")
     if secret and secret_key is None:
         raise CRCError(f"{path}: no secret key (a {PUBLIC_SUFFIX} file is public; give the {SECRET_SUFFIX} file)")
+    if secret and info.st_mode & 0o077:
+        raise CRCError(f"{path}: permissions {stat.S_IMODE(info.st_mode):04o} are too open for a secret key; "
+                       f"run chmod 600 {path}")
     if secret_key is not None:
         if not is_key(secret_key):
             raise CRCError(f"{path}: the secret key is not {KEY_TEXT_LENGTH} characters of z85")

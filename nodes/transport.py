@@ -30,7 +30,9 @@ from crc.nodes.keys import PeerKeys
 
 ZAP_DOMAIN = "crc"
 REFUSAL_CAUSES = ("unknown-key", "plaintext", "handshake")
-"""Why a connection to the inbox can be refused: the keys of ``Transport.refused()``."""
+"""Why a connection to the inbox can be refused, the keys of ``Transport.refused()``: a CURVE key that is not a
+neighbour's; a client without CURVE, seen by the inbox; any other failed handshake (garbage, a client that expects
+another server key, or a plaintext client that hung up before the inbox saw its mechanism: the two greetings race)."""
 HANDSHAKE_MS = 5000
 """A connection must finish its handshake within this time (ZeroMQ's default is 30 s): half-open connections of a
 flood are dropped sooner."""
