@@ -56,6 +56,12 @@ class PeerKeys:
     known: Mapping[str, str]
 
 
+def new_key_pair() -> KeyPair:
+    """A fresh CURVE key pair (kept in memory; ``write_keys`` writes pairs to files)."""
+    public, secret = zmq.curve_keypair()
+    return KeyPair(public=public.decode("ascii"), secret=secret.decode("ascii"))
+
+
 def is_key(text) -> bool:
     """Whether ``text`` is a z85 CURVE key (40 characters decoding to 32 bytes)."""
     if not isinstance(text, str) or len(text) != KEY_TEXT_LENGTH or not text.isascii():

@@ -13,9 +13,7 @@ import socket
 import threading
 import time
 
-import zmq
-
-from crc.nodes.keys import KeyPair, PeerKeys
+from crc.nodes.keys import PeerKeys, new_key_pair
 from crc.nodes.launcher import free_ports
 from crc.nodes.transport import Transport
 
@@ -60,11 +58,6 @@ class _Relay:
         self.listener.close()
 
 
-def _key_pair() -> KeyPair:
-    public, secret = zmq.curve_keypair()
-    return KeyPair(public=public.decode(), secret=secret.decode())
-
-
 def wire_bytes(frame: bytes, *, encrypted: bool, messages: int = 200) -> dict:
     """Bytes on the wire for ``frame`` sent ``messages`` times from one transport to another, after one frame that
     opens the connection: ``bytes_per_message`` (sender to receiver), ``overhead_bytes_per_message`` (beyond the
@@ -72,7 +65,7 @@ def wire_bytes(frame: bytes, *, encrypted: bool, messages: int = 200) -> dict:
     sender_port, receiver_port = free_ports(2)
     sender_address, receiver_address = f"tcp://127.0.0.1:{sender_port}", f"tcp://127.0.0.1:{receiver_port}"
     relay = _Relay(("127.0.0.1", receiver_port))
-    sender_keys, receiver_keys = _key_pair(), _key_pair()
+    sender_keys, receiver_keys = new_key_pair(), new_key_pair()
     options = dict(max_frame_bytes=len(frame), queue_messages=messages + 1, poll_slice_s=0.05)
     receiver = Transport(receiver_address, [sender_address], **options, max_frames=messages + 1,
                          keys=PeerKeys(receiver_keys, {sender_address: sender_keys.public}) if encrypted else None)

@@ -13,7 +13,7 @@ import zmq
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
-from crc.nodes.keys import KeyPair, PeerKeys, load_key_pair, peer_secret_key_file
+from crc.nodes.keys import KeyPair, PeerKeys, load_key_pair, new_key_pair, peer_secret_key_file
 from crc.nodes.launcher import free_ports
 from crc.nodes.transport import REFUSAL_CAUSES, Transport
 from crc.nodes.wire import encode
@@ -21,11 +21,6 @@ from crc.protocol.repeat import ess_for
 from support.network import Network, scenario
 
 WAIT_S = 10.0
-
-
-def key_pair() -> KeyPair:
-    public, secret = zmq.curve_keypair()
-    return KeyPair(public=public.decode(), secret=secret.decode())
 
 
 def transport(bind: str, neighbours: list[str], keys: PeerKeys | None, **options) -> Transport:
@@ -45,7 +40,7 @@ def receive_until(inbox: Transport, done, limit: float = WAIT_S) -> list:
 def pair():
     """Two keyed transports that know each other: (a, b, a's keys, b's keys)."""
     a_address, b_address = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
-    a_keys, b_keys = key_pair(), key_pair()
+    a_keys, b_keys = new_key_pair(), new_key_pair()
     a = transport(a_address, [b_address], PeerKeys(own=a_keys, known={b_address: b_keys.public}))
     b = transport(b_address, [a_address], PeerKeys(own=b_keys, known={a_address: a_keys.public}))
     yield a, b, a_keys, b_keys
@@ -75,8 +70,8 @@ def test_unknown_keys_and_wrong_server_keys_are_refused_by_cause_and_deliver_not
     a, b, a_keys, _ = pair
     context = zmq.Context()
     try:
-        strangers = [client(context, b_outbox(b), keys=key_pair(), server_key=a_keys.public) for _ in range(5)]
-        wrong_server = client(context, b_outbox(b), keys=key_pair(), server_key=key_pair().public)
+        strangers = [client(context, b_outbox(b), keys=new_key_pair(), server_key=a_keys.public) for _ in range(5)]
+        wrong_server = client(context, b_outbox(b), keys=new_key_pair(), server_key=new_key_pair().public)
         for socket in [*strangers, wrong_server]:
             socket.send(b"let me in", flags=zmq.NOBLOCK)
         b.send(b"the real one")
@@ -139,7 +134,7 @@ def test_a_connection_flood_of_unknown_keys_is_counted_without_state_per_key(pai
     admitted = a.authenticator.credentials_providers["crc"].keys
     context = zmq.Context()
     try:
-        flood = [client(context, b_outbox(pair[1]), keys=key_pair(), server_key=a_keys.public) for _ in range(50)]
+        flood = [client(context, b_outbox(pair[1]), keys=new_key_pair(), server_key=a_keys.public) for _ in range(50)]
         for socket in flood:
             socket.send(b"x", flags=zmq.NOBLOCK)
         receive_until(a, lambda got: a.refused()["unknown-key"] >= 50)
@@ -169,7 +164,7 @@ def test_attackers_without_the_right_key_change_nothing_and_are_counted(tmp_path
         try:
             address = net.addresses[target]
             attackers = {
-                "unknown": (client(context, address, keys=key_pair(), server_key=target_key), forger),
+                "unknown": (client(context, address, keys=new_key_pair(), server_key=target_key), forger),
                 "plaintext": (client(context, address), forger),
                 "forger": (client(context, address, keys=load_key_pair(peer_secret_key_file(tmp_path, forger)),
                                   server_key=target_key), victim),
