@@ -38,7 +38,9 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model
     beside QDA on optdigits (target: 5 times), interleaved, best of --repeats
     (the model options above do not apply).
     peers: 16 real `crc node` processes on loopback on a random tree, 64
-    rounds on --data, against `crc simulate` of the same run.
+    rounds on --data, against `crc simulate` of the same run; with CURVE keys
+    and, in the same run, in plaintext (curve_cost: round p50/p99 and the
+    bytes a message takes on a TCP connection, counted by a relay).
     """
     report = {}
     if only in (None, "engine"):

@@ -77,19 +77,23 @@ class _RoundsDone:
               help="Keep the peers' files (data, logs, checkpoints, models) here [default: a temporary directory, removed].")
 @click.option("--log-level", "peer_log_level", type=click.Choice(["debug", "info", "warning", "error"]), default=None,
               help="The peers' log level (their logs are in the work directory) [default: warning; info with `crc -v`].")
+@click.option("--insecure", is_flag=True,
+              help="Run the peers without keys, in plaintext (for comparison) [default: CURVE keys generated for "
+                   "the run in the work directory: every connection authenticated and encrypted].")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON (with its 'network' section) and nothing else.")
 @out_option("the results JSON (with its 'network' section)")
 @plots_option("the peers' figure (local soft 0-1 loss and round time by round)")
 @click.pass_context
-def launch(ctx, timeout, workdir, peer_log_level, as_json, out, plots, **settings):
+def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots, **settings):
     """Run a network of real `crc node` processes on 127.0.0.1 with the same
     split, graph and ESS as `crc simulate` (its first repeat) and evaluate the
     peers' models like the simulator does.
 
     With no options: 10 peers on a random tree, 50 instances each of the
-    bundled 'penbased' data, 64 rounds. Progress counts the rounds the peers
-    have completed. Ctrl-C (or SIGTERM) stops and reaps every peer (exit
-    status 130, or 143).
+    bundled 'penbased' data, 64 rounds. The peers authenticate and encrypt
+    every connection with CURVE keys made for the run (--insecure: plaintext).
+    Progress counts the rounds the peers have completed. Ctrl-C (or SIGTERM)
+    stops and reaps every peer (exit status 130, or 143).
     """
     config = SimulationConfig.from_settings(**settings)
     config.validate()
@@ -106,7 +110,7 @@ def launch(ctx, timeout, workdir, peer_log_level, as_json, out, plots, **setting
         signal.signal(signum, _stop)
     try:
         results = run_launch(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
-                             progress=lambda finished, total: bar.update(rounds_done()))
+                             progress=lambda finished, total: bar.update(rounds_done()), insecure=insecure)
         bar.update(bar.total)
         figures = _draw_peer_figures(directory, config, plots) if plots else []
     except _Stopped as stop:

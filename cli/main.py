@@ -22,6 +22,7 @@ COMMANDS = {
     "launch": "crc.cli.launch:launch",
     "graph": "crc.cli.graph:graph",
     "bench": "crc.cli.bench:bench",
+    "keys": "crc.cli.keys:keys",
 }
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""

@@ -22,6 +22,7 @@ from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
 from crc.core.schema import Schema
+from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers
 from crc.nodes.local_data import load_local
 from crc.nodes.peer import Peer, PeerSettings
 from crc.nodes.transport import Transport
@@ -115,14 +116,27 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
                    "(until it sends again).")
 @click.option("--attack", type=click.Choice(ATTACKS), default=None,
               help=f"Research only: make this peer Byzantine, sending poisoned statistics every round ({ATTACK_HELP}).")
+@click.option("--secret-key", type=click.Path(dir_okay=False), default=None,
+              help="This peer's secret key file (NAME.key_secret, written by `crc keys`, mode 0600): every connection "
+                   "is then CURVE-encrypted and authenticated. Needs --known-peers.")
+@click.option("--known-peers", type=click.Path(dir_okay=False), default=None,
+              help="JSON file mapping each neighbour's address to its public key (z85), like ssh's known_hosts; "
+                   "only these keys may connect, and a frame must come with the key of the neighbour it names.")
+@click.option("--insecure", is_flag=True,
+              help="Run without keys: plaintext, and anyone who reaches the port can send statistics in a "
+                   "neighbour's name. For trials on a trusted network only; a warning is logged.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
-         run_id, aggregate, down_after, attack, out, log_level, **structure):
+         run_id, aggregate, down_after, attack, secret_key, known_peers, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
+
+    Every connection is encrypted and authenticated with the keys of
+    --secret-key and --known-peers (see `crc keys`); without them the peer
+    refuses to run unless given --insecure.
 
     Logs go to standard error, one line per event. SIGINT/SIGTERM stop the peer
     within a second, after writing its checkpoint if it has --checkpoint (exit
@@ -134,6 +148,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     neighbours = tuple(check_address(p.strip(), "--peers") for p in peers.split(",") if p.strip())
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
+    keys = _peer_keys(secret_key, known_peers, insecure, neighbours)
     shared = Schema.load(schema_path)
     if label is not None and label != shared.label:
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
@@ -146,10 +161,14 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     try:
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
                                 first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
-                                aggregate=aggregate, down_after=down_after, attack=attack)
+                                aggregate=aggregate, down_after=down_after, attack=attack,
+                                known_keys=keys.known if keys else None)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
+    if keys is None:
+        log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
+                    "them in a neighbour's name", bind)
     received = {}
 
     def stop(signum, frame):
@@ -159,7 +178,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     transport = Transport(bind, list(neighbours), max_frame_bytes=peer.expect.max_frame_bytes,
-                          queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s)
+                          queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=keys)
     finished = peer.run(transport)  # closes the transport
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
@@ -175,6 +194,25 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
                    f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
                    err=True)
         ctx.exit(ALONE)
+
+
+def _peer_keys(secret_key: str | None, known_peers: str | None, insecure: bool,
+               neighbours: tuple[str, ...]) -> PeerKeys | None:
+    """The peer's keys from --secret-key and --known-peers (only the neighbours' keys kept); None with --insecure."""
+    if insecure:
+        if secret_key or known_peers:
+            raise click.UsageError("--insecure runs without keys: drop --secret-key and --known-peers, or --insecure")
+        return None
+    if not secret_key and not known_peers:
+        raise CRCError("refusing to run without keys: give --secret-key and --known-peers (write keys with `crc keys`), "
+                       "or --insecure to run in plaintext on a trusted network")
+    if not secret_key or not known_peers:
+        raise click.UsageError("--secret-key and --known-peers go together")
+    own = load_key_pair(secret_key)
+    known = load_known_peers(known_peers, required=neighbours)
+    if own.public in [known[address] for address in neighbours]:
+        raise CRCError(f"{known_peers}: a neighbour has this peer's own key ({secret_key})")
+    return PeerKeys(own=own, known={address: known[address] for address in neighbours})
 
 
 def _deprecated_model(ctx, param, value):

@@ -27,6 +27,7 @@ from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
+from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.peer import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
@@ -54,9 +55,15 @@ def free_ports(count: int) -> list[int]:
 
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
-                 ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None) -> list[str]:
+                 ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None,
+                 insecure: bool = False) -> list[str]:
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
-    makes it a Byzantine peer (``crc node --attack``)."""
+    makes it a Byzantine peer (``crc node --attack``).
+
+    The peer uses the keys ``write_peer_keys`` writes into ``workdir``, or none with ``insecure``."""
+    keys = (["--insecure"] if insecure else
+            ["--secret-key", str(peer_secret_key_file(workdir, index)),
+             "--known-peers", str(peer_known_peers_file(workdir, index))])
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     # -I: the installed crc, never a checkout that happens to be the working directory.
@@ -66,7 +73,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
-            "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else [])]
+            "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []), *keys]
 
 
 class _Process(subprocess.Popen):
@@ -109,9 +116,12 @@ def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -
 
 def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
            first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
-           progress: Callable[[int, int], None] | None = None) -> dict:
+           progress: Callable[[int, int], None] | None = None, insecure: bool = False) -> dict:
     """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
-    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings)."""
+    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
+
+    The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``insecure``
+    they run without keys, in plaintext."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
@@ -129,11 +139,13 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options
+        if not insecure:
+            write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
-                                   attack=config.attack if index in byzantine else None)
+                                   attack=config.attack if index in byzantine else None, insecure=insecure)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(_start(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
@@ -152,8 +164,10 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             if spawner is not None:
                 spawner.close()
     wall = time.monotonic() - started
-    return _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses, timeout=timeout,
-                     byzantine=byzantine)
+    results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses,
+                        timeout=timeout, byzantine=byzantine)
+    results["network"]["encrypted"] = not insecure
+    return results
 
 
 def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
@@ -179,15 +193,18 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
         add_honest(results, rep, np.array(stats), np.array(finished), byzantine)
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
-    rejected = {}
+    rejected, refused = {}, {}
     for m in metrics:
         for cause, count in m.get("rejected", {}).items():
             rejected[cause] = rejected.get(cause, 0) + count
+        for cause, count in m.get("refused", {}).items():
+            refused[cause] = refused.get(cause, 0) + count
     payload = 8 * rep.split.model.size
     sent = sum(m.get("messages_sent", 0) for m in metrics)
     network = {
         "messages": sent, "bytes": sum(m.get("bytes_sent", 0) for m in metrics),
         "rejected": sum(rejected.values()), "rejected_by_cause": {k: v for k, v in rejected.items() if v},
+        "refused_connections": {k: v for k, v in refused.items() if v},
         "missing": sum(sum(m.get("missing", {}).values()) for m in metrics),
         "round_ms_p50": float(np.percentile(rounds_ms, 50)) if rounds_ms else 0.0,
         "round_ms_p99": float(np.percentile(rounds_ms, 99)) if rounds_ms else 0.0,

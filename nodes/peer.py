@@ -18,7 +18,7 @@ import math
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +72,9 @@ class PeerSettings:
     """Consecutive rounds a neighbour may miss before it is marked down and no longer waited for."""
     attack: str | None = None
     """Research only: send poisoned statistics of this kind (``crc.core.attacks``) instead of the peer's own."""
+    known_keys: Mapping[str, str] | None = None
+    """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
+    the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -84,6 +87,8 @@ class PeerSettings:
             raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
         if self.aggregate not in AGGREGATIONS or self.attack not in (None, *ATTACKS):
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
+        if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
+            raise ValueError("every neighbour needs a known key")
 
 
 @dataclass
@@ -99,6 +104,8 @@ class Metrics:
     bytes_received: int = 0
     send_dropped: int = 0
     rejected: dict = field(default_factory=lambda: {cause: 0 for cause in CAUSES})
+    refused: dict = field(default_factory=dict)
+    """Connections the transport refused, by cause (an unknown key, a plaintext client ...)."""
     missing: dict = field(default_factory=dict)
     """Per neighbour: rounds its statistics did not arrive."""
     down_rounds: dict = field(default_factory=dict)
@@ -128,7 +135,7 @@ class Peer:
         self.log = log or logging.getLogger("crc.node")
         self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
-                                  neighbours=frozenset(settings.peers), model=model)
+                                  neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys)
         self.round, self.stats, self.metrics = 0, model.uniform(self.ess), Metrics()
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
@@ -141,6 +148,7 @@ class Peer:
         self.stop = threading.Event()
         self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
         self._resume()
+        self._refused_before = dict(self.metrics.refused)
 
     @property
     def identity(self) -> dict:
@@ -182,9 +190,9 @@ class Peer:
         self._logged_causes.add(cause)
         self.log.log(level, "rejected message (%s) from %s: %s", cause, sender or "unknown sender", detail)
 
-    def _accept(self, frame: bytes, wanted: int) -> None:
+    def _accept(self, frame: bytes, key: str | None, wanted: int) -> None:
         try:
-            message = decode(frame, self.expect)
+            message = decode(frame, self.expect, key)
         except Rejected as rejection:
             self._reject(rejection.cause, rejection.detail, rejection.sender)
             return
@@ -247,10 +255,10 @@ class Peer:
             deadline = self.clock()
         while not self.stop.is_set() and (drain or not self._complete(wanted)):
             expired = self.clock() >= deadline  # once expired, one last receive takes what is already there
-            for frame in transport.receive(deadline):
+            for frame, key in transport.receive(deadline):
                 if self.stop.is_set():
                     break
-                self._accept(frame, wanted)
+                self._accept(frame, key, wanted)
             if expired:
                 break
         for old in [r for r in self._inbox if r < wanted]:
@@ -276,10 +284,17 @@ class Peer:
         if self.round < self.settings.rounds:
             self._send(transport)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
+        self._count_refused(transport)
         self._checkpoint()
         self.log.info("round %d: %d/%d neighbours, local soft 0-1 loss %.4f", self.round, len(received),
                       len(self.settings.peers), loss)
         return True
+
+    def _count_refused(self, transport: PeerTransport) -> None:
+        """The metrics' refused connections: those of earlier runs (a resumed checkpoint's) plus the transport's."""
+        now = transport.refused()
+        self.metrics.refused = {cause: self._refused_before.get(cause, 0) + now.get(cause, 0)
+                                for cause in sorted({*self._refused_before, *now})}
 
     def run(self, transport: PeerTransport) -> bool:
         """Run the remaining rounds over ``transport``; True if all were done, False if stopped early.
@@ -304,6 +319,7 @@ class Peer:
             for peer, since in self._down_since.items():  # still down at the end
                 self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + self.clock() - since
             try:
+                self._count_refused(transport)
                 self._checkpoint()
             finally:
                 transport.close(self.settings.final_linger_ms if finished else 0)

@@ -6,6 +6,14 @@ messages for a neighbour that has not started yet (connect before bind works),
 so peers may start in any order. Every send is non-blocking; a message that
 cannot be queued (the neighbour's queue is full) is dropped and counted.
 Every receive is a poll with a deadline. Sockets close with a bounded linger.
+
+With keys (``PeerKeys``) every connection is CURVE: the inbox is a CURVE server
+whose ZAP handler (pyzmq's thread authenticator) admits only the neighbours'
+public keys, each outbox a CURVE client that checks its neighbour's key. A
+frame carries the key its connection authenticated with (ZeroMQ's ``User-Id``),
+so the peer can check it against the frame's claimed sender. Refused
+connections (an unknown key, a plaintext client, a broken handshake) never
+deliver a frame; a monitor of the inbox counts them by cause.
 """
 
 from __future__ import annotations
@@ -14,9 +22,27 @@ import time
 from typing import Protocol
 
 import zmq
+from zmq.auth.thread import ThreadAuthenticator
+from zmq.utils.monitor import parse_monitor_message
 
 from crc.core.errors import CRCError
+from crc.nodes.keys import PeerKeys
 
+ZAP_DOMAIN = "crc"
+REFUSAL_CAUSES = ("unknown-key", "plaintext", "handshake")
+"""Why a connection to the inbox can be refused, the keys of ``Transport.refused()``: a CURVE key that is not a
+neighbour's; a client without CURVE, seen by the inbox; any other failed handshake (garbage, a client that expects
+another server key, or a plaintext client that hung up before the inbox saw its mechanism: the two greetings race)."""
+HANDSHAKE_MS = 5000
+"""A connection must finish its handshake within this time (ZeroMQ's default is 30 s): half-open connections of a
+flood are dropped sooner."""
+MONITOR_QUEUE_EVENTS = 10_000
+"""Handshake failures the inbox's monitor may hold between two receives (about 100 bytes each)."""
+_REFUSAL_EVENTS = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+
+CURVE_BOX_BYTES = 1024
+"""Room above the largest frame for CURVE: ZeroMQ applies MAXMSGSIZE to the encrypted message (33 more bytes) and to
+the handshake's commands (INITIATE: a few hundred bytes with its metadata)."""
 INBOX_FRAMES_PER_CONNECTION = 2
 """ZeroMQ's receive queue per connection (RCVHWM): a neighbour's frames up to a few rounds ahead."""
 
@@ -27,11 +53,33 @@ class PeerTransport(Protocol):
     def send(self, frame: bytes) -> list[str]:
         """Queue ``frame`` for every neighbour without blocking; returns the neighbours whose queue was full."""
 
-    def receive(self, deadline: float) -> list[bytes]:
-        """Frames that arrived, waiting at most one poll slice and never past ``deadline``; may be empty."""
+    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
+        """Frames that arrived, each with the z85 public key its connection authenticated with (None without keys),
+        waiting at most one poll slice and never past ``deadline``; may be empty."""
+
+    def refused(self) -> dict[str, int]:
+        """Connections to the inbox refused so far, by cause (cumulative)."""
 
     def close(self, linger_ms: int) -> None:
         """Release the connections, letting queued frames leave for at most ``linger_ms`` milliseconds."""
+
+
+class _KnownKeys:
+    """The ZAP credentials provider: admits exactly the given public keys (z85), keeps no other state."""
+
+    def __init__(self, keys):
+        self.keys = frozenset(key.encode("ascii") for key in keys)
+
+    def callback(self, domain: str, key: bytes) -> bool:
+        return key in self.keys
+
+
+def _refusal_cause(event: dict) -> str:
+    if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+        return "unknown-key"
+    if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and event["value"] == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+        return "plaintext"
+    return "handshake"
 
 
 class Transport:
@@ -40,38 +88,70 @@ class Transport:
     ``queue_messages`` frames may wait for each neighbour in its outbox; the
     inbox holds ``INBOX_FRAMES_PER_CONNECTION`` per connection (more wait in
     the sender's queue); a receive waits at most ``poll_slice_s`` seconds and
-    returns at most ``max_frames`` frames.
+    returns at most ``max_frames`` frames. With ``keys`` every socket is CURVE
+    and only ``keys.known``'s keys of the ``neighbours`` may connect; without,
+    everything is plaintext and unauthenticated.
     """
 
     def __init__(self, bind: str, neighbours: list[str], *, max_frame_bytes: int, queue_messages: int,
-                 poll_slice_s: float, max_frames: int = 64):
-        self.poll_slice_s, self.max_frames = poll_slice_s, max_frames
+                 poll_slice_s: float, keys: PeerKeys | None = None, max_frames: int = 64):
+        self.poll_slice_s, self.max_frames, self.keys = poll_slice_s, max_frames, keys
         self.context = zmq.Context()
-        self.inbox = self.context.socket(zmq.PULL)
-        # Memory of the inbox is bounded by connections x (RCVHWM + 1) x MAXMSGSIZE: RCVHWM is per connection,
-        # so it is kept small (a neighbour's further frames wait in its own send queue until they are read),
-        # and ZeroMQ drops a longer frame, and its connection, before it uses memory.
-        self.inbox.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
-        self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
-        self.inbox.setsockopt(zmq.LINGER, 0)
+        self.inbox = self.authenticator = self.monitor = None
+        self._refused = dict.fromkeys(REFUSAL_CAUSES, 0)
         try:
-            self.inbox.bind(bind)
-        except zmq.ZMQError as exc:
-            self.context.destroy(linger=0)
-            raise CRCError(f"cannot bind {bind}: {exc}") from None
-        self.outboxes = {}
-        for address in neighbours:
-            socket = self.context.socket(zmq.PUSH)
-            socket.setsockopt(zmq.SNDHWM, queue_messages)
-            socket.setsockopt(zmq.LINGER, 0)
+            self.inbox = self.context.socket(zmq.PULL)
+            # Memory of the inbox is bounded by connections x (RCVHWM + 1) x MAXMSGSIZE: RCVHWM is per connection,
+            # so it is kept small (a neighbour's further frames wait in its own send queue until they are read),
+            # and ZeroMQ drops a longer frame, and its connection, before it uses memory.
+            self.inbox.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes + CURVE_BOX_BYTES)
+            self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
+            self.inbox.setsockopt(zmq.LINGER, 0)
+            if keys is not None:
+                self._secure_inbox(keys, neighbours)
             try:
-                socket.connect(address)
+                self.inbox.bind(bind)
             except zmq.ZMQError as exc:
-                self.context.destroy(linger=0)
-                raise CRCError(f"cannot connect to neighbour {address}: {exc}") from None
-            self.outboxes[address] = socket
+                raise CRCError(f"cannot bind {bind}: {exc}") from None
+            self.outboxes = {}
+            for address in neighbours:
+                socket = self.context.socket(zmq.PUSH)
+                socket.setsockopt(zmq.SNDHWM, queue_messages)
+                socket.setsockopt(zmq.LINGER, 0)
+                if keys is not None:
+                    socket.curve_publickey, socket.curve_secretkey = keys.own.public.encode(), keys.own.secret.encode()
+                    socket.curve_serverkey = keys.known[address].encode()
+                try:
+                    socket.connect(address)
+                except zmq.ZMQError as exc:
+                    raise CRCError(f"cannot connect to neighbour {address}: {exc}") from None
+                self.outboxes[address] = socket
+        except BaseException:
+            self._destroy(0)
+            raise
         self.poller = zmq.Poller()
         self.poller.register(self.inbox, zmq.POLLIN)
+
+    def _secure_inbox(self, keys: PeerKeys, neighbours: list[str]) -> None:
+        """Make the inbox a CURVE server that only the neighbours' keys pass, its refusals counted by a monitor.
+
+        The authenticator starts before the inbox binds, and the inbox insists on it (ZAP_ENFORCE_DOMAIN):
+        without a ZAP handler ZeroMQ would let any CURVE key in.
+        """
+        self.authenticator = ThreadAuthenticator(self.context)
+        self.authenticator.start()
+        self.authenticator.configure_curve_callback(ZAP_DOMAIN, _KnownKeys(keys.known[a] for a in neighbours))
+        self.inbox.curve_publickey, self.inbox.curve_secretkey = keys.own.public.encode(), keys.own.secret.encode()
+        self.inbox.curve_server = True
+        self.inbox.zap_domain = ZAP_DOMAIN.encode()
+        self.inbox.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
+        self.inbox.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
+        endpoint = f"inproc://crc-monitor-{id(self)}"
+        self.inbox.monitor(endpoint, _REFUSAL_EVENTS)
+        self.monitor = self.context.socket(zmq.PAIR)
+        self.monitor.setsockopt(zmq.RCVHWM, MONITOR_QUEUE_EVENTS)
+        self.monitor.setsockopt(zmq.LINGER, 0)
+        self.monitor.connect(endpoint)
 
     def send(self, frame: bytes) -> list[str]:
         """Queue ``frame`` for every neighbour; returns the neighbours whose queue was full."""
@@ -83,24 +163,53 @@ class Transport:
                 dropped.append(address)
         return dropped
 
-    def receive(self, deadline: float) -> list[bytes]:
-        """Frames that arrive before ``deadline`` (time.monotonic), returning early once some have arrived.
+    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
+        """At most ``max_frames`` frames that arrive before ``deadline`` (time.monotonic), with their senders' keys,
+        returning early once some have arrived.
 
         Waits at most ``poll_slice_s`` per call, and returns at most ``max_frames`` frames, so that the caller can
         check for a stop request; past the deadline it returns what is already there without waiting.
         """
+        self._count_refusals()
         frames = []
         remaining = max(0.0, deadline - time.monotonic())
         if dict(self.poller.poll(timeout=min(remaining, self.poll_slice_s) * 1000)):
             while len(frames) < self.max_frames:
                 try:
-                    frames.append(self.inbox.recv(flags=zmq.NOBLOCK, copy=True))
+                    frame = self.inbox.recv(flags=zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
+                frames.append((frame.bytes, frame.get("User-Id") if self.keys is not None else None))
         return frames
+
+    def _count_refusals(self) -> None:
+        while self.monitor is not None:
+            try:
+                event = parse_monitor_message(self.monitor.recv_multipart(flags=zmq.NOBLOCK))
+            except zmq.Again:
+                return
+            cause = _refusal_cause(event)
+            self._refused[cause] += 1
+
+    def refused(self) -> dict[str, int]:
+        """Connections to the inbox refused so far, by cause (``REFUSAL_CAUSES``; all zero without keys)."""
+        self._count_refusals()
+        return dict(self._refused)
 
     def close(self, linger_ms: int) -> None:
         """Close every socket, waiting at most ``linger_ms`` for queued messages to leave."""
         for socket in self.outboxes.values():
             socket.setsockopt(zmq.LINGER, linger_ms)
+        self._destroy(linger_ms)
+
+    def _destroy(self, linger_ms: int) -> None:
+        """Close the inbox and its monitor, then stop the authenticator (the inbox never runs without it), then the
+        rest."""
+        if self.inbox is not None:
+            if self.monitor is not None:
+                self.inbox.disable_monitor()
+                self.monitor.close(linger=0)
+            self.inbox.close(linger=0)
+        if self.authenticator is not None:
+            self.authenticator.stop()
         self.context.destroy(linger=linger_ms)

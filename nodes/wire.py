@@ -26,6 +26,7 @@ be negative after calibration, so the sign is not checked.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import msgpack
@@ -49,7 +50,7 @@ MAX_RELATIVE_MAGNITUDE = 1e30
 ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares in theta) could overflow."""
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
-          "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate")
+          "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate", "forged")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
 
 
@@ -79,6 +80,8 @@ class Expectation:
     neighbours: frozenset
     model: GenerativeModel | None = None
     """The peer's model: with it, the statistics' ESS, magnitude and parameters are checked too."""
+    known_keys: Mapping[str, str] | None = None
+    """Each neighbour's public key (z85): with them, a frame must come with the key of the neighbour it names."""
 
     @property
     def max_frame_bytes(self) -> int:
@@ -93,8 +96,9 @@ def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, st
                           "data": payload.tobytes()}, use_bin_type=True)
 
 
-def decode(frame: bytes, expect: Expectation) -> Message:
-    """Validate a frame against ``expect``; raise Rejected with the first cause found."""
+def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message:
+    """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
+    against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
         raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
     try:
@@ -118,6 +122,8 @@ def decode(frame: bytes, expect: Expectation) -> Message:
         raise Rejected("run", f"run id {obj['run']!r}, this peer is in run {expect.run!r}", sender)
     if sender not in expect.neighbours:
         raise Rejected("sender", f"{sender!r} is not a configured neighbour", sender)
+    if expect.known_keys is not None and key != expect.known_keys.get(sender):
+        raise Rejected("forged", f"claims to be {sender} but its connection has another key ({key})", key)
     if obj["schema"] != expect.schema_id:
         raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… "
                                  "(different schema file, model or structure)", sender)

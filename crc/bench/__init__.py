@@ -21,6 +21,7 @@ import tracemalloc
 import numpy as np
 
 from crc.bench.per_node_loop import per_node_crc
+from crc.bench.wire_bytes import wire_bytes
 from crc.core import metrics
 from crc.core.engine import CRCEngine, LocalData, blas_threads, default_ess, single_threaded_blas
 from crc.core.models.base import LinearFamilyModel
@@ -224,12 +225,16 @@ def scale_run(config: SimulationConfig) -> dict:
 
 
 def peers_run(config: SimulationConfig) -> dict:
-    """Real peers on loopback (``crc launch``) against the simulator on the same run."""
-    with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
-        results = launch(config, workdir)
+    """Real peers on loopback (``crc launch``) against the simulator on the same run; the peers run with CURVE keys
+    (the default, whose figures are at the top level) and, in the same run, in plaintext (``curve_cost``)."""
+    runs = {}
+    for name, insecure in (("plaintext", True), ("curve", False)):
+        with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
+            runs[name] = launch(config, workdir, insecure=insecure)
     start = time.perf_counter()
     simulated = simulate(config, network_factory(config.topology))
     simulate_seconds = time.perf_counter() - start
+    results = runs["curve"]
     net = results["network"]
     return {
         "data": config.data, "model": config.model, "nodes": config.nodes, "topology": config.topology,
@@ -240,5 +245,20 @@ def peers_run(config: SimulationConfig) -> dict:
         "messages": net["messages"], "messages_per_s": net["messages"] / net["rounds_seconds"],
         "bytes_per_message": net["bytes_per_message"], "payload_bytes": net["payload_bytes"],
         "overhead_bytes_per_message": net["bytes_per_message"] - net["payload_bytes"],
+        "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
+        "curve_cost": {name: _transport_figures(run, simulated) for name, run in runs.items()},
+    }
+
+
+def _transport_figures(results: dict, simulated: dict) -> dict:
+    """Round times of a launch, and the bytes its frames take on a TCP connection (``wire_bytes``: a frame of the
+    launch's size; its content does not change the count)."""
+    net = results["network"]
+    frame = bytes(round(net["bytes_per_message"]))
+    return {
+        "encrypted": net["encrypted"], "launch_wall_seconds": net["wall_s"], "rounds_seconds": net["rounds_seconds"],
+        "round_ms_p50": net["round_ms_p50"], "round_ms_p99": net["round_ms_p99"],
+        "round_ms_p99_after_first": net["round_ms_p99_after_first"],
+        "wire": wire_bytes(frame, encrypted=net["encrypted"]),
         "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
     }

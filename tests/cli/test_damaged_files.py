@@ -69,7 +69,8 @@ def node(deployment, directory, *, rounds=2, schema=None):
         (directory / "port").write_text(str(free_ports(1)[0]))
     bind = f"tcp://127.0.0.1:{(directory / 'port').read_text()}"
     return run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", schema or deployment / "schema.json",
-               "--out", directory / "model.json", "--rounds", rounds, "--checkpoint", directory / "ckpt", "--log-level", "error")
+               "--out", directory / "model.json", "--rounds", rounds, "--checkpoint", directory / "ckpt", "--log-level", "error",
+               "--insecure")
 
 
 @pytest.fixture

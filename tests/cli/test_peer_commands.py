@@ -46,7 +46,7 @@ def test_schema_from_a_csv_file(tmp_path, deployment):
 
 def node_args(deployment, data):
     return ["node", "--bind", "tcp://127.0.0.1:1", "--peers", "tcp://127.0.0.1:2", "--data", data,
-            "--schema", deployment / "schema.json", "--out", deployment / "m.json"]
+            "--schema", deployment / "schema.json", "--out", deployment / "m.json", "--insecure"]
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -155,14 +155,14 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
     bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
     result = run("node", "--bind", bind, "--peers", silent, "--data", deployment / "node-0.csv",
                  "--schema", deployment / "schema.json", "--out", deployment / "alone.json", "--rounds", "2",
-                 "--timeout", "0.1", "--first-round-timeout", "0.1", "--log-level", "warning")
+                 "--timeout", "0.1", "--first-round-timeout", "0.1", "--log-level", "warning", "--insecure")
     assert result.exit_code == 3, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
     assert errors == [f"Error: no statistics from any of the 1 neighbour(s) in 2 rounds (0 message(s) rejected): this "
                       f"peer trained alone; its model is written to {deployment / 'alone.json'} all the same"]
     assert (deployment / "alone.json").exists()
     alone = run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", deployment / "schema.json",
-                "--out", deployment / "solo.json", "--rounds", "2")  # no neighbours configured: nothing to miss
+                "--out", deployment / "solo.json", "--rounds", "2", "--insecure")  # no neighbours configured: nothing to miss
     assert alone.exit_code == 0, alone.output
 
 
@@ -170,7 +170,8 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
 def test_a_stopped_peer_says_whether_it_wrote_a_checkpoint(deployment, tmp_path, checkpoint):
     bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
     command = [sys.executable, "-m", "crc", "node", "--bind", bind, "--peers", silent, "--data", str(deployment / "node-0.csv"),
-               "--schema", str(deployment / "schema.json"), "--out", str(tmp_path / "m.json"), "--first-round-timeout", "60"]
+               "--schema", str(deployment / "schema.json"), "--out", str(tmp_path / "m.json"), "--first-round-timeout", "60",
+               "--insecure"]
     if checkpoint:
         command += ["--checkpoint", str(tmp_path / "ckpt")]
     with subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True) as peer:

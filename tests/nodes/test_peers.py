@@ -154,11 +154,12 @@ def test_sigterm_stops_a_peer_quickly_with_its_checkpoint(tmp_path):
 
 def test_hostile_frames_over_a_real_socket_are_rejected_and_harmless(tmp_path):
     """Frames queued before the peer binds and sent while it runs reach its decoder through ZeroMQ and are
-    all rejected (the causes themselves: test_round_logic.py); the peer still equals the simulator."""
+    all rejected (the causes themselves: test_round_logic.py); the peer still equals the simulator. The peers run
+    --insecure, so that the frames reach the decoder (with keys they never do: test_curve.py)."""
     config, graph, expected = scenario(tmp_path, nodes=3, rounds=8)
     target, other = [v for v in graph if graph.degree(v) == 1]  # the ends of the 3-node path
     friend = neighbour_of(graph, target)
-    with Network(tmp_path, graph, config, timeout=20.0) as net:
+    with Network(tmp_path, graph, config, timeout=20.0, insecure=True) as net:
         schema_id, size = _schema_id_and_size(tmp_path, config)
         good = dict(run="crc", sender=net.addresses[friend], round_=0, schema_id=schema_id, ess=ess_for(config))
         hostile = [

@@ -56,7 +56,8 @@ class FakeTransport:
     """A PeerTransport in memory on a FakeClock.
 
     ``answer(round_)`` gives the (delay_s, frame) pairs that arrive after the
-    peer sends its statistics of ``round_``, the delay counted from the send.
+    peer sends its statistics of ``round_``, the delay counted from the send;
+    ``key_of(frame)`` is the key its connection authenticated with (None: no keys).
     ``receive`` returns the frames due by now; with none due it waits one poll
     slice: ``during_wait()`` runs (a stop request, an error), then the clock
     jumps to the next arrival, the slice's end or the deadline, whichever comes
@@ -65,8 +66,9 @@ class FakeTransport:
     """
 
     def __init__(self, clock: FakeClock, answer, *, poll_slice_s: float = PeerSettings.poll_slice_s,
-                 full: frozenset = frozenset(), during_wait=lambda: None):
+                 full: frozenset = frozenset(), during_wait=lambda: None, key_of=lambda frame: None):
         self.clock, self.answer, self.poll_slice_s, self.full, self.during_wait = clock, answer, poll_slice_s, full, during_wait
+        self.key_of = key_of
         self.sent: list[bytes] = []
         self.closed_linger_ms: int | None = None
         self._pending: list[tuple[float, int, bytes]] = []
@@ -80,7 +82,7 @@ class FakeTransport:
             heapq.heappush(self._pending, (self.clock.now + delay, next(self._order), reply))
         return sorted(self.full)
 
-    def receive(self, deadline: float) -> list[bytes]:
+    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
         assert self.closed_linger_ms is None, "receive after close"
         self._receive_calls += 1
         assert self._receive_calls < MAX_RECEIVE_CALLS, "the peer keeps polling without progress"
@@ -94,10 +96,14 @@ class FakeTransport:
         assert self.closed_linger_ms is None, "closed twice"
         self.closed_linger_ms = linger_ms
 
-    def _due(self) -> list[bytes]:
+    def refused(self) -> dict[str, int]:
+        return {"unknown-key": 2}
+
+    def _due(self) -> list[tuple[bytes, str | None]]:
         frames = []
         while self._pending and self._pending[0][0] <= self.clock.now:
-            frames.append(heapq.heappop(self._pending)[2])
+            frame = heapq.heappop(self._pending)[2]
+            frames.append((frame, self.key_of(frame)))
         return frames
 
     def sent_stats(self) -> dict[int, np.ndarray]:
@@ -487,3 +493,33 @@ def test_no_message_makes_a_peer_raise_and_its_statistics_stay_sound(setup, valu
         assert peer.run(FakeTransport(clock, answer))
     assert np.all(np.isfinite(peer.stats))
     assert abs(setup.model.ess(peer.stats) - setup.ess) <= 1e-9 * setup.ess
+
+
+KEYS = {ADDRESS[v]: f"key-of-node-{v}" for v in GRAPH}
+
+
+def test_with_known_keys_a_frame_must_come_with_the_key_of_its_sender(setup):
+    """A neighbour's key on another neighbour's frames (a forgery) is rejected before its slot is taken."""
+    forger, victim = NEIGHBOURS[0], NEIGHBOURS[1]
+    forged = setup.frame(victim, 2, stats=5 * setup.history[2][victim])
+    unkeyed = setup.frame(victim, 3, stats=7 * setup.history[3][victim])
+
+    def answer(round_):
+        extra = {2: [(0.0, forged)], 3: [(0.0, unkeyed)]}.get(round_, [])
+        return extra + setup.neighbours_answer(round_)
+
+    def key_of(frame):
+        return {forged: KEYS[ADDRESS[forger]], unkeyed: None}.get(frame, KEYS[msgpack.unpackb(frame)["from"]])
+
+    clock = FakeClock()
+    peer = setup.peer(clock, known_keys={ADDRESS[u]: KEYS[ADDRESS[u]] for u in NEIGHBOURS})
+    transport = FakeTransport(clock, answer, key_of=key_of)
+    assert peer.run(transport)
+    assert peer.metrics.rejected == {**dict.fromkeys(peer.metrics.rejected, 0), "forged": 2}
+    assert peer.metrics.refused == {"unknown-key": 2}  # the transport's count, copied into the metrics
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_known_keys_must_cover_every_neighbour():
+    with pytest.raises(ValueError, match="known key"):
+        PeerSettings(bind=ADDRESS[ME], peers=(ADDRESS[0], ADDRESS[2]), known_keys={ADDRESS[0]: KEYS[ADDRESS[0]]})

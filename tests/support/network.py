@@ -14,6 +14,7 @@ from crc.core.data import Dataset
 from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_deployment
+from crc.nodes.keys import write_peer_keys
 from crc.nodes.launcher import free_ports, node_command
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
@@ -42,18 +43,22 @@ class Network:
     The peers are forked by a spawner, as ``crc launch`` starts them (fresh processes where it is not supported).
     """
 
-    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float):
+    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, insecure: bool = False):
         """``timeout``: the peers' wait per round in seconds, the first round's too (the tests start, or hold
-        back, every peer themselves: no start-up allowance)."""
-        self.directory, self.graph, self.config, self.timeout = directory, graph, config, timeout
+        back, every peer themselves: no start-up allowance). The peers use CURVE keys written into ``directory``,
+        or none with ``insecure``."""
+        self.directory, self.graph, self.config, self.timeout, self.insecure = directory, graph, config, timeout, insecure
         self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
+        if not insecure:
+            write_peer_keys(directory, self.addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)],
+                            force=True)
         self.processes: dict[int, Child | subprocess.Popen] = {}
         self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
 
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
                             ess=ess_for(self.config), timeout=self.timeout,
-                            first_round_timeout=self.timeout, log_level="info")
+                            first_round_timeout=self.timeout, log_level="info", insecure=self.insecure)
 
     def model_path(self, index: int) -> Path:
         return self.directory / f"model-{index}.json"
