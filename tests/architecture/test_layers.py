@@ -116,3 +116,18 @@ def test_no_import_cycles():
 def test_only_crc_is_installed_at_the_top_level():
     distribution = importlib.metadata.distribution("crc-p2p")
     assert distribution.read_text("top_level.txt").split() == ["crc"]
+
+
+def test_every_package_of_the_source_is_installed():
+    """pyproject's package list names every folder with an ``__init__.py`` (a missing one only fails outside an
+    editable install)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    tool = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set()
+    for package, folder in tool["package-dir"].items():
+        for init in (root / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(root / folder).parts
+            found.add(".".join((package, *parts)))
+    assert found == set(tool["packages"])
