@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import DEFAULTS, MODEL, options, out_option, plots_option
+from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import print_summary, warn_tiny_test_set
 from crc.nodes.checkpoint import completed_round
@@ -62,7 +62,7 @@ class _RoundsDone:
 
 @click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
-         "rounds", "iters", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
+         "rounds", "rc_iterations", "iters", *ACCELERATION, "loss", "lr", "ess", "test_size", "seed", base=LAUNCH_DEFAULTS)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True,
               help=f"Seconds each peer waits for its neighbours per round; the first round waits up to "

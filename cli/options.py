@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
@@ -65,9 +66,14 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
                      help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
         click.option("--rounds", type=click.IntRange(min=1), default=base.rounds, show_default=True,
-                     help="Communication rounds (and RC iterations)."),
+                     help="Communication rounds."),
+        click.option("--rc-iterations", type=click.IntRange(min=0), default=base.rc_iterations, show_default=True,
+                     help="Iterations of centralized RC, the gold standard (the paper: 64). RC run to convergence is "
+                          "reported as well."),
         click.option("--iters", type=click.IntRange(min=1), default=base.iters, show_default=True,
                      help="Local RC iterations per round."),
+        *acceleration_options().values(),
+        loss_option(),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
         click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -77,9 +83,13 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
-             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed"]
+             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds",
+             "rc_iterations", "iters", *acceleration_options(), "loss", "lr", "ess", "test_size", "seed"]
     return dict(zip(names, options))
 
+
+ACCELERATION = ("momentum", "start", "safeguard", "accelerated")
+"""The names of the acceleration options, for ``options(*ACCELERATION)``."""
 
 MODEL = ("model", *(option.name for option in all_options()))
 """The names of ``--model`` and of every model option, for ``options(*MODEL)``."""

@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crc.core.calibration import lrc, soft_zero_one
+from crc.core import acceleration
+from crc.core.acceleration import PAPER, Acceleration
+from crc.core.calibration import soft_zero_one
+from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
@@ -57,6 +60,13 @@ class PeerSettings:
     """Run id: peers of other runs are ignored."""
     checkpoint_dir: str | None = None
     """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
+    acceleration: Acceleration = PAPER
+    """Memory, start and safeguard (``crc.core.acceleration``); its memory is not checkpointed: a resumed peer's
+    first round is a plain step."""
+    loss: float = 0.0
+    """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
+    loss_seed: int = 0
+    """Seed of the injected loss (the simulator's ``loss_seed`` for this node, so that both drop the same messages)."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -105,7 +115,8 @@ class Peer:
         self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers))
-        self.round, self.stats, self.metrics = 0, model.uniform(self.ess), Metrics()
+        self.round, self.metrics, self.memory = 0, Metrics(), None
+        self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, self.weights)
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self._inbox: dict[int, dict[str, np.ndarray]] = {}
         self._logged_causes: set[str] = set()
@@ -191,13 +202,16 @@ class Peer:
         received = self._gather(transport, wanted, deadline)
         if self.stop.is_set():
             return False
+        lost = dropped(self.settings.loss_seed, wanted + 1, len(self.settings.peers), self.settings.loss)
+        received = {peer: stats for peer, stats in received.items() if not lost[self.settings.peers.index(peer)]}
         for peer in self.settings.peers:
             if peer not in received:
                 self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
                 self.log.warning("round %d: no statistics from %s within %.1f s", wanted + 1, peer,
                                  deadline - waiting_since)
         aggregated = (self.stats + sum(received.values(), np.zeros_like(self.stats))) / (1 + len(received))
-        self.stats = lrc(self.model, aggregated, self.phi, self.weights, iterations=self.settings.iters)
+        self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
+                                                    self.weights, iterations=self.settings.iters)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
         self.metrics.rounds_done = self.round

@@ -32,6 +32,8 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     }
     result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
+    result["rc_converged"] = central["rc_converged"]
+    result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
     return result
 
 
@@ -49,6 +51,8 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
         "crc": _mean_of([r["crc"] for r in repeats]),
         "train_gap": float(np.mean([r["train_gap"] for r in repeats])),
         "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
+        "rc_converged": _mean_of([r["rc_converged"] for r in repeats]),
+        "test_gap_converged": float(np.mean([r["test_gap_converged"] for r in repeats])),
         "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],
         "evaluation": repeats[0]["evaluation"],
         "local_sizes": {"min": min(r["local_sizes"]["min"] for r in repeats),
@@ -67,4 +71,5 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
 def central_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]) -> dict:
     """The results object of centralized learning only (no network): configuration, ML and RC means, repeats."""
     return {"config": {**config.to_json(), "instances": len(dataset), "classes": dataset.schema.n_classes},
-            "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]), "repeats": repeats}
+            "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]),
+            "rc_converged": _mean_of([r["rc_converged"] for r in repeats]), "repeats": repeats}

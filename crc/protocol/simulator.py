@@ -16,6 +16,7 @@ from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, central_results
 from crc.protocol.config import SimulationConfig
+from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import central_json, repeat_results, results_json
 
@@ -24,10 +25,16 @@ Network = Callable[[int, np.random.SeedSequence], Mixing]
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network) -> tuple[CRCEngine, Mixing]:
-    """The CRC engine of a repeat, every node at ``uniform(m0)``, and its mixing."""
+    """The CRC engine of a repeat (its start, memory and safeguard as configured) and its mixing
+    (with ``config.loss``, each round's mixing averages only the messages that arrived)."""
     local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
     mixing = network(config.nodes, rep.graph_seed)
-    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters), mixing
+    delivered = mixing
+    if config.loss > 0:
+        delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)])
+    engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
+                       acceleration=config.acceleration)
+    return engine, mixing
 
 
 def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, repeat: int, progress=None, *,
