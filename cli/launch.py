@@ -13,7 +13,7 @@ import click
 
 from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
-from crc.cli.summary import print_summary, warn_tiny_test_set
+from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import launch as run_launch
 from crc.nodes.peer import PeerSettings
@@ -127,6 +127,7 @@ def launch(ctx, timeout, workdir, peer_log_level, as_json, out, plots, **setting
         print_summary(results)
     if not warned:
         warn_tiny_test_set(results)
+    warn_absent_classes(results)
     for failed in results["network"]["failed"]:
         click.echo(f"peer {failed['node']} ({failed['bind']}) failed: exit code {failed['exit_code']}, "
                    f"last round {failed['rounds_done']}", err=True)

@@ -61,3 +61,11 @@ def warn_tiny_test_set(results: dict) -> None:
     message = tiny_test_set_warning(results["evaluation"]["test_instances"])
     if message:
         warn(message)
+
+
+def warn_absent_classes(results: dict) -> None:
+    """Warn (standard error) when a class had no training instance in some repeat: it is never predicted."""
+    absent = results.get("absent_classes")
+    if absent:
+        warn(f"class(es) {', '.join(map(repr, absent))} had no training instance (in some repeat): they keep the "
+             "count floor, are never predicted, and their test instances count as errors")

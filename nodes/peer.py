@@ -116,7 +116,7 @@ class Peer:
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers))
         self.round, self.metrics, self.memory = 0, Metrics(), None
-        self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, self.weights)
+        self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self._inbox: dict[int, dict[str, np.ndarray]] = {}
         self._logged_causes: set[str] = set()

@@ -37,8 +37,8 @@ STARTS = ("uniform", "local")
 scaled to ESS ``m0`` (on a complete graph with equal local sizes the first average is then the pooled
 ML statistics, RC's own start)."""
 
-ACCELERATED = {"momentum": 0.8, "start": "uniform", "safeguard": True}
-"""The recommended combination (``--accelerated``): β = 0.8 through the mixing, the paper's uniform start,
+ACCELERATED = {"momentum": 0.7, "start": "uniform", "safeguard": True}
+"""The recommended combination (``--accelerated``): β = 0.7 through the mixing, the paper's uniform start,
 the per-peer safeguard."""
 
 
@@ -107,17 +107,13 @@ class Memory:
     reset: np.ndarray
 
 
-def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: float, phi: np.ndarray,
-                     weights: np.ndarray) -> np.ndarray:
-    """Every peer's starting statistics (..., size) of ESS ``ess``.
-
-    ``phi`` (..., m, k) and ``weights`` (..., m, r) are the peers' local feature maps and labelled
-    weights (one-hot labels, zero on padding), as ``lrc`` takes them.
-    """
-    batch = weights.shape[:-2]
+def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: float, phi: np.ndarray, y: np.ndarray,
+                     mask: np.ndarray | None = None) -> np.ndarray:
+    """Every peer's starting statistics (..., size) of ESS ``ess``, from local feature maps ``phi`` (..., m, k),
+    labels ``y`` (..., m) and padding ``mask`` (..., m)."""
     if acceleration.start == "uniform":
-        return np.broadcast_to(model.uniform(ess), batch + (model.size,)).copy()
-    local = model.statistics(phi, weights)
+        return np.broadcast_to(model.uniform(ess), y.shape[:-1] + (model.size,)).copy()
+    local = model.fit_ml(phi, y, mask=mask)
     return local * (ess / model.ess(local))[..., None]
 
 

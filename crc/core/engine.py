@@ -155,7 +155,7 @@ class CRCEngine:
         padded = local.mask == 0
         self._padding = local.mask if padded.any() and np.any(local.phi[padded]) else None
         self.acceleration, self.memory = acceleration, None
-        self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, self.weights)
+        self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, local.y, local.mask)
         self.round = 0
         per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
         self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))

@@ -32,6 +32,8 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     }
     result["train_gap"] = result["crc"]["train_error"] - result["rc"]["train_error"]
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
+    if rep.split.absent:
+        result["absent_classes"] = [str(label) for label in rep.split.absent]
     result["rc_converged"] = central["rc_converged"]
     result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
     return result
@@ -61,6 +63,9 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
     }
     if "mixture_of_nodes" in repeats[0]:
         summary["mixture_of_nodes"] = _mean_of([r["mixture_of_nodes"] for r in repeats])
+    absent = sorted({label for r in repeats for label in r.get("absent_classes", [])})
+    if absent:
+        summary["absent_classes"] = absent
     if "density" in repeats[0]:
         summary["density"] = float(np.mean([r["density"] for r in repeats]))
     for row in summary["rounds"]:

@@ -87,6 +87,6 @@ def simulate_central(config: SimulationConfig, *, dataset: Dataset | None = None
     """
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
-    repeats = [central_results(dataset, config, prepare_repeat(dataset, config, index, require_all_classes=False), cache)
+    repeats = [central_results(dataset, config, prepare_repeat(dataset, config, index), cache)
                for index in range(config.repeats)]
     return central_json(config, dataset, repeats)
