@@ -93,3 +93,23 @@ def test_datasets_lists_bundled_sets():
     result = run("datasets")
     assert result.exit_code == 0
     assert any(line.split()[:2] == ["letter", "20000"] for line in result.stdout.splitlines())
+
+
+@pytest.mark.parametrize("args, expected", [
+    ([], {"momentum": 0.0, "start": "uniform", "safeguard": False, "loss": 0.0, "rc_iterations": 64}),
+    (["--accelerated"], {"momentum": 0.7, "start": "uniform", "safeguard": True}),
+    (["--accelerated", "--momentum", "0.5", "--no-safeguard", "--start", "local"],
+     {"momentum": 0.5, "start": "local", "safeguard": False}),
+    (["--momentum", "0.3", "--loss", "0.2", "--rc-iterations", "10"],
+     {"momentum": 0.3, "safeguard": False, "loss": 0.2, "rc_iterations": 10}),
+])
+def test_acceleration_options_and_the_preset_reach_the_results_config(args, expected):
+    result = run("simulate", "--json", "--data", "twonorm", *SMALL, *args)
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["config"]
+    assert {key: config[key] for key in expected} == expected
+
+
+def test_momentum_out_of_range_is_a_usage_error():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--momentum", "1")
+    assert result.exit_code == 2 and "0<=x<1" in result.output
