@@ -3,9 +3,10 @@
 Settings: the default (random tree, n = 50, m_v = 50; run to 256 rounds with the per-round curve, so that the
 gap at round 64 and the first round with gap <= 0.01 are read off one run), label drift on tree+80, and message
 loss p = 0.1 and 0.3 (64 rounds). chess and splice are too small for the default test fraction: --test-size 500.
-Writes sets.json next to this file, one entry per finished run (rerun to resume):
+Writes sets.json next to this file (sets-<settings>.json when only some settings are named, so that several
+processes can run at once), one entry per finished run (rerun to resume):
 
-    nice -n 10 python results/acceleration/measure.py
+    nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3]
 """
 
 import json
@@ -19,7 +20,6 @@ from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
-OUT = HERE / "sets.json"
 VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}}
 SETTINGS = {
     "default": {"rounds": 256, "curve": True},
@@ -30,7 +30,8 @@ SETTINGS = {
 
 
 def main(only=None) -> None:
-    done = json.loads(OUT.read_text()) if OUT.exists() else {}
+    out = HERE / (f"sets-{'-'.join(only)}.json" if only else "sets.json")
+    done = json.loads(out.read_text()) if out.exists() else {}
     cache = DirectoryCache(HERE / "sets" / ".cache")
     for setting, overrides in SETTINGS.items():
         for data in BUNDLED:
@@ -47,7 +48,7 @@ def main(only=None) -> None:
                              "repeat_gaps": [r["test_gap"] for r in results["repeats"]],
                              "repeat_rc": [r["rc"]["test_error"] for r in results["repeats"]],
                              "repeat_curves": [[row["test_error"] for row in r["rounds"]] for r in results["repeats"]]}
-                OUT.write_text(json.dumps(done, indent=1))
+                out.write_text(json.dumps(done, indent=1))
                 print(key, f"{results['test_gap']:+.4f}", flush=True)
 
 

@@ -181,7 +181,9 @@ def plots(sets: dict, rows: list[dict]) -> None:
 
 
 def main() -> None:
-    sets = json.loads((HERE / "sets.json").read_text()) if (HERE / "sets.json").exists() else {}
+    sets = {}
+    for path in sorted(HERE.glob("sets*.json")):
+        sets.update(json.loads(path.read_text()))
     rows = set_rows(sets)
     preset = ", ".join(f"{k} = {v}" for k, v in ACCELERATED.items())
     lines = ["# Accelerated CRC against the paper's algorithm", "",
