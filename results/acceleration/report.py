@@ -1,4 +1,5 @@
-"""Write results/acceleration.md, .csv and .json and the figures in results/acceleration/plots from
+"""Write results/acceleration.md, results/acceleration/summary.csv and .json and the figures in
+results/acceleration/plots from
 sets.json (measure.py) and the experiment tables under paper/ and accelerated/ (``crc experiment``):
 
     python results/acceleration/report.py
@@ -191,7 +192,9 @@ def main() -> None:
              "safeguard; see the README's 'Accelerated CRC'). Paper = the defaults (Algorithm 2). Produced by "
              "`results/acceleration/measure.py` (the 15 sets), `crc experiment table3 table4 table6 table12 --repeats 3 "
              "--out results/acceleration/paper` and the same with `--accelerated --out results/acceleration/accelerated`, "
-             "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`.", ""]
+             "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "
+             "CSV/JSON: `results/acceleration/summary.csv`, `summary.json`; the tables' cells under `paper/` and "
+             "`accelerated/`.", ""]
     lines += ["FINDINGS_PLACEHOLDER", ""]
     lines += sets_markdown(rows)
     for name in TABLES:
@@ -200,8 +203,8 @@ def main() -> None:
     findings = HERE / "findings.md"
     text = text.replace("FINDINGS_PLACEHOLDER", findings.read_text().strip() if findings.exists() else "")
     (RESULTS / "acceleration.md").write_text(text)
-    (RESULTS / "acceleration.json").write_text(json.dumps({"preset": ACCELERATED, "sets": rows}, indent=1) + "\n")
-    with open(RESULTS / "acceleration.csv", "w", newline="") as stream:
+    (HERE / "summary.json").write_text(json.dumps({"preset": ACCELERATED, "sets": rows}, indent=1) + "\n")
+    with open(HERE / "summary.csv", "w", newline="") as stream:
         keys = sorted({key for row in rows for key in row}, key=lambda k: (k not in ("setting", "data"), k))
         writer = csv.DictWriter(stream, fieldnames=keys, lineterminator="\n")
         writer.writeheader()
