@@ -123,6 +123,7 @@ def table_markdown(name: str) -> list[str]:
            "round 64, 3 repeats, 2,000 test instances); … = not finished.", "",
            "| data | " + " | ".join(c["header"] for c in columns) + " |", "|---|" + "---:|" * len(columns)]
     accel_rows = {row["data"]: row for row in accel["rows"]}
+    worst = None
     for row in paper["rows"]:
         cells = []
         for column in columns:
@@ -130,7 +131,11 @@ def table_markdown(name: str) -> list[str]:
             a = accel_rows.get(row["data"], {"cells": {}})["cells"].get(column["key"], {})
             text = lambda c: "n/a" if "skip" in c else ("…" if "value" not in c else f"{c['value']:+.3f}")  # noqa: E731
             cells.append(f"{text(p)} → {text(a)}")
+            if "value" in p and "value" in a and (worst is None or a["value"] - p["value"] > worst[0]):
+                worst = (a["value"] - p["value"], f"{row['data']} {column['header']}")
         out.append(f"| {row['data']} | " + " | ".join(cells) + " |")
+    if worst is not None:
+        out += ["", f"Largest accelerated − paper difference in this table: {worst[0]:+.3f} ({worst[1]})."]
     return out + [""]
 
 
