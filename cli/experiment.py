@@ -8,6 +8,7 @@ import time
 import click
 
 from crc.cli.model_options import with_model_options
+from crc.cli.options import ACCELERATION, options
 from crc.cli.output import note, verbosity
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
 from crc.topologies import network_factory
@@ -27,6 +28,7 @@ def _names(ctx, param, values) -> list[str]:
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
 @with_model_options
+@options(*ACCELERATION, "loss", "rc_iterations")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
@@ -46,6 +48,9 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     table4   tree, chain, +10 ... +80           table10  fragmentation (m = 12800)
     table5-7 covariate, label, joint drift      table11  local iterations
     table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
+
+    The acceleration options, --loss and --rc-iterations apply to every
+    column (and are recorded in every cell's configuration).
     """
     sources = [d.strip() for d in datasets.split(",") if d.strip()]
     started = time.perf_counter()

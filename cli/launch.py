@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import DEFAULTS, MODEL, options, out_option, plots_option
+from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
-from crc.cli.summary import print_summary, warn_tiny_test_set
+from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import launch as run_launch
@@ -63,7 +63,8 @@ class _RoundsDone:
 
 @click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
-         "rounds", "iters", "lr", "ess", "test_size", "seed", "aggregate", base=LAUNCH_DEFAULTS)
+         "rounds", "rc_iterations", "iters", *ACCELERATION, "loss", "lr", "ess", "test_size", "seed", "aggregate",
+         base=LAUNCH_DEFAULTS)
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "
                    "the results add the honest peers' errors ('honest').")
@@ -137,6 +138,7 @@ def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots,
         print_summary(results)
     if not warned:
         warn_tiny_test_set(results)
+    warn_absent_classes(results)
     for failed in results["network"]["failed"]:
         click.echo(f"peer {failed['node']} ({failed['bind']}) failed: exit code {failed['exit_code']}, "
                    f"last round {failed['rounds_done']}", err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import DEFAULT_LR
@@ -66,9 +67,14 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
                      help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
         click.option("--rounds", type=click.IntRange(min=1), default=base.rounds, show_default=True,
-                     help="Communication rounds (and RC iterations)."),
+                     help="Communication rounds."),
+        click.option("--rc-iterations", type=click.IntRange(min=0), default=base.rc_iterations, show_default=True,
+                     help="Iterations of centralized RC, the gold standard (the paper: 64). RC run to convergence is "
+                          "reported as well."),
         click.option("--iters", type=click.IntRange(min=1), default=base.iters, show_default=True,
                      help="Local RC iterations per round."),
+        *acceleration_options().values(),
+        loss_option(),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
         click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -80,10 +86,13 @@ def _all_options(base: SimulationConfig) -> dict:
                      help=f"How a peer combines its neighbours' statistics with its own: {AGGREGATION_HELP}."),
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
-             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "iters", "lr", "ess", "test_size", "seed",
-             "aggregate"]
+             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds",
+             "rc_iterations", "iters", *acceleration_options(), "loss", "lr", "ess", "test_size", "seed", "aggregate"]
     return dict(zip(names, options))
 
+
+ACCELERATION = ("momentum", "start", "safeguard", "accelerated")
+"""The names of the acceleration options, for ``options(*ACCELERATION)``."""
 
 MODEL = ("model", *(option.name for option in all_options()))
 """The names of ``--model`` and of every model option, for ``options(*MODEL)``."""

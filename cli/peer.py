@@ -10,9 +10,11 @@ import sys
 import click
 import numpy as np
 
+from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
+from crc.core.acceleration import Acceleration, with_preset
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
@@ -84,6 +86,12 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
     return log
 
 
+def acceleration_option_list(function):
+    for option in reversed(acceleration_options().values()):
+        function = option(function)
+    return function
+
+
 @click.command(short_help="Run one real peer over ZeroMQ.")
 @click.option("--bind", required=True,
               help="Address this peer listens on, tcp://HOST:PORT (e.g. tcp://10.0.0.5:7000); also its name on the wire.")
@@ -95,6 +103,10 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
               help="Communication rounds; the same on every peer.")
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
+@acceleration_option_list
+@loss_option()
+@click.option("--loss-seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,
+              help="Seed of --loss (crc launch passes the simulator's seed of this node, so that both lose the same messages).")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
               help="Only used for the default ESS.")
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -129,8 +141,9 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
-def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, ess, timeout, first_round_timeout, checkpoint,
-         run_id, aggregate, down_after, attack, secret_key, known_peers, insecure, out, log_level, **structure):
+def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, accelerated, loss,
+         loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after, attack, secret_key,
+         known_peers, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -159,10 +172,12 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, lr, e
     if attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
     try:
+        speedup = Acceleration(**with_preset({"momentum": momentum, "start": start, "safeguard": safeguard,
+                                              "accelerated": accelerated}))
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
                                 first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
                                 aggregate=aggregate, down_after=down_after, attack=attack,
-                                known_keys=keys.known if keys else None)
+                                known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None

@@ -9,7 +9,8 @@ import click
 from crc.cli.output import tiny_test_set_warning, warn
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
-ROWS = (("ML", "ml"), ("RC", "rc"), ("CRC", "crc"), ("CRC, honest peers", "honest"), ("mixture of nodes", "mixture_of_nodes"))
+ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
+        ("mixture of nodes", "mixture_of_nodes"))
 
 
 def summary_lines(results: dict) -> list[str]:
@@ -25,6 +26,11 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
                      f"aggregation '{cfg['aggregate']}'")
+    extras = [f"momentum {cfg['momentum']:g}" + (" with safeguard" if cfg.get("safeguard") else "")] if cfg.get("momentum") else []
+    extras += [f"{cfg['start']} start"] if cfg.get("start", "uniform") != "uniform" else []
+    extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
+    if extras:
+        lines.append("accelerated/varied: " + ", ".join(extras))
     if network:
         lines.append(f"{network['finished']} of {cfg['nodes']} peers finished in {network['wall_s']:.1f} s")
     lines.append(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>15}")
@@ -40,6 +46,10 @@ def summary_lines(results: dict) -> list[str]:
         lines.append(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{text:>15}")
     lines.append(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
     lines.append(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
+    if "rc_converged" in results:
+        conv = results["rc_converged"]
+        lines.append(f"gap CRC - RC run to convergence ({conv['iterations']:.0f} iterations, best "
+                     f"{conv['best_iteration']:.0f}; mean over repeats): test {results['test_gap_converged']:+.4f}")
     ev = results["evaluation"]
     if ev["sampled"]:
         lines.append(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")
@@ -64,3 +74,11 @@ def warn_tiny_test_set(results: dict) -> None:
     message = tiny_test_set_warning(results["evaluation"]["test_instances"])
     if message:
         warn(message)
+
+
+def warn_absent_classes(results: dict) -> None:
+    """Warn (standard error) when a class had no training instance in some repeat: it is never predicted."""
+    absent = results.get("absent_classes")
+    if absent:
+        warn(f"class(es) {', '.join(map(repr, absent))} had no training instance (in some repeat): they keep the "
+             "count floor, are never predicted, and their test instances count as errors")

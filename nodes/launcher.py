@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from crc.core.errors import CRCError
+from crc.core.loss import loss_seed
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
@@ -70,7 +71,9 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
     return [sys.executable, "-I", "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
-            "--iters", str(config.iters), "--ess", repr(ess), "--timeout", repr(timeout),
+            "--iters", str(config.iters), "--momentum", repr(config.momentum), "--start", config.start,
+            "--safeguard" if config.safeguard else "--no-safeguard", "--loss", repr(config.loss),
+            "--loss-seed", str(loss_seed(config.seed, 0, index)), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []), *keys]

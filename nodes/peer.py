@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from crc.core import acceleration
+from crc.core.acceleration import PAPER, Acceleration
 from crc.core.aggregation import AGGREGATIONS, peer_average
 from crc.core.attacks import ATTACKS, poison
-from crc.core.calibration import lrc, soft_zero_one
+from crc.core.calibration import soft_zero_one
+from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
@@ -75,6 +78,13 @@ class PeerSettings:
     known_keys: Mapping[str, str] | None = None
     """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
     the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
+    acceleration: Acceleration = PAPER
+    """Memory, start and safeguard (``crc.core.acceleration``); its memory is not checkpointed: a resumed peer's
+    first round is a plain step."""
+    loss: float = 0.0
+    """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
+    loss_seed: int = 0
+    """Seed of the injected loss (the simulator's ``loss_seed`` for this node, so that both drop the same messages)."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -136,7 +146,8 @@ class Peer:
         self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys)
-        self.round, self.stats, self.metrics = 0, model.uniform(self.ess), Metrics()
+        self.round, self.metrics, self.memory = 0, Metrics(), None
+        self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
         self.metrics.downtime_s = {peer: 0.0 for peer in settings.peers}
@@ -274,9 +285,12 @@ class Peer:
         received = self._gather(transport, wanted, deadline)
         if self.stop.is_set():
             return False
+        lost = dropped(self.settings.loss_seed, wanted + 1, len(self.settings.peers), self.settings.loss)
+        received = {peer: stats for peer, stats in received.items() if not lost[self.settings.peers.index(peer)]}
         self._count_missing(received, deadline - waiting_since)
         aggregated = peer_average(self.stats, list(received.values()), rule=self.settings.aggregate)
-        self.stats = lrc(self.model, aggregated, self.phi, self.weights, iterations=self.settings.iters)
+        self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
+                                                    self.weights, iterations=self.settings.iters)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
         self.metrics.rounds_done = self.round

@@ -11,6 +11,10 @@ from crc.core.models.base import GenerativeModel, labelled_weights
 
 DEFAULT_LR = 0.05
 DEFAULT_ITERATIONS = 64
+CONVERGED_PATIENCE = 64
+"""RC run to convergence stops once the training soft 0-1 loss has not improved for this many iterations ..."""
+CONVERGED_MAX_ITERATIONS = 4096
+"""... or after this many iterations."""
 
 
 def soft_zero_one(posteriors: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
@@ -51,6 +55,8 @@ def rc(
     select_best: bool = True,
     callback: Callable[[int, np.ndarray], None] | None = None,
     sample_weight: np.ndarray | None = None,
+    momentum: float = 0.0,
+    patience: int | None = None,
 ) -> RCResult:
     """Algorithm 1: ``s <- s + lr s(X, Y - P; theta(s))``, i.e. ``s + lr (s(X, Y) - s(X, theta(s)))``.
 
@@ -68,12 +74,18 @@ def rc(
     sample_weight : ndarray of shape (m,), optional
         Instance weights: they multiply the one-hot labels and the posteriors of
         ``s(X, Y - P)`` (and of the ML start) and weight the soft 0-1 loss.
+    momentum : float
+        Heavy-ball memory β: the step is taken from ``s + β (s - s_previous)`` (the centralized
+        counterpart of CRC's memory through the mixing, ``crc.core.acceleration``); 0 is Algorithm 1.
+    patience : int, optional
+        Stop early once the training soft 0-1 loss has not improved for ``patience`` iterations
+        (``iterations`` is then the maximum).
     """
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
     weights = labelled_weights(y, model.n_classes, sample_weight)
     stats = model.fit_ml(phi, y, mask=sample_weight) if init is None else np.array(init, dtype=np.float64)
-    best, best_loss, best_iteration, losses = stats, np.inf, 0, []
+    best, best_loss, best_iteration, losses, previous = stats, np.inf, 0, [], None
     for iteration in range(iterations + 1):
         theta = model.theta(stats)
         posteriors = model.posteriors(theta, phi)
@@ -83,13 +95,19 @@ def rc(
             callback(iteration, stats)
         if loss < best_loss:
             best, best_loss, best_iteration = stats, loss, iteration
-        if iteration == iterations:
+        if iteration == iterations or (patience is not None and iteration - best_iteration >= patience):
             break
+        if momentum and previous is not None:
+            stats, previous = stats + momentum * (stats - previous), stats
+            theta = model.theta(stats)
+            posteriors = model.posteriors(theta, phi)
+        else:
+            previous = stats
         if sample_weight is not None:
             posteriors *= sample_weight[:, None]
         stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
     if not select_best:
-        best, best_iteration = stats, iterations
+        best, best_iteration = stats, iteration
     return RCResult(stats=best, best_iteration=best_iteration, losses=losses)
 
 

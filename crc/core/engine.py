@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from crc.core import acceleration as accel
 from crc.core.aggregation import neighbourhood_average
-from crc.core.calibration import DEFAULT_LR, lrc
+from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 
@@ -141,10 +142,13 @@ class CRCEngine:
     sent : callable, optional
         ``sent(stats) -> (n, size)``: what the nodes send their neighbours (default: their statistics; an attack
         study poisons some rows, ``crc.core.attacks.byzantine_sender``).
+    acceleration : Acceleration
+        Memory, start and safeguard (``crc.core.acceleration``); the default, ``PAPER``, is the paper's algorithm.
     """
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
-                 aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None):
+                 aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None,
+                 acceleration: accel.Acceleration = accel.PAPER):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
@@ -158,7 +162,8 @@ class CRCEngine:
         # feature row adds nothing to s(X, W - P) whatever P is (from_parts zeroes them).
         padded = local.mask == 0
         self._padding = local.mask if padded.any() and np.any(local.phi[padded]) else None
-        self.stats = np.tile(model.uniform(self.ess), (self.n_nodes, 1))
+        self.acceleration, self.memory = acceleration, None
+        self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, local.y, local.mask)
         self.round = 0
         per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
         self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))
@@ -182,22 +187,28 @@ class CRCEngine:
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
         aggregated = self.aggregate()
         if self._block >= self.n_nodes:
-            self.stats = self._lrc(aggregated, slice(None))
+            self.stats, self.memory = self._lrc(aggregated, slice(None))
         else:
             # A block's LRC reads only its own aggregated rows, so without a caller
             # for them its results may go back into those rows: no second (n, size)
             # array to fault in every round.
             stats = np.empty_like(aggregated) if keep_aggregated else aggregated
+            memory = None
             for start in range(0, self.n_nodes, self._block):
                 block = slice(start, start + self._block)
-                stats[block] = self._lrc(aggregated[block], block)
-            self.stats = stats
+                stats[block], block_memory = self._lrc(aggregated[block], block)
+                if block_memory is not None:
+                    memory = memory or accel.Memory(np.empty_like(stats), np.empty(self.n_nodes, dtype=bool))
+                    memory.previous[block], memory.reset[block] = block_memory.previous, block_memory.reset
+            self.stats, self.memory = stats, memory
         self.round += 1
         return aggregated
 
-    def _lrc(self, aggregated: np.ndarray, block: slice) -> np.ndarray:
+    def _lrc(self, aggregated: np.ndarray, block: slice) -> tuple[np.ndarray, accel.Memory | None]:
         mask = None if self._padding is None else self._padding[block]
-        return lrc(self.model, aggregated, self.local.phi[block], self.weights[block], mask, iterations=self.iterations)
+        memory = None if self.memory is None else accel.Memory(self.memory.previous[block], self.memory.reset[block])
+        return accel.step(self.model, self.acceleration, aggregated, memory, self.local.phi[block], self.weights[block],
+                          mask, iterations=self.iterations)
 
     def run(self, rounds: int, callback: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
         """Run ``rounds`` rounds; ``callback(round, stats)`` after each. Returns the final (n, size) statistics.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from crc.core.acceleration import STARTS, Acceleration, with_preset
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
-from crc.core.calibration import DEFAULT_LR
+from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
@@ -39,7 +40,12 @@ class SimulationConfig:
     alpha: float = 1.0
     size_skew: float = 0.0
     rounds: int = 64
+    rc_iterations: int = DEFAULT_ITERATIONS
     iters: int = 1
+    momentum: float = 0.0
+    start: str = "uniform"
+    safeguard: bool = False
+    loss: float = 0.0
     lr: float = DEFAULT_LR
     ess: float | None = None
     test_size: float = 0.25
@@ -60,8 +66,10 @@ class SimulationConfig:
     def from_settings(cls, **settings) -> SimulationConfig:
         """A configuration from flat settings: configuration fields and any model's options by name.
 
-        Options of other models than ``model`` are ignored; an unknown name is a CRCError.
+        Options of other models than ``model`` are ignored; an unknown name is a CRCError. ``accelerated=True``
+        applies the accelerated preset to the acceleration settings not given (``crc.core.acceleration.with_preset``).
         """
+        settings = with_preset(settings)
         names = {f.name for f in fields(cls)} - {"model_options"}
         option_names = {option.name for option in all_options()}
         unknown = sorted(set(settings) - names - option_names)
@@ -96,7 +104,11 @@ class SimulationConfig:
             (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
             (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
             (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
+            (self.rc_iterations >= 0, f"--rc-iterations must be at least 0, got {self.rc_iterations}"),
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
+            (0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}"),
+            (self.start in STARTS, f"--start must be one of {', '.join(STARTS)}, got {self.start!r}"),
+            (0 <= self.loss < 1, f"--loss must be in [0, 1), got {self.loss}"),
             (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
@@ -110,6 +122,11 @@ class SimulationConfig:
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+
+    @property
+    def acceleration(self) -> Acceleration:
+        """The peers' memory, start and safeguard (``crc.core.acceleration``)."""
+        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard)
 
     @property
     def train_size(self) -> int:

@@ -17,7 +17,6 @@ import numpy as np
 from crc.core import metrics
 from crc.core.data import Dataset, split_indices, standardize
 from crc.core.engine import default_ess
-from crc.core.errors import CRCError
 from crc.core.models import GenerativeModel, make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
@@ -39,6 +38,9 @@ class Split:
     parts: list
     train_rows: np.ndarray
     test_rows: np.ndarray
+    absent: tuple = ()
+    """Labels of the classes with no training instance: the schema keeps them, their counts stay at the floor
+    and their test instances count as errors."""
 
 
 def load_for(config: SimulationConfig) -> Dataset:
@@ -49,18 +51,15 @@ def load_for(config: SimulationConfig) -> Dataset:
     return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
 
 
-def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_classes: bool = True) -> Split:
+def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     """Draw the training and test sets and share the training set out over the nodes.
 
-    A class without training instance is an error unless ``require_all_classes``
-    is false (centralized learning curves on tiny samples).
+    A class without training instance is allowed (``Split.absent`` names it; callers warn).
     """
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
-    absent = sorted(set(range(dataset.schema.n_classes)) - set(np.unique(dataset.y[train]).tolist()))
-    if absent and require_all_classes:
-        names = ", ".join(repr(dataset.schema.classes[k]) for k in absent)
-        raise CRCError(f"class(es) {names} have no instance in the training split; use more training data or drop them")
+    absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
+                                                            - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
     model = make_model(config.model, schema, **config.model_options)
     x_train = standardize(schema, dataset.x[train])
@@ -69,7 +68,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed, *, require_all_
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
-    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, train, test)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, train, test, absent)
 
 
 def repeat_seeds(seed: int, repeat: int) -> tuple[np.random.SeedSequence, ...]:
@@ -124,10 +123,10 @@ class Repeat:
                     or len(self.test_idx) < len(split.y_test))
 
 
-def prepare_repeat(dataset: Dataset, config: SimulationConfig, repeat: int, *, require_all_classes: bool = True) -> Repeat:
+def prepare_repeat(dataset: Dataset, config: SimulationConfig, repeat: int) -> Repeat:
     """Draw repeat number ``repeat``: its split, graph seed and evaluation sample."""
     split_seed, graph_seed, eval_seed = repeat_seeds(config.seed, repeat)
-    split = make_split(dataset, config, split_seed, require_all_classes=require_all_classes)
+    split = make_split(dataset, config, split_seed)
     return Repeat(repeat, split, graph_seed, *evaluation_sample(split, config, eval_seed))
 
 

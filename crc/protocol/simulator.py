@@ -17,6 +17,7 @@ from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, central_results
 from crc.protocol.config import SimulationConfig
+from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 
@@ -37,12 +38,17 @@ def byzantine_for(rep: Repeat, config: SimulationConfig) -> tuple[np.ndarray, Ca
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network) -> tuple[CRCEngine, Mixing]:
-    """The CRC engine of a repeat, every node at ``uniform(m0)``, and its mixing."""
+    """The CRC engine of a repeat (its start, memory and safeguard as configured) and its mixing
+    (with ``config.loss``, each round's mixing averages only the messages that arrived)."""
     local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
     mixing = network(config.nodes, rep.graph_seed)
     sent = byzantine_for(rep, config)[1]
-    return CRCEngine(rep.split.model, local, mixing, ess=ess_for(config), iterations=config.iters,
-                     aggregation=config.aggregate, sent=sent), mixing
+    delivered = mixing
+    if config.loss > 0:
+        delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)])
+    engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
+                       aggregation=config.aggregate, sent=sent, acceleration=config.acceleration)
+    return engine, mixing
 
 
 def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, repeat: int, progress=None, *,
@@ -97,6 +103,6 @@ def simulate_central(config: SimulationConfig, *, dataset: Dataset | None = None
     """
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
-    repeats = [central_results(dataset, config, prepare_repeat(dataset, config, index, require_all_classes=False), cache)
+    repeats = [central_results(dataset, config, prepare_repeat(dataset, config, index), cache)
                for index in range(config.repeats)]
     return central_json(config, dataset, repeats)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from crc.report.format import gap, number
 from crc.report.plots import gap_figure
 from crc.report.table_kind import Plot, TableKind
 
@@ -22,6 +23,8 @@ AXES = {
     "period": ("gap-period", "period δ of the dynamic network: rounds between two draws of the graph"),
 }
 """Column-key quantity -> (figure name, x label)."""
+CONVERGED_NOTE = ("In brackets: the test gap to RC run to convergence (until its training soft 0-1 loss has not "
+                  "improved for 64 iterations, at most 4,096) instead of RC at --rc-iterations.")
 
 
 def column_axis(table: dict) -> tuple[str, list[float]] | None:
@@ -69,7 +72,21 @@ class GapKind(TableKind):
         }
         if "density" in results:
             summary["density"] = results["density"]
+        if "rc_converged" in results:  # cells run before RC to convergence was reported have no such figure
+            summary["converged_gap"] = results["test_gap_converged"]
+            summary["rc_converged_test_error"] = results["rc_converged"]["test_error"]
         return summary
+
+    def cell_text(self, column: dict, cell: dict) -> list[str]:
+        """The gap to RC at ``--rc-iterations``, and in brackets the gap to RC run to convergence when recorded."""
+        text = gap(cell["value"])
+        return [text if "converged_gap" not in cell else f"{text} ({number(cell['converged_gap'], 3)})"]
+
+    def markdown(self, table: dict) -> str:
+        text = super().markdown(table)
+        if any("converged_gap" in cell for _, _, _, cell in finished(table)):
+            text += CONVERGED_NOTE + "\n"
+        return text
 
     def plots(self, table: dict) -> list[Plot]:
         """The test gap against what the columns change: n, m_v, the period, else the graph density, else the column."""

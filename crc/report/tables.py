@@ -20,7 +20,8 @@ def table_csv(table: dict) -> str:
 
 
 RUN_HEADERS = ["data", "model", "topology", "partition", "n", "m_v", "rounds", "ML test", "RC test", "CRC test", "CRC std",
-               "train gap", "test gap"]
+               "train gap", "test gap", "RC conv. test", "test gap to RC conv."]
+"""The last two are empty for runs recorded before RC to convergence was reported."""
 
 
 def _run_row(results: dict) -> list:
@@ -28,16 +29,17 @@ def _run_row(results: dict) -> list:
     topology = config["topology"] + (f" (period {config['period']})" if config.get("period") else "")
     return [config["data"], config["model"], topology, config.get("partition", "iid"), config["nodes"], config["local_size"],
             config["rounds"], results["ml"]["test_error"], results["rc"]["test_error"], results["crc"]["test_error"],
-            results["crc"]["test_std"], results["train_gap"], results["test_gap"]]
+            results["crc"]["test_std"], results["train_gap"], results["test_gap"],
+            results.get("rc_converged", {}).get("test_error"), results.get("test_gap_converged")]
 
 
 def runs_markdown(runs: list[dict]) -> str:
     """Simulation (or launch) results, one line each."""
-    lines = [markdown_row(RUN_HEADERS), markdown_row(["---"] * 6 + ["---:"] * 7)]
+    lines = [markdown_row(RUN_HEADERS), markdown_row(["---"] * 6 + ["---:"] * 9)]
     for results in runs:
         row = _run_row(results)
         lines.append(markdown_row([str(v) for v in row[:7]] + [number(v, 3) for v in row[7:11]]
-                                  + [gap(row[11]), gap(row[12])]))
+                                  + [gap(row[11]), gap(row[12]), number(row[13], 3), number(row[14], 3)]))
     return "\n".join(lines) + "\n\n" + HIGHLIGHTING + ".\n"
 
 
@@ -47,6 +49,6 @@ def runs_csv(runs: list[dict]) -> str:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow([h.lower().replace(" ", "_") for h in RUN_HEADERS])
     for results in runs:
-        writer.writerow([csv_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        writer.writerow(["" if v is None else csv_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
                          for v in _run_row(results)])
     return stream.getvalue()

@@ -60,8 +60,6 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--data", "{csv}"], "needs --label"),
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "label column 'cls' has 1 missing values"),
-        (["--data", "{rare}", "--label", "cls", "--test-size", "0.5", "--seed", "1"],
-         "class(es) 'maybe' have no instance in the training split"),
         (["--partition", "sorted"], "'sorted' is not one of"),
         (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
         (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),
@@ -93,3 +91,30 @@ def test_datasets_lists_bundled_sets():
     result = run("datasets")
     assert result.exit_code == 0
     assert any(line.split()[:2] == ["letter", "20000"] for line in result.stdout.splitlines())
+
+
+@pytest.mark.parametrize("args, expected", [
+    ([], {"momentum": 0.0, "start": "uniform", "safeguard": False, "loss": 0.0, "rc_iterations": 64}),
+    (["--accelerated"], {"momentum": 0.7, "start": "uniform", "safeguard": True}),
+    (["--accelerated", "--momentum", "0.5", "--no-safeguard", "--start", "local"],
+     {"momentum": 0.5, "start": "local", "safeguard": False}),
+    (["--momentum", "0.3", "--loss", "0.2", "--rc-iterations", "10"],
+     {"momentum": 0.3, "safeguard": False, "loss": 0.2, "rc_iterations": 10}),
+])
+def test_acceleration_options_and_the_preset_reach_the_results_config(args, expected):
+    result = run("simulate", "--json", "--data", "twonorm", *SMALL, *args)
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["config"]
+    assert {key: config[key] for key in expected} == expected
+
+
+def test_momentum_out_of_range_is_a_usage_error():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--momentum", "1")
+    assert result.exit_code == 2 and "0<=x<1" in result.output
+
+
+def test_a_class_missing_from_the_training_split_is_a_warning_not_an_error(tmp_path):
+    path = write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"])
+    result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "0.5", "--seed", "1")
+    assert result.exit_code == 0, result.output
+    assert "Warning: class(es) 'maybe' had no training instance" in result.stderr

@@ -124,3 +124,17 @@ def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
         assert cell["value"] == pytest.approx(cell["crc_test_error"] - cell["rc_test_error"])
     text = (tmp_path / "circuits.md").read_text()
     assert "| twonorm | PC K=4 |" in text and "twonorm: " in text.split("Circuits against naive Bayes")[1]
+
+
+def test_acceleration_settings_are_columns_of_every_cell_and_key_them(tmp_path):
+    (paper,), _ = run(["table12"], tmp_path)
+    (fast,), calls = run(["table12"], tmp_path, defaults={**TINY, "accelerated": True})
+    assert len(calls["pending"]) == len(TABLES["table12"].columns)  # not the paper's cells: run again
+    stored = json.loads((tmp_path / "cells" / "table12" / "twonorm" / "period1.json").read_text())["results"]["config"]
+    assert stored["momentum"] == 0.7 and stored["safeguard"] is True and stored["start"] == "uniform"
+    config = SimulationConfig.from_settings(data="twonorm", period=1, repeats=2, seed=3, test_size=TEST_INSTANCES,
+                                            accelerated=True, **TINY)
+    direct = simulate(config, network_factory("tree", 1))
+    assert fast["rows"][0]["cells"]["period1"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
+    assert fast["rows"][0]["cells"]["period1"]["converged_gap"] == pytest.approx(direct["test_gap_converged"], abs=1e-12)
+    assert "(" in table_markdown(fast)  # the gap to converged RC in brackets

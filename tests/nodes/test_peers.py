@@ -42,6 +42,20 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
     assert np.mean(errors) == pytest.approx(results["crc"]["test_error"], abs=1e-12)
 
 
+@pytest.mark.parametrize("settings", [{"accelerated": True}, {"accelerated": True, "start": "local", "loss": 0.3}])
+def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings):
+    config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)
+    assert config.momentum > 0 and config.safeguard
+    results = launch(config, tmp_path / "run")
+    _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
+    _, _, paper = scenario(tmp_path / "paper", nodes=5, rounds=10)
+    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
+    np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    assert np.max(np.abs(expected - paper)) > 1e-3 * np.abs(paper).max()  # the setting changed the run
+    assert results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4  # no extra message
+    assert (results["network"]["missing"] > 0) == (settings.get("loss", 0) > 0)
+
+
 def hub_and_leaf(graph):
     """The best-connected peer and a leaf. Holding the leaf back paces every round at the timeout,
     so the tests can act at a chosen round however fast rounds are."""

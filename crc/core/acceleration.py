@@ -1,0 +1,148 @@
+"""Accelerated CRC: a heavy-ball memory through the mixing, a local start and a per-peer safeguard.
+
+One round of a peer ``v`` in the paper's algorithm is ``s_v(t) = LRC_v(A_v(t))`` with
+``A_v(t) = (M s(t-1))_v``, the average of its closed neighbourhood. With memory β a peer
+keeps its previous aggregate ``A_v(t-1)`` and calibrates from
+
+    a_v(t) = A_v(t) + β (A_v(t) - A_v(t-1))
+
+which on a static graph is ``(M[(1+β) s(t-1) - β s(t-2)])_v``: the memory goes through the
+mixing, so on a complete graph (where every peer shares one aggregate) CRC with memory is
+centralized RC with the same momentum (``crc.core.calibration.rc(momentum=β)``). No extra
+message is sent; a peer keeps one more statistics vector (the previous aggregate).
+
+The safeguard (adaptive restart, after O'Donoghue & Candès): a peer also runs LRC from the
+plain aggregate and keeps the momentum step only if its local soft 0-1 loss is no higher;
+otherwise it keeps the plain step and forgets its memory for the next round. The choice is
+per peer and local, so on a complete graph peers may then differ: the identity with RC holds
+without the safeguard only.
+
+β = 0 is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
+Every function accepts leading batch axes (one per peer), so the simulator runs all peers
+at once and a real peer runs the same code on its single row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crc.core.calibration import lrc
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
+
+STARTS = ("uniform", "local")
+"""``uniform``: every peer starts at ``uniform(m0)`` (the paper). ``local``: at its own ML statistics
+scaled to ESS ``m0`` (on a complete graph with equal local sizes the first average is then the pooled
+ML statistics, RC's own start)."""
+
+ACCELERATED = {"momentum": 0.7, "start": "uniform", "safeguard": True}
+"""The recommended combination (``--accelerated``): β = 0.7 through the mixing, the paper's uniform start,
+the per-peer safeguard."""
+
+
+SETTINGS = ("momentum", "start", "safeguard")
+
+
+def with_preset(settings: dict) -> dict:
+    """``settings`` with ``accelerated`` (a flag) removed and, if it was set, ``ACCELERATED``'s value for every
+    setting of ``SETTINGS`` that is absent or None; remaining None values of ``SETTINGS`` are dropped (defaults)."""
+    settings = dict(settings)
+    preset = ACCELERATED if settings.pop("accelerated", False) else {}
+    for name in SETTINGS:
+        if settings.get(name) is None:
+            settings.pop(name, None)
+            if name in preset:
+                settings[name] = preset[name]
+    return settings
+
+
+@dataclass(frozen=True)
+class Acceleration:
+    """How a peer moves from its aggregate to its next statistics.
+
+    Attributes
+    ----------
+    momentum : float
+        β in [0, 1): weight of the memory term; 0 is the paper's algorithm.
+    start : str
+        One of ``STARTS``.
+    safeguard : bool
+        Keep a momentum step only if it does not raise the local soft 0-1 loss (see the module notes).
+    """
+
+    momentum: float = 0.0
+    start: str = "uniform"
+    safeguard: bool = False
+
+    def __post_init__(self):
+        if not 0.0 <= self.momentum < 1.0:
+            raise CRCError(f"--momentum must be in [0, 1), got {self.momentum}")
+        if self.start not in STARTS:
+            raise CRCError(f"--start must be one of {', '.join(STARTS)}, got {self.start!r}")
+
+    @property
+    def keeps_memory(self) -> bool:
+        return self.momentum > 0.0
+
+
+PAPER = Acceleration()
+"""No memory, uniform start, no safeguard: Algorithm 2 of the paper."""
+
+
+@dataclass
+class Memory:
+    """A peer's (or every peer's) state between rounds beyond its statistics.
+
+    Attributes
+    ----------
+    previous : ndarray of shape (..., size)
+        The aggregate of the previous round.
+    reset : ndarray of shape (...), bool
+        Peers whose next round takes the plain step (the safeguard rejected their momentum step).
+    """
+
+    previous: np.ndarray
+    reset: np.ndarray
+
+
+def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: float, phi: np.ndarray, y: np.ndarray,
+                     mask: np.ndarray | None = None) -> np.ndarray:
+    """Every peer's starting statistics (..., size) of ESS ``ess``, from local feature maps ``phi`` (..., m, k),
+    labels ``y`` (..., m) and padding ``mask`` (..., m)."""
+    if acceleration.start == "uniform":
+        return np.broadcast_to(model.uniform(ess), y.shape[:-1] + (model.size,)).copy()
+    local = model.fit_ml(phi, y, mask=mask)
+    return local * (ess / model.ess(local))[..., None]
+
+
+def local_soft_loss(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each peer's soft 0-1 loss ``1 - mean p(y|x)`` on its own data, shape (...)."""
+    posteriors = model.posteriors(model.theta(stats), phi)
+    correct = (posteriors * weights).sum(axis=(-1, -2))
+    return 1.0 - correct / weights.sum(axis=(-1, -2))
+
+
+def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndarray, memory: Memory | None,
+         phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None, *,
+         iterations: int = 1) -> tuple[np.ndarray, Memory | None]:
+    """One round after the averaging: ``(statistics (..., size), memory for the next round)``.
+
+    ``aggregated`` (..., size) is the closed-neighbourhood average of the round; ``memory`` is
+    what the previous call returned (None in the first round, or after a resume without it).
+    ``phi``, ``weights`` and ``mask`` are as ``crc.core.calibration.lrc`` takes them.
+    """
+    if not acceleration.keeps_memory:
+        return lrc(model, aggregated, phi, weights, mask, iterations=iterations), None
+    if memory is None:
+        stats = lrc(model, aggregated, phi, weights, mask, iterations=iterations)
+        return stats, Memory(aggregated.copy(), np.zeros(aggregated.shape[:-1], dtype=bool))
+    pushed = np.where(memory.reset[..., None], aggregated, aggregated + acceleration.momentum * (aggregated - memory.previous))
+    stats = lrc(model, pushed, phi, weights, mask, iterations=iterations)
+    reset = np.zeros(aggregated.shape[:-1], dtype=bool)
+    if acceleration.safeguard:
+        plain = lrc(model, aggregated, phi, weights, mask, iterations=iterations)
+        reset = local_soft_loss(model, stats, phi, weights) > local_soft_loss(model, plain, phi, weights)
+        stats = np.where(reset[..., None], plain, stats)
+    return stats, Memory(aggregated.copy(), reset)

@@ -1,0 +1,38 @@
+"""Message loss in the simulator: each round, each message is lost independently with probability p.
+
+A peer then averages its own statistics with those that arrived, exactly as a real peer does once its
+round timeout is over; the draws are ``crc.core.loss``'s, so a real peer told its loss seed
+(``crc node --loss``) loses the same messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from crc.core.loss import dropped, loss_seed
+
+__all__ = ["loss_seed", "lossy_mixing"]
+
+
+def lossy_mixing(mixing, p: float, seeds: list[int]) -> Callable[[int], sp.csr_array]:
+    """The mixing of every round (1, 2, ...) after losses: row ``v`` averages ``v`` and the neighbours whose
+    message reached it, with equal weights. ``mixing`` is the loss-free closed-neighbourhood averaging (a
+    matrix or a function of the round); ``seeds[v]`` is node ``v``'s loss seed."""
+
+    def at(round_: int) -> sp.csr_array:
+        base = sp.csr_array(mixing(round_) if callable(mixing) else mixing)
+        base.sort_indices()
+        rows, cols, vals = [], [], []
+        for v in range(base.shape[0]):
+            neighbours = base.indices[base.indptr[v]:base.indptr[v + 1]]
+            neighbours = neighbours[neighbours != v]
+            kept = np.append(neighbours[~dropped(seeds[v], round_, len(neighbours), p)], v)
+            rows.append(np.full(len(kept), v))
+            cols.append(kept)
+            vals.append(np.full(len(kept), 1.0 / len(kept)))
+        return sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=base.shape)
+
+    return at

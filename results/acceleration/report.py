@@ -1,0 +1,222 @@
+"""Write results/acceleration.md, results/acceleration/summary.csv and .json and the figures in
+results/acceleration/plots from
+sets.json (measure.py) and the experiment tables under paper/ and accelerated/ (``crc experiment``):
+
+    python results/acceleration/report.py
+"""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from crc.core.acceleration import ACCELERATED
+from crc.tables.datasets import BUNDLED
+
+HERE = Path(__file__).parent
+RESULTS = HERE.parent
+TARGET = 0.01
+AT = 64
+TREE_MESSAGES = 2 * 49
+"""Messages per round on a random tree of 50 peers: each of the 49 edges carries one message each way."""
+TABLES = ("table3", "table4", "table6", "table12")
+
+
+def fmt(value, digits=3):
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def first_round(entry) -> int | None:
+    """First round whose mean (over repeats) test error is within TARGET of the mean RC test error."""
+    rc = entry["rc"]["test_error"]
+    for row in entry["rounds"]:
+        if row["test_error"] - rc <= TARGET:
+            return int(row["round"])
+    return None
+
+
+def gap_at(entry, round_=AT) -> float:
+    rows = entry["rounds"]
+    return rows[round_ - 1]["test_error"] - entry["rc"]["test_error"] if len(rows) >= round_ else entry["test_gap"]
+
+
+def converged_gap_at(entry, round_=AT) -> float:
+    return gap_at(entry, round_) + entry["rc"]["test_error"] - entry["rc_converged"]["test_error"]
+
+
+def set_rows(sets: dict) -> list[dict]:
+    rows = []
+    for setting in ("default", "label-tree+80", "loss0.1", "loss0.3"):
+        for data in BUNDLED:
+            paper, accel = sets.get(f"{setting}/{data}/paper"), sets.get(f"{setting}/{data}/accelerated")
+            if paper is None or accel is None:
+                continue
+            row = {"setting": setting, "data": data, "rc_test_error": paper["rc"]["test_error"],
+                   "rc_converged_test_error": paper["rc_converged"]["test_error"],
+                   "paper_gap": gap_at(paper), "accelerated_gap": gap_at(accel),
+                   "paper_gap_converged": converged_gap_at(paper), "accelerated_gap_converged": converged_gap_at(accel)}
+            if setting == "default":
+                row.update(paper_round=first_round(paper), accelerated_round=first_round(accel),
+                           paper_gap_256=paper["test_gap"], accelerated_gap_256=accel["test_gap"])
+            rows.append(row)
+    return rows
+
+
+def rounds_text(round_):
+    return "> 256" if round_ is None else str(round_)
+
+
+def messages_text(round_):
+    return "> 25,088" if round_ is None else f"{round_ * TREE_MESSAGES:,}"
+
+
+def sets_markdown(rows: list[dict]) -> list[str]:
+    out = []
+    default = [r for r in rows if r["setting"] == "default"]
+    if default:
+        out += [f"## Default setting: 15 bundled data sets (random tree, n = 50, m_v = 50, 3 repeats)", "",
+                "Gap = CRC's mean test error minus RC's (RC at 64 iterations; in the 'conv.' columns RC run to "
+                "convergence), at round 64. Rounds to reach gap ≤ 0.01 read off the mean curve of a 256-round run; "
+                f"messages = rounds × {TREE_MESSAGES} (a tree of 50 peers, one message per edge and direction per "
+                "round: the same for both algorithms).", "",
+                "| data | RC test | paper gap | accel. gap | accel. − paper | paper conv. gap | accel. conv. gap | "
+                "paper rounds to 0.01 | accel. rounds | paper messages | accel. messages | paper gap @256 | "
+                "accel. gap @256 |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in default:
+            out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
+                       f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
+                       f"{fmt(r['accelerated_gap_converged'])} | {rounds_text(r['paper_round'])} | "
+                       f"{rounds_text(r['accelerated_round'])} | {messages_text(r['paper_round'])} | "
+                       f"{messages_text(r['accelerated_round'])} | {fmt(r['paper_gap_256'])} | "
+                       f"{fmt(r['accelerated_gap_256'])} |")
+        within = lambda key: sum(r[key] <= TARGET for r in default)  # noqa: E731
+        worst = max(default, key=lambda r: r["accelerated_gap"] - r["paper_gap"])
+        out += ["", f"Gap ≤ 0.01 at round 64: paper {within('paper_gap')}/{len(default)}, accelerated "
+                    f"{within('accelerated_gap')}/{len(default)}. Largest loss against the paper: {worst['data']} "
+                    f"({fmt(worst['accelerated_gap'] - worst['paper_gap'])}).", ""]
+    for setting, title in (("label-tree+80", "Label drift p(y) on tree+80 (each peer one class), 64 rounds"),
+                           ("loss0.1", "Message loss p = 0.1 (random tree), 64 rounds"),
+                           ("loss0.3", "Message loss p = 0.3 (random tree), 64 rounds")):
+        part = [r for r in rows if r["setting"] == setting]
+        if not part:
+            continue
+        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | accel. − paper | paper conv. gap | "
+                "accel. conv. gap |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in part:
+            out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
+                       f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
+                       f"{fmt(r['accelerated_gap_converged'])} |")
+        out += ["", f"Max gap: paper {max(r['paper_gap'] for r in part):.3f}, accelerated "
+                    f"{max(r['accelerated_gap'] for r in part):.3f} ({len(part)} data sets).", ""]
+    return out
+
+
+def table_markdown(name: str) -> list[str]:
+    paper_path, accel_path = HERE / "paper" / f"{name}.json", HERE / "accelerated" / f"{name}.json"
+    if not paper_path.exists() or not accel_path.exists():
+        return []
+    paper, accel = json.loads(paper_path.read_text()), json.loads(accel_path.read_text())
+    columns = paper["columns"]
+    out = [f"## {name}: {paper['title']}", "", "Each cell: paper → accelerated (test gap to RC at 64 iterations, "
+           "round 64, 3 repeats, 2,000 test instances); … = not finished.", "",
+           "| data | " + " | ".join(c["header"] for c in columns) + " |", "|---|" + "---:|" * len(columns)]
+    accel_rows = {row["data"]: row for row in accel["rows"]}
+    worst = None
+    for row in paper["rows"]:
+        cells = []
+        for column in columns:
+            p = row["cells"].get(column["key"], {})
+            a = accel_rows.get(row["data"], {"cells": {}})["cells"].get(column["key"], {})
+            text = lambda c: "n/a" if "skip" in c else ("…" if "value" not in c else f"{c['value']:+.3f}")  # noqa: E731
+            cells.append(f"{text(p)} → {text(a)}")
+            if "value" in p and "value" in a and (worst is None or a["value"] - p["value"] > worst[0]):
+                worst = (a["value"] - p["value"], f"{row['data']} {column['header']}")
+        out.append(f"| {row['data']} | " + " | ".join(cells) + " |")
+    if worst is not None:
+        out += ["", f"Largest accelerated − paper difference in this table: {worst[0]:+.3f} ({worst[1]})."]
+    return out + [""]
+
+
+def plots(sets: dict, rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory = HERE / "plots"
+    directory.mkdir(exist_ok=True)
+    default = [r for r in rows if r["setting"] == "default"]
+    if default:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        x = np.arange(len(default))
+        ax.bar(x - 0.2, [r["paper_gap"] for r in default], 0.4, label="paper")
+        ax.bar(x + 0.2, [r["accelerated_gap"] for r in default], 0.4, label="accelerated")
+        ax.axhline(TARGET, color="grey", linestyle="--", linewidth=0.8, label="gap 0.01")
+        ax.set_xticks(x, [r["data"] for r in default], rotation=45, ha="right")
+        ax.set_ylabel("test gap CRC − RC at round 64")
+        ax.set_title("Default setting (tree, n = 50, m_v = 50, 3 repeats)")
+        ax.legend()
+        fig.tight_layout()
+        for suffix in ("png", "pdf"):
+            fig.savefig(directory / f"gaps-default.{suffix}", dpi=200)
+        plt.close(fig)
+        fig, axes = plt.subplots(3, 5, figsize=(15, 8), sharex=True)
+        for ax, data in zip(axes.ravel(), BUNDLED):
+            for variant in ("paper", "accelerated"):
+                entry = sets.get(f"default/{data}/{variant}")
+                if entry is None:
+                    continue
+                rc = entry["rc"]["test_error"]
+                ax.plot([row["round"] for row in entry["rounds"]], [row["test_error"] - rc for row in entry["rounds"]],
+                        label=variant)
+            ax.axhline(TARGET, color="grey", linestyle="--", linewidth=0.8)
+            ax.axhline(0, color="black", linewidth=0.5)
+            ax.axvline(AT, color="grey", linestyle=":", linewidth=0.8)
+            ax.set_title(data)
+            ax.set_ylim(-0.1, 0.3)
+        axes[0, 0].legend()
+        for ax in axes[-1]:
+            ax.set_xlabel("round")
+        fig.suptitle("Test gap to RC by round (mean of 3 repeats); dashed: 0.01, dotted: round 64")
+        fig.tight_layout()
+        for suffix in ("png", "pdf"):
+            fig.savefig(directory / f"curves-default.{suffix}", dpi=200)
+        plt.close(fig)
+
+
+def main() -> None:
+    sets = {}
+    for path in sorted(HERE.glob("sets*.json")):
+        sets.update(json.loads(path.read_text()))
+    rows = set_rows(sets)
+    preset = ", ".join(f"{k} = {v}" for k, v in ACCELERATED.items())
+    lines = ["# Accelerated CRC against the paper's algorithm", "",
+             f"Accelerated = `crc ... --accelerated` ({preset}: heavy-ball memory through the mixing with the per-peer "
+             "safeguard; see the README's 'Accelerated CRC'). Paper = the defaults (Algorithm 2). Produced by "
+             "`results/acceleration/measure.py` (the 15 sets), `crc experiment table3 table4 table6 table12 --repeats 3 "
+             "--out results/acceleration/paper` and the same with `--accelerated --out results/acceleration/accelerated`, "
+             "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "
+             "CSV/JSON: `results/acceleration/summary.csv`, `summary.json`; the tables' cells under `paper/` and "
+             "`accelerated/`.", ""]
+    lines += ["FINDINGS_PLACEHOLDER", ""]
+    lines += sets_markdown(rows)
+    for name in TABLES:
+        lines += table_markdown(name)
+    text = "\n".join(lines) + "\n"
+    findings = HERE / "findings.md"
+    text = text.replace("FINDINGS_PLACEHOLDER", findings.read_text().strip() if findings.exists() else "")
+    (RESULTS / "acceleration.md").write_text(text)
+    (HERE / "summary.json").write_text(json.dumps({"preset": ACCELERATED, "sets": rows}, indent=1) + "\n")
+    with open(HERE / "summary.csv", "w", newline="") as stream:
+        keys = sorted({key for row in rows for key in row}, key=lambda k: (k not in ("setting", "data"), k))
+        writer = csv.DictWriter(stream, fieldnames=keys, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    plots(sets, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Accelerated CRC (crc.core.acceleration): Theorem 1 with memory, the paper bit for bit at β = 0, the safeguard."""
+
+import numpy as np
+import pytest
+
+from crc.core import acceleration as accel
+from crc.core.calibration import lrc, rc
+from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core.errors import CRCError
+from crc.core.models import MODELS, make_model
+from crc.core.models.base import labelled_weights
+from crc.topologies import averaging_matrix, complete_graph, random_tree_graph
+
+KINDS = sorted(MODELS)
+
+
+def _label_sorted(y, n):
+    return np.array_split(np.argsort(y, kind="stable"), n)
+
+
+def _equal_parts(y, n):
+    """n non-i.i.d. parts of equal size (instances sorted by class), dropping the remainder."""
+    order = np.argsort(y, kind="stable")[: len(y) // n * n]
+    return np.split(order, n)
+
+
+@pytest.mark.parametrize("kind, start", [(kind, "uniform") for kind in KINDS]
+                         # A circuit's ML statistics contain an E-step at the peer's own start, so they do not add up
+                         # over peers to the pooled ML statistics: the identity from the ML start needs additive ones.
+                         + [(kind, "local") for kind in KINDS if kind != "pc"])
+def test_theorem_1_with_memory_complete_graph_equals_rc_with_momentum(kind, start, mixed):
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    n, lr, rounds, beta = 6, 0.05, 30, 0.6
+    parts = _equal_parts(y, n)
+    used = np.concatenate(parts)
+    phi, y = model.features(x)[used], y[used]
+    parts = np.split(np.arange(len(y)), n)
+    local = LocalData.from_parts(phi, y, parts)
+    engine = CRCEngine(model, local, averaging_matrix(complete_graph(n)), ess=default_ess(len(y), n, lr),
+                       acceleration=accel.Acceleration(momentum=beta, start=start))
+    init = model.uniform(len(y)) if start == "uniform" else None  # None: RC's own start, the pooled ML statistics
+    rc_stats = []
+    rc(model, phi, y, lr=lr, iterations=rounds, init=init, select_best=False, momentum=beta,
+       callback=lambda i, s: rc_stats.append(s))
+    for t in range(1, rounds + 1):
+        aggregated = engine.step()
+        expected = model.posteriors(model.theta(rc_stats[t - 1]), phi)
+        got = model.posteriors(model.theta(aggregated), phi[None])
+        assert np.max(np.abs(got - expected[None])) < 1e-9, f"round {t}"
+    plain = []
+    rc(model, phi, y, lr=lr, iterations=rounds, init=init, select_best=False, callback=lambda i, s: plain.append(s))
+    moved = model.posteriors(model.theta(plain[-1]), phi) - expected
+    assert np.max(np.abs(moved)) > 1e-3  # the memory changed the trajectory
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_zero_momentum_is_the_papers_algorithm_bit_for_bit(kind, mixed):
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    parts = np.split(np.random.default_rng(0).permutation(len(y)), [30, 100, 130, 200, 260])
+    mixing = averaging_matrix(random_tree_graph(len(parts), seed=1))
+    local = LocalData.from_parts(phi, y, parts)
+    engine = CRCEngine(model, local, mixing, ess=800.0, iterations=2,
+                       acceleration=accel.Acceleration(momentum=0.0, safeguard=True))
+    stats = np.tile(model.uniform(800.0), (len(parts), 1))
+    weights = labelled_weights(local.y, model.n_classes, local.mask)
+    for _ in range(8):
+        stats = lrc(model, np.asarray(mixing @ stats), local.phi, weights, local.mask, iterations=2)
+        engine.step()
+        assert np.array_equal(engine.stats, stats)
+    assert engine.memory is None
+
+
+def test_local_start_is_each_peers_ml_statistics_at_ess_m0(mixed):
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.split(np.arange(len(y)), [40, 200])
+    local = LocalData.from_parts(phi, y, parts)
+    engine = CRCEngine(model, local, averaging_matrix(complete_graph(3)), ess=500.0,
+                       acceleration=accel.Acceleration(start="local"))
+    np.testing.assert_allclose(model.ess(engine.stats), 500.0, rtol=1e-12)
+    for v, part in enumerate(parts):
+        ml = model.fit_ml(phi[part], y[part])
+        np.testing.assert_allclose(engine.stats[v], ml * 500.0 / len(part), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_safeguard_keeps_the_plain_step_where_momentum_raises_the_local_loss(kind, mixed):
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    parts = np.array_split(np.arange(len(y)), 5)
+    local = LocalData.from_parts(phi, y, parts)
+    weights = labelled_weights(local.y, model.n_classes, local.mask)
+    uniform = model.uniform(1000.0)
+    previous = np.tile(uniform, (len(parts), 1))
+    aggregated = np.stack([model.fit_ml(phi[p], y[p]) * 1000.0 / len(p) for p in parts])
+    setting = accel.Acceleration(momentum=0.9, safeguard=True)
+    memory = accel.Memory(previous, np.array([False, False, False, False, True]))
+    stats, memory_next = accel.step(model, setting, aggregated, memory, local.phi, weights, local.mask)
+    plain = lrc(model, aggregated, local.phi, weights, local.mask)
+    pushed = lrc(model, aggregated + 0.9 * (aggregated - previous), local.phi, weights, local.mask)
+    loss_plain = accel.local_soft_loss(model, plain, local.phi, weights)
+    loss_pushed = accel.local_soft_loss(model, pushed, local.phi, weights)
+    for v in range(4):  # the first four use their memory unless the safeguard rejects it
+        expected = plain[v] if loss_pushed[v] > loss_plain[v] else pushed[v]
+        assert np.array_equal(stats[v], expected)
+        assert memory_next.reset[v] == (loss_pushed[v] > loss_plain[v])
+    assert np.array_equal(stats[4], plain[4])  # its memory was reset: a plain step
+    assert np.all(accel.local_soft_loss(model, stats, local.phi, weights) <= loss_plain + 1e-15)
+    assert np.array_equal(memory_next.previous, aggregated)
+
+
+def test_one_peer_and_the_batch_take_the_same_step(mixed):
+    """A real peer runs ``step`` on its single row: the same as its row of the batched step."""
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.array_split(np.arange(len(y)), 4)
+    local = LocalData.from_parts(phi, y, parts)
+    weights = labelled_weights(local.y, model.n_classes, local.mask)
+    setting = accel.Acceleration(momentum=0.8, safeguard=True)
+    aggregated = np.stack([model.fit_ml(phi[p], y[p]) * 300.0 / len(p) for p in parts])
+    memory = accel.Memory(np.tile(model.uniform(300.0), (4, 1)), np.array([False, True, False, False]))
+    batch, batch_memory = accel.step(model, setting, aggregated, memory, local.phi, weights)
+    for v, part in enumerate(parts):
+        one, one_memory = accel.step(model, setting, aggregated[v], accel.Memory(memory.previous[v], memory.reset[v]),
+                                     phi[part], labelled_weights(y[part], model.n_classes))
+        np.testing.assert_allclose(one, batch[v], rtol=1e-12, atol=1e-9)
+        assert bool(one_memory.reset) == bool(batch_memory.reset[v])
+
+
+def test_settings_are_checked_and_the_preset_fills_what_is_not_given():
+    with pytest.raises(CRCError, match="--momentum must be in"):
+        accel.Acceleration(momentum=1.0)
+    with pytest.raises(CRCError, match="--start must be one of"):
+        accel.Acceleration(start="ml")
+    assert accel.with_preset({"accelerated": True}) == accel.ACCELERATED
+    assert accel.with_preset({"accelerated": True, "momentum": 0.3, "safeguard": None}) == {
+        **accel.ACCELERATED, "momentum": 0.3}
+    assert accel.with_preset({"accelerated": False, "momentum": None, "start": None, "safeguard": None}) == {}
