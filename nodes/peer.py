@@ -285,9 +285,11 @@ class Peer:
         received = self._gather(transport, wanted, deadline)
         if self.stop.is_set():
             return False
-        lost = dropped(self.settings.loss_seed, wanted + 1, len(self.settings.peers), self.settings.loss)
-        received = {peer: stats for peer, stats in received.items() if not lost[self.settings.peers.index(peer)]}
         self._count_missing(received, deadline - waiting_since)
+        lost = dropped(self.settings.loss_seed, wanted + 1, len(self.settings.peers), self.settings.loss)
+        for peer in [peer for peer in received if lost[self.settings.peers.index(peer)]]:
+            del received[peer]  # an injected loss: missing, but not held against the neighbour's liveness
+            self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
         aggregated = peer_average(self.stats, list(received.values()), rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
                                                     self.weights, iterations=self.settings.iters)

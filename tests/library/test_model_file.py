@@ -174,7 +174,7 @@ def test_a_small_file_asking_for_a_huge_model_is_refused_fast_and_small(valid, t
     measure = "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; " \
               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)"
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "crc", "predict", "--model-file", str(path),
+    result = subprocess.run([sys.executable, "-c", measure, sys.executable, "-I", "-m", "crc", "predict", "--model-file", str(path),
                              "--data", str(path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and "components" in result.stderr
     assert "Traceback" not in result.stderr and time.monotonic() - started < 10  # a fresh interpreter's start-up included

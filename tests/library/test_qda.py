@@ -33,9 +33,12 @@ def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
     assert precision[2, 5, 5] == pytest.approx(1 / EIG_FLOOR)
     assert logdet[2] == pytest.approx(np.log(EIG_FLOOR))
     np.testing.assert_allclose(precision[[0, 1, 3, 4]], np.linalg.inv(cov[[0, 1, 3, 4]]), rtol=1e-9, atol=1e-9)
-    cov[4] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])  # not positive definite: the whole batch takes the eigenvalues
+    before_precision, before_logdet = precision, logdet
+    cov[4] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])  # not positive definite: it takes the eigenvalues ...
     precision, logdet = _precision_and_logdet(cov)
-    ref_precision, ref_logdet = _floored_eigen(cov)
-    np.testing.assert_array_equal(precision, ref_precision)
-    np.testing.assert_array_equal(logdet, ref_logdet)
-    assert precision[4, 5, 5] == pytest.approx(1 / EIG_FLOOR)
+    ref_precision, ref_logdet = _floored_eigen(cov[4])
+    np.testing.assert_array_equal(precision[4], ref_precision)
+    assert logdet[4] == ref_logdet and precision[4, 5, 5] == pytest.approx(1 / EIG_FLOOR)
+    # ... and the others keep what they had in a batch without it, bit for bit
+    np.testing.assert_array_equal(precision[:4], before_precision[:4])
+    np.testing.assert_array_equal(logdet[:4], before_logdet[:4])

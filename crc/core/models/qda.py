@@ -120,14 +120,16 @@ def _precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Precisions (..., d, d) and log-determinants (...) of covariances (..., d, d) with eigenvalues floored at EIG_FLOOR.
 
     A batched Cholesky factorisation L L^T = cov gives P = L^-T L^-1 and log det = 2 sum log diag L, exact where
-    no eigenvalue is at the floor, which trace P < FLOOR_TRACE guarantees. The other matrices, and every matrix
-    of a batch whose factorisation fails (one not positive definite), take the eigendecomposition, about ten
-    times slower.
+    no eigenvalue is at the floor, which trace P < FLOOR_TRACE guarantees. The other matrices, and those whose
+    factorisation fails (not positive definite), take the eigendecomposition, about ten times slower. Each
+    matrix's path depends on that matrix only, so its result does not depend on the batch it came in.
     """
     try:
         factor = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
-        return _floored_eigen(cov)
+        if cov.size == cov.shape[-1] ** 2:  # a single matrix
+            return _floored_eigen(cov)
+        return _one_by_one(cov)
     inverse = _lower_inverse(factor)
     precision = np.matmul(np.swapaxes(inverse, -1, -2), inverse)
     logdet = 2 * np.log(np.diagonal(factor, axis1=-2, axis2=-1)).sum(axis=-1)
@@ -135,6 +137,17 @@ def _precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if floored.any():
         precision[floored], logdet[floored] = _floored_eigen(cov[floored])
     return precision, logdet
+
+
+def _one_by_one(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_precision_and_logdet`` of each matrix of a batch (..., d, d) whose batched factorisation failed."""
+    d = cov.shape[-1]
+    flat = cov.reshape(-1, d, d)
+    precision, logdet = np.empty_like(flat), np.empty(len(flat))
+    for i in range(len(flat)):
+        one_precision, one_logdet = _precision_and_logdet(flat[i : i + 1])
+        precision[i], logdet[i] = one_precision[0], one_logdet[0]
+    return precision.reshape(cov.shape), logdet.reshape(cov.shape[:-2])
 
 
 TRIANGULAR_BLOCK = 16
