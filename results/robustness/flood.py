@@ -1,7 +1,9 @@
 """Flood measurement: a 3-peer chain (penbased), the middle peer flooded for 5 s; its RSS, fds, round times, result,
 and SIGTERM latency during the flood.
 
-    python results/robustness/flood.py clean|f20|f20term|f1000|f1000term [FRAME_BYTES]
+    python results/robustness/flood.py clean|f20|f20term|f1000|f1000term [FRAME_BYTES] [--insecure]
+
+Peers are keyed (CURVE) unless --insecure is given: then the flood reaches the decoder.
 
 FRAME_BYTES defaults to the largest valid frame (larger ones are dropped by ZeroMQ with their connection)."""
 import json, signal, sys, tempfile, time
@@ -14,6 +16,10 @@ from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
 from crc.nodes.wire import ENVELOPE_BYTES
+
+INSECURE = "--insecure" in sys.argv
+ARGS = [arg for arg in sys.argv[1:] if arg != "--insecure"]
+
 
 def rss_mb(pid):
     for line in open(f"/proc/{pid}/status"):
@@ -28,9 +34,9 @@ def run(tag, sockets, seconds, rounds, term):
     config, graph, expected = scenario(d, nodes=3, rounds=rounds, data="penbased", local_size=50)
     victim = max(graph, key=graph.degree)
     size = make_model(config.model, Schema.load(d / "schema.json")).size
-    frame = int(sys.argv[2]) if len(sys.argv) > 2 else 8 * size + ENVELOPE_BYTES
+    frame = int(ARGS[1]) if len(ARGS) > 1 else 8 * size + ENVELOPE_BYTES
     out = {"tag": tag, "sockets": sockets, "seconds": seconds, "frame_bytes": frame}
-    with Network(d, graph, config, timeout=10.0) as net:
+    with Network(d, graph, config, timeout=10.0, insecure=INSECURE) as net:
         net.start_all()
         net.wait_for_round(victim, 2)
         pid = net.processes[victim].pid
@@ -59,7 +65,7 @@ def run(tag, sockets, seconds, rounds, term):
                        max_diff_vs_simulator=float(np.max(np.abs(net.stats() - expected) / np.abs(expected).max())))
     print(json.dumps(out), flush=True)
 
-mode = sys.argv[1]
+mode = ARGS[0]
 if mode == "clean": run("clean", 0, 5, 1500, False)
 if mode == "f20": run("f20", 20, 5.0, 1500, False)
 if mode == "f20term": run("f20term", 20, 5.0, 100000, True)
