@@ -8,14 +8,14 @@ import time
 import click
 
 from crc.cli.model_options import with_model_options
-from crc.cli.options import ACCELERATION, options
+from crc.cli.options import ACCELERATION, PRIVACY, options
 from crc.cli.output import note, verbosity
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
 from crc.topologies import network_factory
 
 
 def _names(ctx, param, values) -> list[str]:
-    names = list(TABLES) if "all" in values else list(dict.fromkeys(values))
+    names = [n for n, t in TABLES.items() if t.in_all] if "all" in values else list(dict.fromkeys(values))
     unknown = [n for n in names if n not in TABLES]
     if unknown or not names:
         raise click.BadParameter(f"choose from {', '.join(TABLES)} or 'all' (got {', '.join(unknown) or 'nothing'})")
@@ -28,7 +28,7 @@ def _names(ctx, param, values) -> list[str]:
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
 @with_model_options
-@options(*ACCELERATION, "loss", "rc_iterations")
+@options(*ACCELERATION, "loss", *PRIVACY, "rc_iterations")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
@@ -36,7 +36,8 @@ def _names(ctx, param, values) -> list[str]:
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the tables and the finished cells.")
 def experiment(names, datasets, label, model, repeats, seed, jobs, out, **structure):
-    """Run the paper's experiment NAMES (table2 ... table12, circuits, or all).
+    """Run the paper's experiment NAMES (table2 ... table12, circuits, or all
+    of these), or the privacy study (privacy: test gap by ε; not in all).
 
     Writes OUT/<table>.json, .csv and .md. Every finished cell is saved under
     OUT/cells, so an interrupted run continues where it stopped; cells that
@@ -49,8 +50,9 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     table5-7 covariate, label, joint drift      table11  local iterations
     table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
 
-    The acceleration options, --loss and --rc-iterations apply to every
-    column (and are recorded in every cell's configuration).
+    The acceleration options, --loss, the privacy options and --rc-iterations
+    apply to every column (and are recorded in every cell's configuration);
+    the privacy table sets --dp-epsilon per column.
     """
     sources = [d.strip() for d in datasets.split(",") if d.strip()]
     started = time.perf_counter()

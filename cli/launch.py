@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, options, out_option, plots_option
+from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -63,7 +63,7 @@ class _RoundsDone:
 
 @click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
-         "rounds", "rc_iterations", "iters", *ACCELERATION, "loss", "lr", "ess", "test_size", "seed", "aggregate",
+         "rounds", "rc_iterations", "iters", *ACCELERATION, "loss", *PRIVACY, "lr", "ess", "test_size", "seed", "aggregate",
          base=LAUNCH_DEFAULTS)
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "

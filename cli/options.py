@@ -6,6 +6,7 @@ import click
 
 from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import model_choice, option_decorators
+from crc.cli.privacy import privacy_options
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
@@ -75,6 +76,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Local RC iterations per round."),
         *acceleration_options().values(),
         loss_option(),
+        *privacy_options().values(),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
         click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -87,12 +89,15 @@ def _all_options(base: SimulationConfig) -> dict:
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
              "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds",
-             "rc_iterations", "iters", *acceleration_options(), "loss", "lr", "ess", "test_size", "seed", "aggregate"]
+             "rc_iterations", "iters", *acceleration_options(), "loss", *privacy_options(), "lr", "ess", "test_size", "seed", "aggregate"]
     return dict(zip(names, options))
 
 
 ACCELERATION = ("momentum", "start", "safeguard", "accelerated")
 """The names of the acceleration options, for ``options(*ACCELERATION)``."""
+
+PRIVACY = ("dp_epsilon", "dp_delta", "clip")
+"""The names of the differential-privacy options."""
 
 MODEL = ("model", *(option.name for option in all_options()))
 """The names of ``--model`` and of every model option, for ``options(*MODEL)``."""

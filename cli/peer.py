@@ -14,6 +14,7 @@ from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
+from crc.cli.privacy import privacy_options
 from crc.core.acceleration import Acceleration, with_preset
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -23,6 +24,7 @@ from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
+from crc.core.privacy import Privacy, check_settings
 from crc.core.schema import Schema
 from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers
 from crc.nodes.local_data import load_local
@@ -92,6 +94,12 @@ def acceleration_option_list(function):
     return function
 
 
+def privacy_option_list(function):
+    for option in reversed(privacy_options().values()):
+        function = option(function)
+    return function
+
+
 @click.command(short_help="Run one real peer over ZeroMQ.")
 @click.option("--bind", required=True,
               help="Address this peer listens on, tcp://HOST:PORT (e.g. tcp://10.0.0.5:7000); also its name on the wire.")
@@ -105,6 +113,7 @@ def acceleration_option_list(function):
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
 @acceleration_option_list
 @loss_option()
+@privacy_option_list
 @click.option("--loss-seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,
               help="Seed of --loss (crc launch passes the simulator's seed of this node, so that both lose the same messages).")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
@@ -142,8 +151,8 @@ def acceleration_option_list(function):
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, accelerated, loss,
-         loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after, attack, secret_key,
-         known_peers, insecure, out, log_level, **structure):
+         dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after,
+         attack, secret_key, known_peers, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -167,17 +176,22 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
     options = model_options(model, structure)
     classifier = make_model(model, shared, **options)
-    phi, y = load_local(data, shared, classifier)
+    speedup = Acceleration(**with_preset({"momentum": momentum, "start": start, "safeguard": safeguard,
+                                          "accelerated": accelerated}))
+    privacy = _privacy(classifier, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
+    phi, y = load_local(data, shared, classifier, clip=None if privacy is None else privacy.clip)
     log = _configure_logging(log_level or default_log_level("info"), bind)
+    if privacy is not None:
+        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
+                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
     if attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
     try:
-        speedup = Acceleration(**with_preset({"momentum": momentum, "start": start, "safeguard": safeguard,
-                                              "accelerated": accelerated}))
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
                                 first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
                                 aggregate=aggregate, down_after=down_after, attack=attack,
-                                known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed)
+                                known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed,
+                                privacy=privacy)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
@@ -199,6 +213,8 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess,
                "aggregate": aggregate, "attack": attack}
+    if privacy is not None:
+        metrics["privacy"] = privacy.to_json()
     TrainedModel(shared, model, peer.stats, metrics, **options).save(out)
     missing = sum(peer.metrics.missing.values())
     rejected = sum(peer.metrics.rejected.values())
@@ -209,6 +225,17 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                    f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
                    err=True)
         ctx.exit(ALONE)
+
+
+def _privacy(model, epsilon: float | None, delta: float, clip: float, rounds: int, iters: int,
+             speedup: Acceleration) -> Privacy | None:
+    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without --dp-epsilon."""
+    check_settings(epsilon=epsilon, delta=delta, clip=clip, iterations=iters, start=speedup.start, safeguard=speedup.safeguard)
+    if epsilon is None:
+        return None
+    from crc.protocol.accountant import plan
+
+    return plan(model, epsilon=epsilon, delta=delta, clip=clip, releases=rounds)
 
 
 def _peer_keys(secret_key: str | None, known_peers: str | None, insecure: bool,

@@ -76,7 +76,15 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--loss-seed", str(loss_seed(config.seed, 0, index)), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
-            "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []), *keys]
+            "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
+            *_privacy_arguments(config), *keys]
+
+
+def _privacy_arguments(config: SimulationConfig) -> list[str]:
+    """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` of a private run (none otherwise)."""
+    if config.dp_epsilon is None:
+        return []
+    return ["--dp-epsilon", repr(config.dp_epsilon), "--dp-delta", repr(config.dp_delta), "--clip", repr(config.clip)]
 
 
 class _Process(subprocess.Popen):
@@ -194,6 +202,9 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
     results = repeat_results(rep, central, np.array(stats), ess=ess, nodes=np.array(finished))
     if config.byzantine:
         add_honest(results, rep, np.array(stats), np.array(finished), byzantine)
+    privacy = [m["privacy"] for m in metrics if "privacy" in m]
+    if privacy:
+        results["privacy"] = privacy[0]
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected, refused = {}, {}

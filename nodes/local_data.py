@@ -7,12 +7,14 @@ import numpy as np
 from crc.core.data import encode, standardize
 from crc.core.errors import CRCError
 from crc.core.models import GenerativeModel
+from crc.core.privacy import clip_standardized
 from crc.core.schema import Schema
 from crc.tables.reader import read_csv
 
 
-def load_local(path, schema: Schema, model: GenerativeModel) -> tuple[np.ndarray, np.ndarray]:
-    """Features phi (m, k) and class codes y (m,) of a CSV file with the schema's columns.
+def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Features phi (m, k) and class codes y (m,) of a CSV file with the schema's columns; with ``clip`` the
+    standardized continuous values are clipped to [-clip, clip] first (differential privacy).
 
     Raises CRCError naming the file for a wrong or missing column, an unknown
     class or category, an unparsable number, or an empty file.
@@ -23,4 +25,5 @@ def load_local(path, schema: Schema, model: GenerativeModel) -> tuple[np.ndarray
     x, y = encode(schema, columns, source=str(path))
     if len(y) == 0:
         raise CRCError(f"{path}: no instances")
-    return model.features(standardize(schema, x)), y
+    x = standardize(schema, x)
+    return model.features(x if clip is None else clip_standardized(schema, x, clip)), y

@@ -30,6 +30,7 @@ from crc.core.attacks import ATTACKS, poison
 from crc.core.calibration import soft_zero_one
 from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
+from crc.core.privacy import Privacy, release
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
 from crc.nodes.wire import CAUSES, Expectation, Rejected, decode, encode
@@ -85,6 +86,11 @@ class PeerSettings:
     """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
     loss_seed: int = 0
     """Seed of the injected loss (the simulator's ``loss_seed`` for this node, so that both drop the same messages)."""
+    privacy: Privacy | None = None
+    """Differential privacy (``crc.core.privacy``): every round's statistics are released with Gaussian noise of
+    this plan's sigma, and the peer continues from the released values. None: no noise."""
+    privacy_seed: int | None = None
+    """Seed of the privacy noise; None (a deployment): fresh entropy from the operating system."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -154,6 +160,7 @@ class Peer:
         self._misses = {peer: 0 for peer in settings.peers}
         self._down_since: dict[str, float] = {}  # neighbours marked down -> when, on self.clock
         self._attack_rng = np.random.default_rng(zlib.crc32(settings.bind.encode()))
+        self._privacy_rng = np.random.default_rng(settings.privacy_seed)
         self._inbox: dict[int, dict[str, np.ndarray]] = {}
         self._logged_causes: set[str] = set()
         self.stop = threading.Event()
@@ -165,8 +172,11 @@ class Peer:
     def identity(self) -> dict:
         """What a checkpoint must match to be resumed."""
         s = self.settings
-        return {"bind": s.bind, "peers": sorted(s.peers), "rounds": s.rounds, "iters": s.iters, "run": s.run,
-                "schema_id": self.model.schema_id, "ess": self.ess, "instances": int(len(self.y))}
+        identity = {"bind": s.bind, "peers": sorted(s.peers), "rounds": s.rounds, "iters": s.iters, "run": s.run,
+                    "schema_id": self.model.schema_id, "ess": self.ess, "instances": int(len(self.y))}
+        if s.privacy is not None:  # resuming under other noise would break the accounting
+            identity["privacy"] = s.privacy.to_json()
+        return identity
 
     def _resume(self) -> None:
         if not self.settings.checkpoint_dir:
@@ -293,6 +303,8 @@ class Peer:
         aggregated = peer_average(self.stats, list(received.values()), rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
                                                     self.weights, iterations=self.settings.iters)
+        if self.settings.privacy is not None:
+            self.stats = release(self.model, self.stats, self.settings.privacy.sigma, self._privacy_rng)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
         self.metrics.rounds_done = self.round

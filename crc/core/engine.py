@@ -144,18 +144,22 @@ class CRCEngine:
         study poisons some rows, ``crc.core.attacks.byzantine_sender``).
     acceleration : Acceleration
         Memory, start and safeguard (``crc.core.acceleration``); the default, ``PAPER``, is the paper's algorithm.
+    release : callable, optional
+        ``release(stats) -> stats``, both (n, size): what every node releases and continues from after its local
+        step (differential privacy adds noise here, ``crc.core.privacy``); default: the statistics themselves.
     """
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
                  aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None,
-                 acceleration: accel.Acceleration = accel.PAPER):
+                 acceleration: accel.Acceleration = accel.PAPER,
+                 release: Callable[[np.ndarray], np.ndarray] | None = None):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
             raise CRCError(f"local iterations must be at least 1, got {iterations}")
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
-        self.aggregation, self._sent = aggregation, sent
+        self.aggregation, self._sent, self._release = aggregation, sent, release
         self.n_nodes = local.phi.shape[0]
         self.weights = class_major_weights(local.y, model.n_classes, local.mask)
         # Posteriors need masking only where padding has non-zero features: a zero
@@ -201,6 +205,8 @@ class CRCEngine:
                     memory = memory or accel.Memory(np.empty_like(stats), np.empty(self.n_nodes, dtype=bool))
                     memory.previous[block], memory.reset[block] = block_memory.previous, block_memory.reset
             self.stats, self.memory = stats, memory
+        if self._release is not None:
+            self.stats = self._release(self.stats)
         self.round += 1
         return aggregated
 

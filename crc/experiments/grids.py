@@ -17,6 +17,8 @@ from crc.report.kinds import CONVERGENCE, FIRST_ROUND, GAP, LEARNING_CURVE, MODE
 DEFAULT_DATASETS = ("letter", "magic", "penbased", "satimage", "optdigits", "twonorm", "ring", "texture", "marketing", "mushroom")
 TEST_INSTANCES = 2000
 """Every experiment tests on the same 2,000 held-out instances per repeat (the paper does not give its test size)."""
+PRIVACY_EPSILONS = (0.5, 1, 2, 4, 8, 16)
+"""The privacy table's finite ε columns (issue: gap against ε)."""
 REFERENCE_SIZE = 10240
 """Table II's gold standard: RC on 10,240 training instances (or all the data set can spare)."""
 
@@ -40,6 +42,8 @@ class Table:
     kind: TableKind
     columns: tuple[Column, ...]
     note: str = ""
+    in_all: bool = True
+    """Whether ``crc experiment all`` runs it (the paper's tables and the circuits do; the privacy study does not)."""
 
     @property
     def needs_curve(self) -> bool:
@@ -98,6 +102,12 @@ TABLES = {
                                                      "repetitions": 2, "sums": 2, "baseline": True}),),
               note="PC K=k: a sum node over k factorized products per class. PC region graph: 2 random binary "
                    "splits of the features to depth 2, 2 sum nodes per region, 2 leaf channels per leaf region."),
+        Table("privacy", "Test gap CRC - RC under differential privacy, by the peers' ε (δ = 1e-5, over 64 releases)", GAP,
+              tuple(Column(f"eps{e:g}", f"ε={e:g}", {"dp_epsilon": e}) for e in PRIVACY_EPSILONS)
+              + (Column("eps-inf", "ε=∞", {}),),
+              note="Every peer clips its standardized continuous values to [-B, B] (--clip, default 1) and releases each "
+                   "round's statistics with Gaussian noise solved for (ε, δ) over the 64 rounds by the RDP accountant; "
+                   "ε=∞ is the paper's algorithm (no clipping, no noise). Not a table of the paper.", in_all=False),
         Table("table12", "Test gap by period of a dynamic network (a fresh random tree every period rounds)", GAP,
               tuple(Column(f"period{p}", "∞" if p == math.inf else str(p), {} if p == math.inf else {"period": p}, (letter,))
                     for p, letter in zip((math.inf, 8, 4, 2, 1), (0.59, 0.57, 0.57, 0.57, 0.57)))),

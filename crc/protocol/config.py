@@ -12,6 +12,7 @@ from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
+from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -46,6 +47,9 @@ class SimulationConfig:
     start: str = "uniform"
     safeguard: bool = False
     loss: float = 0.0
+    dp_epsilon: float | None = None
+    dp_delta: float = DEFAULT_DELTA
+    clip: float = DEFAULT_CLIP
     lr: float = DEFAULT_LR
     ess: float | None = None
     test_size: float = 0.25
@@ -122,6 +126,16 @@ class SimulationConfig:
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+        check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters, start=self.start,
+                       safeguard=self.safeguard)
+
+    def privacy(self, model) -> Privacy | None:
+        """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``."""
+        if self.dp_epsilon is None:
+            return None
+        from crc.protocol.accountant import plan
+
+        return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, releases=self.rounds)
 
     @property
     def acceleration(self) -> Acceleration:

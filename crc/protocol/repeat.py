@@ -36,6 +36,8 @@ class Split:
     phi_test: np.ndarray
     y_test: np.ndarray
     parts: list
+    x_train: np.ndarray
+    """Standardized training instances (m, d), for a feature map the peers compute otherwise (clipped data)."""
     train_rows: np.ndarray
     test_rows: np.ndarray
     absent: tuple = ()
@@ -68,7 +70,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
-    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, train, test, absent)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent)
 
 
 def repeat_seeds(seed: int, repeat: int) -> tuple[np.random.SeedSequence, ...]:

@@ -14,6 +14,7 @@ import numpy as np
 from crc.core.attacks import byzantine_nodes, byzantine_sender
 from crc.core.data import Dataset
 from crc.core.engine import CRCEngine, LocalData, Mixing
+from crc.core.privacy import Privacy, clip_standardized, release
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, central_results
 from crc.protocol.config import SimulationConfig
@@ -23,6 +24,8 @@ from crc.protocol.results import add_honest, central_json, repeat_results, resul
 
 BYZANTINE_STREAM = 0xB1A5
 """Seeds the choice of Byzantine nodes and their noise apart from the split, graph and evaluation seeds."""
+PRIVACY_STREAM = 0xD1FF
+"""Seeds the peers' privacy noise apart from every other stream."""
 
 Network = Callable[[int, np.random.SeedSequence], Mixing]
 """``network(n, seed)``: the mixing (matrix or per-round function) of one repeat's graph."""
@@ -37,17 +40,31 @@ def byzantine_for(rep: Repeat, config: SimulationConfig) -> tuple[np.ndarray, Ca
     return nodes, byzantine_sender(rep.split.model, nodes, config.attack, rng)
 
 
-def make_engine(rep: Repeat, config: SimulationConfig, network: Network) -> tuple[CRCEngine, Mixing]:
+def private_release(rep: Repeat, config: SimulationConfig, privacy: Privacy | None) -> Callable | None:
+    """The engine's ``release`` hook adding every peer's privacy noise (seeded), None without privacy."""
+    if privacy is None:
+        return None
+    rng = np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM])
+    return lambda stats: release(rep.split.model, stats, privacy.sigma, rng)
+
+
+def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
+                privacy: Privacy | None = None) -> tuple[CRCEngine, Mixing]:
     """The CRC engine of a repeat (its start, memory and safeguard as configured) and its mixing
-    (with ``config.loss``, each round's mixing averages only the messages that arrived)."""
-    local = LocalData.from_parts(rep.split.phi_train, rep.split.y_train, rep.split.parts)
+    (with ``config.loss``, each round's mixing averages only the messages that arrived). With ``privacy`` the
+    peers learn from their data clipped to its bound and release noisy statistics."""
+    split = rep.split
+    phi = split.phi_train if privacy is None else split.model.features(clip_standardized(split.model.schema, split.x_train,
+                                                                                          privacy.clip))
+    local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
     sent = byzantine_for(rep, config)[1]
     delivered = mixing
     if config.loss > 0:
         delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)])
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
-                       aggregation=config.aggregate, sent=sent, acceleration=config.acceleration)
+                       aggregation=config.aggregate, sent=sent, acceleration=config.acceleration,
+                       release=private_release(rep, config, privacy))
     return engine, mixing
 
 
@@ -56,7 +73,8 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     """One repeat: split, ML, RC, CRC, and its results object."""
     rep = prepare_repeat(dataset, config, repeat)
     central = central_results(dataset, config, rep, cache)
-    engine, mixing = make_engine(rep, config, network)
+    privacy = config.privacy(rep.split.model)
+    engine, mixing = make_engine(rep, config, network, privacy)
     curve = []
 
     def on_round(round_: int, stats: np.ndarray) -> None:
@@ -70,6 +88,8 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     final = engine.run(config.rounds, on_round)
     result = repeat_results(rep, central, final[rep.eval_nodes], ess=engine.ess)
     result["rounds"] = curve
+    if privacy is not None:
+        result["privacy"] = privacy.to_json()
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
     if hasattr(mixing, "density"):

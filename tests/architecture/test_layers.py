@@ -16,7 +16,7 @@ ALLOWED = {
     # layer: (project packages it may import, third-party packages it may import)
     "crc.core": ({"crc.core"}, {"numpy", "scipy", "threadpoolctl"}),
     "crc.tables": ({"crc.core", "crc.tables"}, {"numpy", "pandas"}),
-    "crc.protocol": ({"crc.core", "crc.tables", "crc.protocol"}, {"numpy", "scipy"}),
+    "crc.protocol": ({"crc.core", "crc.tables", "crc.protocol"}, {"numpy", "scipy", "dp_accounting"}),
     "crc.report": ({"crc.core", "crc.report"}, {"numpy", "matplotlib"}),
     "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),
     "crc.topologies": ({"crc.core.errors", "crc.topologies"}, {"numpy", "scipy", "networkx"}),

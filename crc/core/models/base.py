@@ -161,6 +161,12 @@ class GenerativeModel(ABC):
     def uniform(self, m0: float) -> np.ndarray:
         """Statistics of shape (size,) with ESS ``m0`` and uniform p(y|x) (paper, appendix A-A)."""
 
+    @abstractmethod
+    def record_bound(self, clip: float) -> float:
+        """An upper bound G on ``||s({x}, u; theta)||_2 / ||u||_2`` over every instance x whose standardized
+        continuous values lie in [-clip, clip], every weight vector u (r,) and every theta: how far one
+        instance can move the statistics (``crc.core.privacy`` derives the sensitivity from it)."""
+
 
 DIRECT_CLASSES = 8
 """From this many classes on, the batched residual writes the class-major scores straight from the product

@@ -88,6 +88,10 @@ class MixtureCircuit(GenerativeModel):
                iterations: int = EM_ITERATIONS) -> np.ndarray:
         return fit_em(self, phi, y, mask=mask, iterations=iterations)
 
+    def record_bound(self, clip: float) -> float:
+        """The leaves' ||phi(x)||: row (y, k) of s({x}, u) is u_y q(k|x, y) phi(x), and sum_k q^2 <= (sum_k q)^2 = 1."""
+        return self.leaves.record_bound(clip)
+
     def uniform(self, m0: float) -> np.ndarray:
         """ESS ``m0``, uniform p(y|x): every class has the same K components, given seeded offsets.
 

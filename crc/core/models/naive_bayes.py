@@ -101,6 +101,12 @@ class NaiveBayes(LinearFamilyModel):
         out[1 + 3 * dc:] = _last_to_front(theta["log_cat"])
         return _front_to_last(out)
 
+    def record_bound(self, clip: float) -> float:
+        """||phi(x)||: the constant, per continuous feature its presence, value and square, one category per
+        discrete feature (a missing cell only lowers it); s({x}, u) = u (x) phi(x) has norm ||u|| ||phi(x)||."""
+        dc = len(self.continuous)
+        return float(np.sqrt(1 + dc * (1 + clip**2 + clip**4) + len(self.categorical.columns)))
+
     def uniform(self, m0: float) -> np.ndarray:
         """Class counts m0/r; per continuous feature mean 0, variance 1; even category counts."""
         dc = len(self.continuous)

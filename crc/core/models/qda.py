@@ -61,6 +61,12 @@ class QDA(LinearFamilyModel):
         ones = np.ones((values.shape[0], 1))
         return np.concatenate([ones, values, outer, self.categorical.one_hot(x)], axis=1)
 
+    def record_bound(self, clip: float) -> float:
+        """||phi(x)||: the constant, dc values, dc (dc + 1) / 2 products x_i x_j (each at most clip^2), one category
+        per discrete feature; s({x}, u) = u (x) phi(x) has norm ||u|| ||phi(x)||."""
+        dc = len(self.continuous)
+        return float(np.sqrt(1 + dc * clip**2 + dc * (dc + 1) // 2 * clip**4 + len(self.categorical.columns)))
+
     def _symmetric(self, packed: np.ndarray) -> np.ndarray:
         """Upper-triangle vectors (..., dc(dc+1)/2) -> symmetric matrices (..., dc, dc)."""
         dc = len(self.continuous)

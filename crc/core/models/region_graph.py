@@ -297,6 +297,15 @@ class RegionGraphCircuit(GenerativeModel):
     def features(self, x: np.ndarray) -> np.ndarray:
         return self.leaves.features(x)
 
+    def record_bound(self, clip: float) -> float:
+        """Class row y of s({x}, u) is u_y times flows: the count (1); the class sum's edges, whose flows sum to 1
+        (squares <= 1); per repetition t with flow f_t (sum_t f_t = 1), each of its inner regions' edges summing
+        to f_t (squares <= f_t^2), and each feature's leaf channels summing to f_t (squares <= f_t^2 times that
+        feature's phi columns). So ||row|| <= |u_y| sqrt(2 + max_t inner_t + ||phi||^2 - 1) (phi: the leaves'
+        naive-Bayes map, whose constant column is the count)."""
+        inner = max(sum(1 for t, _ in self._inner if t == tree) for tree in range(self.repetitions))
+        return float(np.sqrt(1 + inner + self.leaves.record_bound(clip) ** 2))
+
     def _leaf_table(self, table: np.ndarray) -> np.ndarray:
         """Naive-Bayes statistics (..., size of the leaves) with the class count as every leaf row's count."""
         leaves = table[..., :, self.layout.columns("leaves")]

@@ -1,0 +1,73 @@
+"""Differential privacy on a peer: its releases carry noise of the planned scale, and real peers spend the simulator's ε."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from click.testing import CliRunner
+
+from crc.cli.main import main
+from crc.core.models import make_model
+from crc.core.privacy import clip_standardized
+from crc.nodes.peer import Peer, PeerSettings
+from crc.protocol.accountant import plan
+from support.tables import mixed_columns, prepared
+
+SCHEMA, X, Y = prepared(mixed_columns(60, seed=4))
+
+
+class Silent:
+    """A PeerTransport of a peer without neighbours: sends go nowhere, nothing arrives."""
+
+    def send(self, frame: bytes) -> list[str]:
+        return []
+
+    def receive(self, deadline: float) -> list:
+        return []
+
+    def refused(self) -> dict:
+        return {}
+
+    def close(self, linger_ms: int) -> None:
+        pass
+
+
+def _peer(privacy=None, seed=None) -> Peer:
+    model = make_model("nb", SCHEMA)
+    phi = model.features(clip_standardized(SCHEMA, X, 1.0))
+    settings = PeerSettings(bind="tcp://127.0.0.1:7100", peers=(), rounds=1, privacy=privacy, privacy_seed=seed)
+    return Peer(model, phi, Y, ess=1200.0, settings=settings)
+
+
+def test_a_private_peer_releases_its_step_plus_noise_of_the_planned_scale():
+    model = make_model("nb", SCHEMA)
+    privacy = plan(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    plain, noisy, again = _peer(), _peer(privacy, seed=11), _peer(privacy, seed=11)
+    for peer in (plain, noisy, again):
+        assert peer.run(Silent())
+    np.testing.assert_array_equal(noisy.stats, again.stats)  # seeded: reproducible
+    np.testing.assert_allclose(model.ess(noisy.stats), 1200.0, rtol=1e-12)
+    noise = np.delete(model.table(noisy.stats - plain.stats), model.layout.columns("count"), axis=-1).reshape(-1)
+    # sum of squares / sigma^2 is chi-square with noise.size degrees of freedom: within 6 standard deviations
+    ratio = np.sum(noise**2) / privacy.sigma**2
+    assert abs(ratio - noise.size) < 6 * math.sqrt(2 * noise.size)
+    unseeded = _peer(privacy)
+    unseeded.run(Silent())
+    assert not np.array_equal(unseeded.stats, noisy.stats)
+
+
+def test_real_peers_spend_the_simulators_epsilon(tmp_path):
+    common = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300",
+              "--dp-epsilon", "8", "--clip", "1.5", "--json"]
+    simulated = CliRunner().invoke(main, ["simulate", *common])
+    assert simulated.exit_code == 0, simulated.output
+    launched = CliRunner().invoke(main, ["launch", *common, "--insecure", "--workdir", str(tmp_path)])
+    assert launched.exit_code == 0, launched.output
+    expected = json.loads(simulated.stdout)["privacy"]
+    assert json.loads(launched.stdout)["privacy"] == expected
+    assert expected["epsilon_spent"] <= 8.0 and expected["rounds"] == 3 and expected["clip"] == 1.5
+    for index in range(3):
+        model_file = json.loads((tmp_path / f"model-{index}.json").read_text())
+        assert model_file["metrics"]["privacy"] == expected
