@@ -64,6 +64,7 @@ class _RoundsDone:
 @click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "rc_iterations", "iters", *ACCELERATION, "loss", *PRIVACY, "lr", "ess", "test_size", "seed", "aggregate",
+         "secure_aggregation",
          base=LAUNCH_DEFAULTS)
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "
@@ -98,6 +99,8 @@ def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots,
     """
     config = SimulationConfig.from_settings(**settings)
     config.validate()
+    if insecure and config.secure_aggregation:
+        raise click.UsageError("--secure-aggregation derives its masks from the peers' keys: drop --insecure")
     # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
     Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
     warned = _warn_tiny_count(config.test_size)

@@ -6,7 +6,7 @@ import click
 
 from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import model_choice, option_decorators
-from crc.cli.privacy import privacy_options
+from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
@@ -86,10 +86,12 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--seed", type=int, default=base.seed, show_default=True, help="Seed of splits, graphs and sampling."),
         click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=base.aggregate, show_default=True,
                      help=f"How a peer combines its neighbours' statistics with its own: {AGGREGATION_HELP}."),
+        secure_aggregation_option(),
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
              "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds",
-             "rc_iterations", "iters", *acceleration_options(), "loss", *privacy_options(), "lr", "ess", "test_size", "seed", "aggregate"]
+             "rc_iterations", "iters", *acceleration_options(), "loss", *privacy_options(), "lr", "ess", "test_size", "seed", "aggregate",
+             "secure_aggregation"]
     return dict(zip(names, options))
 
 

@@ -14,7 +14,7 @@ from crc.cli.acceleration import acceleration_options, loss_option
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
-from crc.cli.privacy import privacy_options
+from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.acceleration import Acceleration, with_preset
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -26,9 +26,9 @@ from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
 from crc.core.privacy import Privacy, check_settings
 from crc.core.schema import Schema
-from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers
+from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
 from crc.nodes.local_data import load_local
-from crc.nodes.peer import Peer, PeerSettings
+from crc.nodes.peer import Peer, PeerSettings, SecureKeys
 from crc.nodes.transport import Transport
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
@@ -143,6 +143,10 @@ def privacy_option_list(function):
 @click.option("--known-peers", type=click.Path(dir_okay=False), default=None,
               help="JSON file mapping each neighbour's address to its public key (z85), like ssh's known_hosts; "
                    "only these keys may connect, and a frame must come with the key of the neighbour it names.")
+@secure_aggregation_option()
+@click.option("--neighbourhoods", type=click.Path(dir_okay=False), default=None,
+              help="With --secure-aggregation: JSON file mapping each neighbour's address to {address: public key} of "
+                   "its own neighbours (this peer included), from which the masks are agreed (`crc launch` writes it).")
 @click.option("--insecure", is_flag=True,
               help="Run without keys: plaintext, and anyone who reaches the port can send statistics in a "
                    "neighbour's name. For trials on a trusted network only; a warning is logged.")
@@ -152,7 +156,7 @@ def privacy_option_list(function):
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, accelerated, loss,
          dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after,
-         attack, secret_key, known_peers, insecure, out, log_level, **structure):
+         attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -171,6 +175,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
     keys = _peer_keys(secret_key, known_peers, insecure, neighbours)
+    secure = _secure_keys(secure_aggregation, neighbourhoods, keys, bind, neighbours, aggregate)
     shared = Schema.load(schema_path)
     if label is not None and label != shared.label:
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
@@ -191,7 +196,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                                 first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
                                 aggregate=aggregate, down_after=down_after, attack=attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed,
-                                privacy=privacy)
+                                privacy=privacy, secure=secure)
         peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
@@ -212,7 +217,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
     if not finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess,
-               "aggregate": aggregate, "attack": attack}
+               "aggregate": aggregate, "attack": attack, "secure_aggregation": secure is not None}
     if privacy is not None:
         metrics["privacy"] = privacy.to_json()
     TrainedModel(shared, model, peer.stats, metrics, **options).save(out)
@@ -225,6 +230,29 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                    f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
                    err=True)
         ctx.exit(ALONE)
+
+
+def _secure_keys(secure_aggregation: bool, neighbourhoods: str | None, keys: PeerKeys | None, bind: str,
+                 neighbours: tuple[str, ...], aggregate: str) -> SecureKeys | None:
+    """The keys of secure aggregation from --neighbourhoods, checked against the other options; None without it."""
+    if not secure_aggregation:
+        if neighbourhoods:
+            raise click.UsageError("--neighbourhoods is for --secure-aggregation")
+        return None
+    if keys is None:
+        raise click.UsageError("--secure-aggregation derives its masks from the peers' keys: give --secret-key and "
+                               "--known-peers, not --insecure")
+    if not neighbourhoods:
+        raise click.UsageError("--secure-aggregation needs --neighbourhoods")
+    if aggregate != "mean":
+        raise click.UsageError("--secure-aggregation needs --aggregate mean: this peer sees only its neighbours' sum")
+    hoods = load_neighbourhoods(neighbourhoods, bind, neighbours)
+    for u in neighbours:
+        if hoods[u][bind] != keys.own.public:
+            raise CRCError(f"{neighbourhoods}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
+        if any(keys.known.get(w, key) != key for w, key in hoods[u].items()):
+            raise CRCError(f"{neighbourhoods}: a key in the neighbourhood of {u} differs from the known-peers file's")
+    return SecureKeys(keys.own.secret, hoods)
 
 
 def _privacy(model, epsilon: float | None, delta: float, clip: float, rounds: int, iters: int,

@@ -1,4 +1,4 @@
-"""Options of differential privacy, shared by ``crc simulate``, ``crc launch``, ``crc node`` and ``crc experiment``
+"""Options of differential privacy and secure aggregation, shared by ``crc simulate``, ``crc launch``, ``crc node`` and ``crc experiment``
 (kept light: ``crc node`` imports it)."""
 
 from __future__ import annotations
@@ -24,3 +24,13 @@ def privacy_options() -> dict:
             help="With --dp-epsilon: a peer clips its standardized continuous values to [-CLIP, CLIP] before learning; "
                  "the noise grows with CLIP (naive Bayes: about CLIP^2)."),
     }
+
+
+def secure_aggregation_option():
+    """``--secure-aggregation``: a peer learns only the sum of its neighbours' statistics."""
+    return click.option(
+        "--secure-aggregation", is_flag=True, default=False,
+        help="Secure aggregation: each neighbour masks its statistics so that a peer with two or more neighbours "
+             "learns only their sum (pairwise masks from the peers' keys, Shamir-shared self-masks for dropouts); "
+             "statistics to a peer with a single neighbour cannot be hidden and go as they are. Needs keys and "
+             "--aggregate mean.")

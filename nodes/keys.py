@@ -29,13 +29,15 @@ import zmq.auth
 from zmq.utils import z85
 
 from crc.core.errors import CRCError
-from crc.core.files import atomic_write_json
+from crc.core.files import atomic_write_json, read_json
 
 KEY_TEXT_LENGTH = 40
 """z85 characters of a 32-byte CURVE key."""
 MAX_KEY_FILE_BYTES = 64 * 1024
 MAX_KNOWN_PEERS_BYTES = 1024 * 1024
 MAX_ADDRESS_LENGTH = 512
+MAX_NEIGHBOURHOOD = 255
+"""Most members of one neighbourhood (``crc.nodes.wire.MAX_ENTRIES``)."""
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 PUBLIC_SUFFIX, SECRET_SUFFIX = ".key", ".key_secret"
 
@@ -212,6 +214,36 @@ def peer_known_peers_file(directory, index: int) -> Path:
     return Path(directory) / f"known-peers-{index}.json"
 
 
+def peer_neighbourhoods_file(directory, index: int) -> Path:
+    return Path(directory) / f"neighbourhoods-{index}.json"
+
+
+def load_neighbourhoods(path, own: str, neighbours: Iterable[str]) -> dict[str, dict[str, str]]:
+    """The neighbourhoods file of secure aggregation: for each neighbour address, the public key (z85) of every
+    member of its neighbourhood, this peer (``own``) included. One line naming the file for anything else: too
+    large or deep, not objects of keys, a neighbour missing, this peer missing from one, an address too long."""
+    path = Path(path)
+    raw = read_json(path, max_bytes=MAX_KNOWN_PEERS_BYTES * 16, what="neighbourhoods file", max_depth=3)
+    if not isinstance(raw, dict):
+        raise CRCError(f"{path}: a neighbourhoods file maps each neighbour to {{address: public key}} of its neighbours")
+    for recipient, members in raw.items():
+        if not isinstance(members, dict) or not 1 <= len(members) <= MAX_NEIGHBOURHOOD:
+            raise CRCError(f"{path}: the neighbourhood of {recipient[:80]!r} is not an object of 1 to {MAX_NEIGHBOURHOOD} "
+                           "addresses and keys")
+        for address, key in [(recipient, None), *members.items()]:
+            if len(address) > MAX_ADDRESS_LENGTH:
+                raise CRCError(f"{path}: an address longer than {MAX_ADDRESS_LENGTH} characters")
+            if key is not None and not is_key(key):
+                raise CRCError(f"{path}: the key of {address!r} in the neighbourhood of {recipient!r} is not a CURVE "
+                               "public key")
+        if own not in members:
+            raise CRCError(f"{path}: the neighbourhood of {recipient!r} does not list this peer ({own})")
+    missing = [u for u in neighbours if u not in raw]
+    if missing:
+        raise CRCError(f"{path}: no neighbourhood for neighbour {missing[0]!r}")
+    return raw
+
+
 def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]] | None = None, *,
                     force: bool = False) -> None:
     """Keys of a deployment of ``len(addresses)`` peers: a key pair per peer in ``directory/keys/node-<i>.key`` and
@@ -223,3 +255,6 @@ def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]]
     for index in range(len(addresses)):
         others = neighbours[index] if neighbours is not None else [j for j in range(len(addresses)) if j != index]
         write_known_peers(peer_known_peers_file(directory, index), {addresses[j]: public[j] for j in others})
+        if neighbours is not None:
+            hoods = {addresses[u]: {addresses[w]: public[w] for w in neighbours[u]} for u in others}
+            atomic_write_json(peer_neighbourhoods_file(directory, index), hoods)

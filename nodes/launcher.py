@@ -28,15 +28,16 @@ from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
-from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.keys import peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.peer import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
+from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
 from crc.protocol.simulator import byzantine_for
-from crc.topologies import Schedule
+from crc.topologies import Schedule, averaging_matrix
 
 REAP_GRACE_S = 3.0
 
@@ -77,7 +78,9 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--first-round-timeout", repr(first_round_timeout),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
-            *_privacy_arguments(config), *keys]
+            *_privacy_arguments(config), *keys,
+            *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index))]
+              if config.secure_aggregation else [])]
 
 
 def _privacy_arguments(config: SimulationConfig) -> list[str]:
@@ -176,13 +179,13 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
                 spawner.close()
     wall = time.monotonic() - started
     results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses,
-                        timeout=timeout, byzantine=byzantine)
+                        timeout=timeout, byzantine=byzantine, graph=graph)
     results["network"]["encrypted"] = not insecure
     return results
 
 
 def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
-              timeout: float, byzantine: np.ndarray) -> dict:
+              timeout: float, byzantine: np.ndarray, graph) -> dict:
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"
@@ -205,6 +208,10 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
     privacy = [m["privacy"] for m in metrics if "privacy" in m]
     if privacy:
         results["privacy"] = privacy[0]
+    if config.secure_aggregation:
+        results["secure_aggregation"] = {**secure_aggregation_summary(averaging_matrix(graph)),
+                                         "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
+                                         "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics)}
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected, refused = {}, {}

@@ -33,7 +33,7 @@ from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.privacy import Privacy, release
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import CAUSES, Expectation, Rejected, decode, encode
+from crc.nodes.wire import CAUSES, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,9 @@ class PeerSettings:
     this plan's sigma, and the peer continues from the released values. None: no noise."""
     privacy_seed: int | None = None
     """Seed of the privacy noise; None (a deployment): fresh entropy from the operating system."""
+    secure: SecureKeys | None = None
+    """Secure aggregation (``crc.nodes.secure_aggregation``): this peer's secret key and every neighbour's
+    neighbourhood with its members' public keys. None: statistics travel as they are."""
 
     def __post_init__(self):
         if self.bind in self.peers:
@@ -105,6 +108,15 @@ class PeerSettings:
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
         if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
             raise ValueError("every neighbour needs a known key")
+
+
+@dataclass(frozen=True)
+class SecureKeys:
+    """What a peer needs for secure aggregation: its z85 CURVE secret key and, for each neighbour u, the z85 public
+    key of every member of u's neighbourhood N(u) (this peer included)."""
+
+    secret_key: str
+    neighbourhoods: Mapping[str, Mapping[str, str]]
 
 
 @dataclass
@@ -128,6 +140,11 @@ class Metrics:
     """Per neighbour: rounds it was marked down (not waited for)."""
     downtime_s: dict = field(default_factory=dict)
     """Per neighbour: seconds from being marked down to sending again (or to the end of the run)."""
+    unmask_fallbacks: int = 0
+    """Secure aggregation: rounds whose neighbours' masked statistics could not be unmasked (fewer than two arrived,
+    or a mask could not be removed), so that the peer kept its own statistics."""
+    reveals_refused: int = 0
+    """Secure aggregation: unmasking requests this peer refused (they would have revealed more than a sum)."""
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -151,7 +168,16 @@ class Peer:
         self.log = log or logging.getLogger("crc.node")
         self.weights = labelled_weights(y, model.n_classes)
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
-                                  neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys)
+                                  neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys,
+                                  secure=settings.secure is not None)
+        self.secure = None
+        if settings.secure is not None:
+            from crc.nodes.secure_aggregation import SecureNeighbourhoods
+
+            self.secure = SecureNeighbourhoods(settings.bind, settings.run, settings.peers, settings.secure)
+        self._reveals: dict[str, Reveal] = {}
+        self._unmasking: tuple[int, frozenset] | None = None  # (round, survivors) whose reveals are awaited
+        self._final_asked: set[str] = set()
         self.round, self.metrics, self.memory = 0, Metrics(), None
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         self.metrics.missing = {peer: 0 for peer in settings.peers}
@@ -176,6 +202,8 @@ class Peer:
                     "schema_id": self.model.schema_id, "ess": self.ess, "instances": int(len(self.y))}
         if s.privacy is not None:  # resuming under other noise would break the accounting
             identity["privacy"] = s.privacy.to_json()
+        if s.secure is not None:
+            identity["secure_aggregation"] = True
         return identity
 
     def _resume(self) -> None:
@@ -197,13 +225,28 @@ class Peer:
                                                                          self._attack_rng)
         frame = encode(run=self.settings.run, sender=self.settings.bind, round_=self.round, schema_id=self.model.schema_id,
                        ess=self.ess, stats=stats)
-        dropped = transport.send(frame)
-        sent = len(self.settings.peers) - len(dropped)
-        self.metrics.messages_sent += sent
-        self.metrics.bytes_sent += sent * len(frame)
+        if self.secure is None:
+            dropped = transport.send(frame)
+            sent = len(self.settings.peers) - len(dropped)
+            self.metrics.messages_sent += sent
+            self.metrics.bytes_sent += sent * len(frame)
+        else:
+            dropped = []
+            for address in self.settings.peers:
+                masked = self.secure.masked_frame(address, stats, self.round, schema_id=self.model.schema_id, ess=self.ess)
+                if not self._send_to(transport, address, masked or frame):
+                    dropped.append(address)
         self.metrics.send_dropped += len(dropped)
         for address in dropped:
             self.log.warning("round %d: queue to %s full, statistics not sent", self.round, address)
+
+    def _send_to(self, transport: PeerTransport, address: str, frame: bytes) -> bool:
+        """Queue one frame for one neighbour, counted; False if its queue is full."""
+        if not transport.send_to(address, frame):
+            return False
+        self.metrics.messages_sent += 1
+        self.metrics.bytes_sent += len(frame)
+        return True
 
     def _reject(self, cause: str, detail: str, sender: str | None) -> None:
         self.metrics.rejected[cause] = self.metrics.rejected.get(cause, 0) + 1
@@ -211,11 +254,22 @@ class Peer:
         self._logged_causes.add(cause)
         self.log.log(level, "rejected message (%s) from %s: %s", cause, sender or "unknown sender", detail)
 
-    def _accept(self, frame: bytes, key: str | None, wanted: int) -> None:
+    def _accept(self, frame: bytes, key: str | None, wanted: int, transport: PeerTransport) -> None:
         try:
             message = decode(frame, self.expect, key)
         except Rejected as rejection:
             self._reject(rejection.cause, rejection.detail, rejection.sender)
+            return
+        if isinstance(message, Unmask):
+            self._answer(message, transport)
+            return
+        if isinstance(message, Reveal):
+            self._take_reveal(message, len(frame))
+            return
+        if self.secure is not None and isinstance(message, Masked) != self.secure.receives_masked:
+            expected = "masked" if self.secure.receives_masked else "plain"
+            self._reject("type", f"{type(message).__name__.lower()} statistics; this peer expects {expected} ones",
+                         message.sender)
             return
         if message.round < wanted:
             self._reject("stale", f"round {message.round} arrived while waiting for round {wanted}", message.sender)
@@ -231,11 +285,36 @@ class Peer:
         if message.sender in slot:
             self._reject("duplicate", f"second message for round {message.round}", message.sender)
             return
-        slot[message.sender] = message.stats
+        slot[message.sender] = message
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)
         if message.sender in self._down_since:
             self._mark_up(message.sender)
+
+    def _answer(self, request: Unmask, transport: PeerTransport) -> None:
+        """Answer a neighbour's unmasking request with this peer's reveal, or refuse it (counted and logged)."""
+        from crc.nodes.secure_aggregation import Refused
+
+        if request.round == self.settings.rounds - 1:
+            self._final_asked.add(request.sender)
+        try:
+            frame = self.secure.reveal_frame(request)
+        except Refused as refusal:
+            self.metrics.reveals_refused += 1
+            self.log.warning("refused %s's unmasking request for round %d: %s", request.sender, request.round, refusal)
+            return
+        if frame is not None:
+            self._send_to(transport, request.sender, frame)
+
+    def _take_reveal(self, reveal: Reveal, size: int) -> None:
+        if self._unmasking is None or (reveal.round, reveal.sender in self._unmasking[1]) != (self._unmasking[0], True):
+            self._reject("stale", f"a reveal for round {reveal.round} that this peer is not unmasking", reveal.sender)
+            return
+        if reveal.sender in self._reveals:
+            self._reject("duplicate", f"second reveal for round {reveal.round}", reveal.sender)
+            return
+        self._reveals[reveal.sender] = reveal
+        self.metrics.bytes_received += size
 
     def _mark_up(self, peer: str) -> None:
         down_s = self.clock() - self._down_since.pop(peer)
@@ -274,17 +353,52 @@ class Peer:
         drain = len(self._down_since) == len(self.settings.peers) > 0
         if drain:
             deadline = self.clock()
-        while not self.stop.is_set() and (drain or not self._complete(wanted)):
-            expired = self.clock() >= deadline  # once expired, one last receive takes what is already there
-            for frame, key in transport.receive(deadline):
-                if self.stop.is_set():
-                    break
-                self._accept(frame, key, wanted)
-            if expired:
-                break
+        self._wait(transport, wanted, deadline, lambda: not drain and self._complete(wanted))
         for old in [r for r in self._inbox if r < wanted]:
             del self._inbox[old]
         return self._inbox.pop(wanted, {})
+
+    def _wait(self, transport: PeerTransport, wanted: int, deadline: float, done: Callable[[], bool]) -> None:
+        """Handle frames (for round ``wanted`` and early ones) until ``done()``, a stop request or ``deadline``
+        (once expired, one last receive takes what is already there)."""
+        while not self.stop.is_set() and not done():
+            expired = self.clock() >= deadline
+            for frame, key in transport.receive(deadline):
+                if self.stop.is_set():
+                    break
+                self._accept(frame, key, wanted, transport)
+            if expired:
+                break
+
+    def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
+        """The neighbourhood average from masked statistics: ask the contributors whose words arrived to reveal what
+        removes their masks, unmask the sum, average it with this peer's own; its own alone if that fails."""
+        survivors = sorted(received)
+        total, self._reveals = None, {}
+        for address in self.settings.peers:  # to the others too: a notice that they are left out (see _serve_final)
+            self._send_to(transport, address, self.secure.unmask_frame(address, received, wanted))
+        if len(survivors) >= 2:
+            self._unmasking = (wanted, frozenset(survivors))
+            self._wait(transport, wanted, self.clock() + self.settings.timeout_s,
+                       lambda: len(self._reveals) == len(survivors))
+            total = self.secure.unmask({w: received[w].words for w in survivors}, self._reveals)
+            self._unmasking = None
+        if total is None:
+            self.metrics.unmask_fallbacks += 1
+            self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
+                             "revealed): keeping this peer's own", wanted + 1, len(survivors), len(self.settings.peers),
+                             len(self._reveals))
+            return self.stats.copy()
+        return (self.stats + total) / (1 + len(survivors))
+
+    def _serve_final(self, transport: PeerTransport) -> None:
+        """After the last round: answer the neighbours' unmasking requests for it (they unmask after this peer's
+        last message), until every protected neighbour has sent its request (every contributor gets one, a notice
+        when it is left out), a stop request, or ``timeout_s``."""
+        waiting = set(self.secure.protected) - self._final_asked
+        if waiting:
+            self._wait(transport, self.settings.rounds, self.clock() + self.settings.timeout_s,
+                       lambda: set(self.secure.protected) <= self._final_asked)
 
     def step(self, transport: PeerTransport) -> bool:
         """One round; False if a stop request interrupted the wait."""
@@ -300,7 +414,12 @@ class Peer:
         for peer in [peer for peer in received if lost[self.settings.peers.index(peer)]]:
             del received[peer]  # an injected loss: missing, but not held against the neighbour's liveness
             self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
-        aggregated = peer_average(self.stats, list(received.values()), rule=self.settings.aggregate)
+        if self.secure is not None and self.secure.receives_masked:
+            aggregated = self._secure_average(transport, received, wanted)
+            if self.stop.is_set():
+                return False
+        else:
+            aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
                                                     self.weights, iterations=self.settings.iters)
         if self.settings.privacy is not None:
@@ -343,6 +462,8 @@ class Peer:
                 if not self.step(transport):
                     break
             finished = self.round >= self.settings.rounds
+            if finished and self.secure is not None:
+                self._serve_final(transport)
         finally:
             for peer, since in self._down_since.items():  # still down at the end
                 self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + self.clock() - since

@@ -53,6 +53,9 @@ class PeerTransport(Protocol):
     def send(self, frame: bytes) -> list[str]:
         """Queue ``frame`` for every neighbour without blocking; returns the neighbours whose queue was full."""
 
+    def send_to(self, address: str, frame: bytes) -> bool:
+        """Queue ``frame`` for one neighbour without blocking; False if its queue was full."""
+
     def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
         """Frames that arrived, each with the z85 public key its connection authenticated with (None without keys),
         waiting at most one poll slice and never past ``deadline``; may be empty."""
@@ -162,6 +165,14 @@ class Transport:
             except zmq.Again:
                 dropped.append(address)
         return dropped
+
+    def send_to(self, address: str, frame: bytes) -> bool:
+        """Queue ``frame`` for the neighbour at ``address``; False if its queue was full."""
+        try:
+            self.outboxes[address].send(frame, flags=zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return False
+        return True
 
     def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
         """At most ``max_frames`` frames that arrive before ``deadline`` (time.monotonic), with their senders' keys,

@@ -13,6 +13,15 @@ Fields (all required)::
     n       number of float64 values
     data    the statistics, raw little-endian float64 bytes (bin)
 
+With secure aggregation (``crc.nodes.secure_aggregation``) three more types share the first five fields::
+
+    masked  + schema, ess, n, data (masked statistics: n raw little-endian uint64 words), shares (map: holder
+            address -> the sender's sealed Shamir share for it, relayed unread by the recipient)
+    unmask  + survivors (array of the contributors whose masked statistics arrived), shares (map: owner address ->
+            the share that owner sealed for the addressee)
+    reveal  + seed (the sender's 32-byte self-mask seed), shares (map: owner address -> 66-byte Shamir share),
+            pairs (map: dropped contributor address -> 32-byte pairwise seed)
+
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
 and of the expected length. Given the model, the statistics themselves must
@@ -49,6 +58,19 @@ MAX_RELATIVE_MAGNITUDE = 1e30
 """Largest |value| accepted, as a multiple of m0: honest statistics of standardized data are within a few powers of
 ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares in theta) could overflow."""
 
+SECURE_FIELDS = {
+    "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
+    "unmask": frozenset({"v", "type", "run", "from", "round", "survivors", "shares"}),
+    "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs"}),
+}
+MAX_ENTRIES = 255
+"""Most entries of a secure message's maps and arrays (a neighbourhood's contributors)."""
+SEALED_BYTES = 128
+"""Longest sealed share accepted (a 66-byte share plus its 16-byte tag is 82)."""
+SEED_BYTES = 32
+SHARE_BYTES = 66
+"""A Shamir share: an element of the field of the prime 2^521 - 1, big-endian."""
+
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
           "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate", "forged")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
@@ -70,6 +92,31 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Masked:
+    sender: str
+    round: int
+    words: np.ndarray
+    shares: dict
+
+
+@dataclass(frozen=True)
+class Unmask:
+    sender: str
+    round: int
+    survivors: tuple
+    shares: dict
+
+
+@dataclass(frozen=True)
+class Reveal:
+    sender: str
+    round: int
+    seed: bytes
+    shares: dict
+    pairs: dict
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What a peer accepts: its run, schema id, ESS, statistics length and neighbours."""
 
@@ -83,9 +130,13 @@ class Expectation:
     known_keys: Mapping[str, str] | None = None
     """Each neighbour's public key (z85): with them, a frame must come with the key of the neighbour it names."""
 
+    secure: bool = False
+    """Whether secure-aggregation frames are accepted (their maps make frames longer)."""
+
     @property
     def max_frame_bytes(self) -> int:
-        return 8 * self.size + ENVELOPE_BYTES
+        extra = MAX_ENTRIES * (SEALED_BYTES + MAX_TEXT + 8) if self.secure else 0
+        return 8 * self.size + ENVELOPE_BYTES + extra
 
 
 def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, stats: np.ndarray) -> bytes:
@@ -96,17 +147,33 @@ def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, st
                           "data": payload.tobytes()}, use_bin_type=True)
 
 
-def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message:
+def encode_secure(kind: str, *, run: str, sender: str, round_: int, **fields) -> bytes:
+    """One secure-aggregation frame of ``kind`` (``SECURE_FIELDS``); ``data`` (masked) is given as uint64 words."""
+    body = {"v": PROTOCOL_VERSION, "type": kind, "run": run, "from": sender, "round": int(round_), **fields}
+    if kind == "masked":
+        words = np.ascontiguousarray(body["data"], dtype="<u8")
+        body.update(data=words.tobytes(), n=int(words.size), ess=float(body["ess"]))
+    if kind == "unmask":
+        body["survivors"] = list(body["survivors"])
+    if set(body) != SECURE_FIELDS[kind]:
+        raise ValueError(f"a {kind} frame has fields {sorted(SECURE_FIELDS[kind])}")
+    return msgpack.packb(body, use_bin_type=True)
+
+
+def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Masked | Unmask | Reveal:
     """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
         raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
+    entries = MAX_ENTRIES if expect.secure else 0
     try:
         obj = msgpack.unpackb(frame, raw=False, strict_map_key=True, use_list=False,
-                              max_bin_len=expect.max_frame_bytes, max_str_len=MAX_TEXT, max_array_len=0,
-                              max_map_len=len(FIELDS), max_ext_len=0)
+                              max_bin_len=expect.max_frame_bytes, max_str_len=MAX_TEXT, max_array_len=entries,
+                              max_map_len=max(len(FIELDS), entries), max_ext_len=0)
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
+    if expect.secure and isinstance(obj, dict) and obj.get("type") in SECURE_FIELDS:
+        return _decode_secure(obj, expect, key)
     if not isinstance(obj, dict) or set(obj) != FIELDS:
         keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
         raise Rejected("malformed", f"fields {keys}, expected {sorted(FIELDS)}")
@@ -118,17 +185,8 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
         raise Rejected("version", f"protocol version {obj['v']}, this peer speaks {PROTOCOL_VERSION}", sender)
     if obj["type"] != MESSAGE_TYPE:
         raise Rejected("type", f"message type {obj['type']!r}", sender)
-    if obj["run"] != expect.run:
-        raise Rejected("run", f"run id {obj['run']!r}, this peer is in run {expect.run!r}", sender)
-    if sender not in expect.neighbours:
-        raise Rejected("sender", f"{sender!r} is not a configured neighbour", sender)
-    if expect.known_keys is not None and key != expect.known_keys.get(sender):
-        raise Rejected("forged", f"claims to be {sender} but its connection has another key ({key})", key)
-    if obj["schema"] != expect.schema_id:
-        raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… "
-                                 "(different schema file, model or structure)", sender)
-    if not math.isclose(obj["ess"], expect.ess, rel_tol=ESS_RELATIVE_TOLERANCE):
-        raise Rejected("ess", f"ESS {obj['ess']!r}, this peer uses {expect.ess!r}: give every peer the same --ess", sender)
+    _check_origin(obj, sender, expect, key)
+    _check_model(obj, sender, expect)
     if obj["dtype"] != DTYPE or obj["n"] != expect.size or len(obj["data"]) != 8 * expect.size:
         raise Rejected("length", f"{obj['n']} values of {obj['dtype']!r} in {len(obj['data'])} bytes, "
                                  f"expected {expect.size} of {DTYPE!r}", sender)
@@ -138,6 +196,72 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     if expect.model is not None:
         check_statistics(stats, expect.model, expect.ess, sender)
     return Message(sender=sender, round=obj["round"], stats=stats)
+
+
+def _check_origin(obj: dict, sender: str, expect: Expectation, key: str | None) -> None:
+    """Version, run, neighbour and key of a frame whose fields are typed."""
+    if obj["v"] != PROTOCOL_VERSION:
+        raise Rejected("version", f"protocol version {obj['v']}, this peer speaks {PROTOCOL_VERSION}", sender)
+    if obj["run"] != expect.run:
+        raise Rejected("run", f"run id {obj['run']!r}, this peer is in run {expect.run!r}", sender)
+    if sender not in expect.neighbours:
+        raise Rejected("sender", f"{sender!r} is not a configured neighbour", sender)
+    if expect.known_keys is not None and key != expect.known_keys.get(sender):
+        raise Rejected("forged", f"claims to be {sender} but its connection has another key ({key})", key)
+
+
+def _check_model(obj: dict, sender: str, expect: Expectation) -> None:
+    """Schema id and ESS of a statistics frame."""
+    if obj["schema"] != expect.schema_id:
+        raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… "
+                                 "(different schema file, model or structure)", sender)
+    if not math.isclose(obj["ess"], expect.ess, rel_tol=ESS_RELATIVE_TOLERANCE):
+        raise Rejected("ess", f"ESS {obj['ess']!r}, this peer uses {expect.ess!r}: give every peer the same --ess", sender)
+
+
+def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longest: int = SEALED_BYTES) -> dict:
+    """A map of address strings to byte strings (each ``exact`` bytes long, or at most ``longest``)."""
+    if not isinstance(value, dict) or len(value) > MAX_ENTRIES:
+        raise Rejected("malformed", f"field {field!r} is not a map of at most {MAX_ENTRIES} entries", sender)
+    for address, data in value.items():
+        if not isinstance(address, str) or not isinstance(data, bytes) or (
+                len(data) != exact if exact is not None else len(data) > longest):
+            raise Rejected("malformed", f"field {field!r} has an entry that is not an address and "
+                                        f"{exact or f'at most {longest}'} bytes", sender)
+    return dict(value)
+
+
+def _decode_secure(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
+    kind = obj["type"]
+    sender = obj.get("from")
+    if not isinstance(sender, str) or set(obj) != SECURE_FIELDS[kind]:
+        raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(SECURE_FIELDS[kind])}")
+    for field, typ in (("v", int), ("run", str), ("round", int)):
+        if not isinstance(obj[field], typ) or isinstance(obj[field], bool):
+            raise Rejected("malformed", f"field {field!r} is {type(obj[field]).__name__}, expected {typ.__name__}", sender)
+    if obj["round"] < 0:
+        raise Rejected("malformed", f"round {obj['round']} out of range", sender)
+    _check_origin(obj, sender, expect, key)
+    round_ = obj["round"]
+    if kind == "masked":
+        if not (isinstance(obj["schema"], str) and isinstance(obj["ess"], float) and isinstance(obj["n"], int)
+                and isinstance(obj["data"], bytes)) or isinstance(obj["n"], bool):
+            raise Rejected("malformed", "a masked frame's schema, ess, n or data has the wrong type", sender)
+        _check_model(obj, sender, expect)
+        if obj["n"] != expect.size or len(obj["data"]) != 8 * expect.size:
+            raise Rejected("length", f"{obj['n']} words in {len(obj['data'])} bytes, expected {expect.size}", sender)
+        words = np.frombuffer(obj["data"], dtype="<u8").astype(np.uint64)
+        return Masked(sender, round_, words, _byte_map(obj["shares"], sender, "shares"))
+    if kind == "unmask":
+        survivors = obj["survivors"]
+        if not isinstance(survivors, tuple) or not all(isinstance(w, str) for w in survivors):
+            raise Rejected("malformed", "field 'survivors' is not an array of addresses", sender)
+        return Unmask(sender, round_, survivors, _byte_map(obj["shares"], sender, "shares"))
+    if not isinstance(obj["seed"], bytes) or len(obj["seed"]) != SEED_BYTES:
+        raise Rejected("malformed", f"field 'seed' is not {SEED_BYTES} bytes", sender)
+    shares = {owner: int.from_bytes(data, "big")
+              for owner, data in _byte_map(obj["shares"], sender, "shares", exact=SHARE_BYTES).items()}
+    return Reveal(sender, round_, obj["seed"], shares, _byte_map(obj["pairs"], sender, "pairs", exact=SEED_BYTES))
 
 
 def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None) -> None:

@@ -50,6 +50,7 @@ class SimulationConfig:
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
     clip: float = DEFAULT_CLIP
+    secure_aggregation: bool = False
     lr: float = DEFAULT_LR
     ess: float | None = None
     test_size: float = 0.25
@@ -120,6 +121,8 @@ class SimulationConfig:
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.aggregate in AGGREGATIONS, f"--aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}"),
             (self.attack in ATTACKS, f"--attack must be one of {', '.join(ATTACKS)}, got {self.attack!r}"),
+            (not (self.secure_aggregation and self.aggregate != "mean"),
+             "--secure-aggregation needs --aggregate mean: a peer then sees only the sum of its neighbours' statistics"),
             (0 <= self.byzantine < self.nodes, f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]

@@ -84,8 +84,9 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
     absent = sorted({label for r in repeats for label in r.get("absent_classes", [])})
     if absent:
         summary["absent_classes"] = absent
-    if "privacy" in repeats[0]:
-        summary["privacy"] = repeats[0]["privacy"]
+    for section in ("privacy", "secure_aggregation"):
+        if section in repeats[0]:
+            summary[section] = repeats[0][section]
     if "density" in repeats[0]:
         summary["density"] = float(np.mean([r["density"] for r in repeats]))
     for row in summary["rounds"]:

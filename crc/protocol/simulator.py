@@ -19,6 +19,7 @@ from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, central_results
 from crc.protocol.config import SimulationConfig
 from crc.protocol.loss import loss_seed, lossy_mixing
+from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 
@@ -61,7 +62,8 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     sent = byzantine_for(rep, config)[1]
     delivered = mixing
     if config.loss > 0:
-        delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)])
+        delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)],
+                                 secure=config.secure_aggregation)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, sent=sent, acceleration=config.acceleration,
                        release=private_release(rep, config, privacy))
@@ -90,6 +92,8 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     result["rounds"] = curve
     if privacy is not None:
         result["privacy"] = privacy.to_json()
+    if config.secure_aggregation:
+        result["secure_aggregation"] = secure_aggregation_summary(mixing(1) if callable(mixing) else mixing)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
     if hasattr(mixing, "density"):

@@ -1,0 +1,310 @@
+"""Secure aggregation over a closed neighbourhood (after Bonawitz et al., CCS 2017): a recipient learns only the sum
+of its neighbours' statistics, never one neighbour's.
+
+Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2; with d = 1 nothing can be hidden):
+
+1. Every contributor w in N(u) sends u the masked words
+
+       y_w = F(s_w) + PRG(b_w) + sum_{w' in N(u), w' != w} sign(w, w') PRG(k_{w,w'})   (mod 2^64)
+
+   where F is fixed point (``SCALE_BITS`` fractional bits, two's complement), b_w a fresh 256-bit self-mask seed,
+   k_{w,w'} = HKDF(X25519(w, w'), run, u, r) the pairwise seed both w and w' derive from their CURVE keys (no key
+   exchange), and sign(w, w') = +1 if w's address sorts first, else -1, so pairwise masks cancel in the sum.
+   With the words, w sends Shamir shares of b_w (threshold ``threshold_for(d)``) for each other member w' of N(u),
+   each encrypted for w' (ChaCha20-Poly1305 under a key derived from X25519(w, w')): u relays them unread.
+2. u names the set S of contributors whose words arrived and sends each member of S its shares from the others.
+3. Each w' in S answers (``Contributor.reveal``) with its own b_{w'}, its shares of b_w for w in S, and its
+   pairwise seeds k_{w',w} with the dropped contributors w not in S. An honest contributor refuses a request that
+   leaves itself out of S, names fewer than two contributors or any stranger, or differs from a request it already
+   answered for the same (u, r): u can therefore never hold both the pairwise seeds that strip w's pairwise masks
+   (given only when w is not in S) and b_w (given only when w is in S).
+4. u adds the words of S, removes the self-masks of S (a member's own seed, or, if it dropped after step 1,
+   ``threshold_for(d)`` shares from the others) and the pairwise masks between S and the dropped contributors,
+   and decodes the sum. If fewer than two words arrived, or a mask cannot be removed (two contributors dropped in
+   different phases), u unmasks nothing: it keeps its own statistics for the round.
+
+Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 255 terms
+are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
+decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.
+
+Threshold and collusion: the shares of b_w go to the d - 1 other contributors with threshold t = floor((d-1)/2) + 1,
+a majority of them. u alone learns only the sum of S; u colluding with fewer than t contributors cannot rebuild a
+self-mask seed it was not given, and with d = 2 the other contributor already knows the sum minus its own part.
+This is the honest-but-curious model of the paper in ``shared/papers/004_…``: a recipient that sends different sets
+S to different contributors is refused by any contributor it asks twice, but not detected across contributors.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+
+import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from zmq.utils import z85
+
+from crc.nodes.wire import MAX_ENTRIES, SEED_BYTES, SHARE_BYTES, encode_secure
+
+SCALE_BITS = 20
+TERM_LIMIT = 2.0**34
+PRIME = 2**521 - 1
+"""The Shamir field: a Mersenne prime above every 256-bit seed."""
+
+
+class Refused(Exception):
+    """A contributor will not answer this unmasking request (it would reveal more than the sum)."""
+
+
+def threshold_for(contributors: int) -> int:
+    """Shares needed to rebuild a self-mask seed: a majority of the other ``contributors - 1``."""
+    return (contributors - 1) // 2 + 1
+
+
+def to_fixed(x: np.ndarray) -> np.ndarray:
+    """Statistics (size,) -> fixed-point words (size,) uint64; a value beyond ±TERM_LIMIT is a ValueError."""
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.abs(x) < TERM_LIMIT):
+        raise ValueError(f"statistics beyond ±{TERM_LIMIT:g} cannot be aggregated securely")
+    return np.rint(x * 2.0**SCALE_BITS).astype(np.int64).view(np.uint64)
+
+
+def from_fixed(words: np.ndarray) -> np.ndarray:
+    """Fixed-point words (size,) uint64 (a sum of at most MAX_ENTRIES terms) -> float64 (size,)."""
+    return np.asarray(words, dtype=np.uint64).view(np.int64).astype(np.float64) / 2.0**SCALE_BITS
+
+
+def shared_secret(secret_key: str, public_key: str) -> bytes:
+    """X25519 agreement of a z85 CURVE secret key and another peer's z85 public key (32 bytes)."""
+    private = X25519PrivateKey.from_private_bytes(z85.decode(secret_key.encode()))
+    return private.exchange(X25519PublicKey.from_public_bytes(z85.decode(public_key.encode())))
+
+
+def derive(secret: bytes, purpose: str, *context: object) -> bytes:
+    """A 32-byte key for ``purpose`` and ``context`` (run, recipient, round, ...) from a shared or random secret."""
+    info = "\x1f".join(["crc-secure-aggregation", purpose, *map(str, context)]).encode()
+    return HKDF(algorithm=hashes.SHA256(), length=SEED_BYTES, salt=None, info=info).derive(secret)
+
+
+def mask(seed: bytes, length: int) -> np.ndarray:
+    """``length`` pseudo-random uint64 words: the ChaCha20 keystream of ``seed`` (a 32-byte key, zero nonce)."""
+    encryptor = Cipher(algorithms.ChaCha20(seed, bytes(16)), mode=None).encryptor()
+    return np.frombuffer(encryptor.update(bytes(8 * length)), dtype=np.uint64).copy()
+
+
+def shamir_split(secret: bytes, holders: int, threshold: int) -> list[int]:
+    """Shares f(1), ..., f(holders) of ``secret`` (an integer below PRIME) with a random polynomial of degree
+    ``threshold - 1``."""
+    if not 1 <= threshold <= holders:
+        raise ValueError(f"threshold {threshold} must be between 1 and the {holders} holders")
+    coefficients = [int.from_bytes(secret, "big")] + [secrets.randbelow(PRIME) for _ in range(threshold - 1)]
+    shares = []
+    for x in range(1, holders + 1):
+        value = 0
+        for c in reversed(coefficients):
+            value = (value * x + c) % PRIME
+        shares.append(value)
+    return shares
+
+
+def shamir_join(shares: Mapping[int, int]) -> bytes:
+    """The secret (32 bytes) from shares {x: f(x)}, by Lagrange interpolation at 0 (give exactly the threshold)."""
+    secret = 0
+    for x, y in shares.items():
+        numerator, denominator = 1, 1
+        for other in shares:
+            if other != x:
+                numerator = numerator * (-other) % PRIME
+                denominator = denominator * (x - other) % PRIME
+        secret = (secret + y * numerator * pow(denominator, -1, PRIME)) % PRIME
+    if secret >= 2 ** (8 * SEED_BYTES):
+        raise ValueError("the shares do not rebuild a seed")
+    return secret.to_bytes(SEED_BYTES, "big")
+
+
+class Neighbourhood:
+    """What a peer knows of one recipient's neighbourhood: the recipient, its contributors (sorted) and the run.
+
+    ``holder(w, w')`` is w''s Shamir x-coordinate for w's shares: its 1-based position among N(u) without w."""
+
+    def __init__(self, run: str, recipient: str, contributors: list[str]):
+        if not 2 <= len(contributors) <= MAX_ENTRIES or len(set(contributors)) != len(contributors):
+            raise ValueError(f"a neighbourhood needs 2 to {MAX_ENTRIES} distinct contributors")
+        self.run, self.recipient, self.contributors = run, recipient, sorted(contributors)
+        self.threshold = threshold_for(len(contributors))
+
+    def others(self, me: str) -> list[str]:
+        return [w for w in self.contributors if w != me]
+
+    def holder(self, owner: str, holder: str) -> int:
+        return self.others(owner).index(holder) + 1
+
+
+class Contributor:
+    """A peer's side towards one recipient: masks its statistics and answers the recipient's unmasking request.
+
+    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors."""
+
+    def __init__(self, me: str, neighbourhood: Neighbourhood, secret_key: str, public_keys: Mapping[str, str],
+                 *, window: int = 8):
+        if me not in neighbourhood.contributors:
+            raise ValueError(f"{me} is not a contributor of {neighbourhood.recipient}")
+        self.me, self.hood, self.window = me, neighbourhood, window
+        self._pair = {w: shared_secret(secret_key, public_keys[w]) for w in neighbourhood.others(me)}
+        self._seeds: dict[int, bytes] = {}  # round -> this round's self-mask seed
+        self._answered: dict[int, tuple[str, ...]] = {}
+
+    def _pair_seed(self, other: str, round_: int) -> bytes:
+        return derive(self._pair[other], "pair", self.hood.run, self.hood.recipient, round_)
+
+    def _share_key(self, other: str, round_: int, sender: str, receiver: str) -> bytes:
+        return derive(self._pair[other], "share", self.hood.run, self.hood.recipient, round_, sender, receiver)
+
+    def masked(self, stats: np.ndarray, round_: int) -> tuple[np.ndarray, dict[str, bytes]]:
+        """The masked words (size,) of ``stats`` for round ``round_`` and the encrypted shares {holder: bytes}."""
+        seed = secrets.token_bytes(SEED_BYTES)
+        self._seeds[round_] = seed
+        for old in [r for r in self._seeds if r <= round_ - self.window]:
+            del self._seeds[old]
+        words = to_fixed(stats) + mask(seed, len(stats))
+        for other in self.hood.others(self.me):
+            pair = mask(self._pair_seed(other, round_), len(stats))
+            words = words + pair if self.me < other else words - pair
+        others = self.hood.others(self.me)
+        shares = shamir_split(seed, len(others), self.hood.threshold)
+        sealed = {other: ChaCha20Poly1305(self._share_key(other, round_, self.me, other)).encrypt(
+                      bytes(12), share.to_bytes(SHARE_BYTES, "big"), None)
+                  for other, share in zip(others, shares)}
+        return words, sealed
+
+    def reveal(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict:
+        """The answer to the recipient's request naming ``survivors`` (S) for ``round_``, with the shares the other
+        members of S sealed for this peer; raises Refused when answering would reveal more than the sum."""
+        members = tuple(sorted(survivors))
+        if len(set(members)) != len(members) or not set(members) <= set(self.hood.contributors):
+            raise Refused("the request names a peer outside the neighbourhood, or one twice")
+        if self.me not in members:
+            raise Refused("the request leaves this peer out although it asks it to answer")
+        if len(members) < 2:
+            raise Refused("the request names fewer than two contributors: the sum would be one peer's statistics")
+        if self._answered.get(round_, members) != members:
+            raise Refused("the request differs from one already answered for this round")
+        if round_ not in self._seeds:
+            raise Refused("no masked statistics of this round were sent (or they are too old)")
+        shares = {}
+        for owner in members:
+            if owner == self.me:
+                continue
+            if owner not in sealed_for_me:
+                raise Refused(f"no share from {owner}")
+            try:
+                plain = ChaCha20Poly1305(self._share_key(owner, round_, owner, self.me)).decrypt(bytes(12), sealed_for_me[owner], None)
+            except Exception as exc:  # cryptography raises InvalidTag; anything else is as bad
+                raise Refused(f"the share from {owner} does not decrypt") from exc
+            shares[owner] = int.from_bytes(plain, "big")
+        self._answered[round_] = members
+        for old in [r for r in self._answered if r <= round_ - self.window]:
+            del self._answered[old]
+        dropped = [w for w in self.hood.others(self.me) if w not in members]
+        return {"seed": self._seeds[round_], "shares": shares,
+                "pairs": {w: self._pair_seed(w, round_) for w in dropped}}
+
+
+def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveals: Mapping[str, dict]) -> np.ndarray | None:
+    """The recipient's sum (size,) of the statistics of the contributors whose ``words`` arrived, from the
+    ``reveals`` of those that answered; None if fewer than two arrived or a mask cannot be removed."""
+    survivors = sorted(words)
+    if len(survivors) < 2:
+        return None
+    length = len(next(iter(words.values())))
+    total = np.zeros(length, dtype=np.uint64)
+    for w in survivors:
+        total = total + words[w]
+    for w in survivors:
+        if w in reveals:
+            seed = reveals[w]["seed"]
+        else:
+            shares = {neighbourhood.holder(w, h): reveals[h]["shares"][w] for h in reveals if w in reveals[h]["shares"]}
+            if len(shares) < neighbourhood.threshold:
+                return None
+            try:
+                seed = shamir_join(dict(list(shares.items())[:neighbourhood.threshold]))
+            except ValueError:
+                return None
+        total = total - mask(seed, length)
+    for dropped in (w for w in neighbourhood.contributors if w not in words):
+        for w in survivors:
+            if w not in reveals or dropped not in reveals[w]["pairs"]:
+                return None
+            pair = mask(reveals[w]["pairs"][dropped], length)
+            total = total + pair if w > dropped else total - pair  # remove w's term sign(w, dropped) PRG(k)
+    return from_fixed(total)
+
+
+
+class SecureNeighbourhoods:
+    """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
+    at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
+    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureKeys``."""
+
+    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys):
+        missing = [u for u in peers if u not in keys.neighbourhoods]
+        if missing:
+            raise ValueError(f"secure aggregation needs the neighbourhood of every neighbour; missing: {', '.join(missing)}")
+        self.me, self.run = me, run
+        self.contributors: dict[str, Contributor] = {}
+        for u in peers:
+            members = dict(keys.neighbourhoods[u])
+            if me not in members:
+                raise ValueError(f"the neighbourhood given for {u} does not list this peer ({me})")
+            if len(members) >= 2:
+                others = {w: key for w, key in members.items() if w != me}
+                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members)), keys.secret_key, others)
+        self.own = Neighbourhood(run, me, list(peers)) if len(peers) >= 2 else None
+
+    @property
+    def protected(self) -> list[str]:
+        """The neighbours this peer's statistics reach only masked."""
+        return list(self.contributors)
+
+    @property
+    def receives_masked(self) -> bool:
+        return self.own is not None
+
+    def masked_frame(self, recipient: str, stats: np.ndarray, round_: int, *, schema_id: str, ess: float) -> bytes | None:
+        """The masked statistics frame for ``recipient``, or None if its neighbourhood is too small to hide them."""
+        contributor = self.contributors.get(recipient)
+        if contributor is None:
+            return None
+        words, sealed = contributor.masked(stats, round_)
+        return encode_secure("masked", run=self.run, sender=self.me, round_=round_, schema=schema_id, ess=ess,
+                             data=words, shares=sealed)
+
+    def unmask_frame(self, contributor: str, received: Mapping, round_: int) -> bytes:
+        """The unmasking request to ``contributor``: the survivors (the senders of ``received``, masked frames) and
+        the shares the other survivors sealed for it (a mere notice if it is not among them)."""
+        survivors = sorted(received)
+        shares = {w: received[w].shares[contributor] for w in survivors if w != contributor and contributor in received[w].shares}
+        return encode_secure("unmask", run=self.run, sender=self.me, round_=round_, survivors=survivors, shares=shares)
+
+    def reveal_frame(self, request) -> bytes | None:
+        """The answer to a neighbour's unmasking request (``wire.Unmask``); None for a notice that asks nothing
+        (this peer left out of the survivors, or fewer than two survivors: the recipient unmasks nothing this
+        round); raises Refused when answering would reveal more than a sum."""
+        contributor = self.contributors.get(request.sender)
+        if contributor is None:
+            raise Refused("this peer sent that neighbour no masked statistics")
+        if self.me not in request.survivors or len(request.survivors) < 2:
+            return None
+        answer = contributor.reveal(request.round, list(request.survivors), request.shares)
+        return encode_secure("reveal", run=self.run, sender=self.me, round_=request.round, seed=answer["seed"],
+                             shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
+                             pairs=answer["pairs"])
+
+    def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping) -> np.ndarray | None:
+        """The sum of the survivors' statistics from their words and reveals (``wire.Reveal``); None if impossible."""
+        answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs} for w, r in reveals.items()}
+        return unmask(self.own, words, answers)

@@ -1,0 +1,195 @@
+"""Secure aggregation: masks cancel, one neighbour's words look uniform, the unmasked sum is the plain sum, dropouts
+at each phase are recovered, requests that would reveal more than a sum are refused, and real peers equal the
+simulator."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import chisquare
+
+from crc.cli.main import main
+from crc.core.model_file import load_model
+from crc.nodes.keys import new_key_pair
+from crc.nodes.secure_aggregation import (
+    SCALE_BITS,
+    Contributor,
+    Neighbourhood,
+    Refused,
+    from_fixed,
+    mask,
+    shamir_join,
+    shamir_split,
+    threshold_for,
+    to_fixed,
+    unmask,
+)
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import prepare_repeat
+from crc.protocol.simulator import make_engine
+from crc.tables.datasets import load_bundled
+from crc.topologies import network_factory
+
+RECIPIENT = "tcp://127.0.0.1:7000"
+CONTRIBUTORS = [f"tcp://127.0.0.1:{7001 + i}" for i in range(4)]
+KEYS = {address: new_key_pair() for address in [RECIPIENT, *CONTRIBUTORS]}
+SIZE = 2000
+
+
+def neighbourhood(contributors=CONTRIBUTORS, run="run"):
+    hood = Neighbourhood(run, RECIPIENT, contributors)
+    peers = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in contributors if o != w})
+             for w in contributors}
+    return hood, peers
+
+
+def send(peers, round_=0, seed=0):
+    """Every contributor's statistics (structured, far from uniform) and what it sends: words and sealed shares."""
+    rng = np.random.default_rng(seed)
+    stats = {w: np.round(rng.normal(size=SIZE) * 50, 1) for w in peers}
+    return stats, {w: peers[w].masked(stats[w], round_) for w in peers}
+
+
+def ask(peers, sent, survivors, round_=0, answering=None):
+    """The reveals of the survivors that answer (all of them by default) to a request naming ``survivors``."""
+    answering = survivors if answering is None else answering
+    return {w: peers[w].reveal(round_, survivors, {o: sent[o][1][w] for o in survivors if o != w}) for w in answering}
+
+
+def test_fixed_point_round_trips_within_half_a_unit_and_refuses_huge_values():
+    x = np.array([0.0, 1.5, -2.25, 1e9, -1e9, 3e-7])
+    np.testing.assert_allclose(from_fixed(to_fixed(x)), x, rtol=0, atol=2.0 ** -(SCALE_BITS + 1))
+    with pytest.raises(ValueError, match="beyond"):
+        to_fixed(np.array([2.0**35]))
+
+
+def test_pairwise_and_self_masks_cancel_exactly():
+    hood, peers = neighbourhood()
+    stats, sent = send(peers)
+    total = sum((sent[w][0] for w in peers), np.zeros(SIZE, dtype=np.uint64))
+    reveals = ask(peers, sent, CONTRIBUTORS)
+    for w in peers:
+        total = total - mask(reveals[w]["seed"], SIZE)
+    np.testing.assert_array_equal(total, sum((to_fixed(stats[w]) for w in peers), np.zeros(SIZE, dtype=np.uint64)))
+
+
+def test_what_one_neighbour_sends_looks_uniform_and_the_sum_is_the_plain_sum():
+    hood, peers = neighbourhood()
+    stats, sent = send(peers)
+    for w in peers:  # every byte value equally likely (chi-square over 256 bins), unlike the fixed-point statistics
+        assert chisquare(np.bincount(sent[w][0].view(np.uint8), minlength=256)).pvalue > 1e-4
+        assert chisquare(np.bincount(to_fixed(stats[w]).view(np.uint8), minlength=256)).pvalue < 1e-10
+    total = unmask(hood, {w: sent[w][0] for w in peers}, ask(peers, sent, CONTRIBUTORS))
+    plain = sum(stats.values())
+    assert np.max(np.abs(total - plain)) <= len(peers) * 2.0 ** -(SCALE_BITS + 1)
+    assert np.max(np.abs(total - plain)) <= 1e-6 * np.max(np.abs(plain))
+
+
+@pytest.mark.parametrize("dropped", CONTRIBUTORS)
+def test_a_contributor_lost_before_its_masked_statistics_arrive(dropped):
+    hood, peers = neighbourhood()
+    stats, sent = send(peers, round_=3)
+    survivors = [w for w in CONTRIBUTORS if w != dropped]
+    total = unmask(hood, {w: sent[w][0] for w in survivors}, ask(peers, sent, survivors, round_=3))
+    np.testing.assert_allclose(total, sum(stats[w] for w in survivors), atol=1e-5)
+
+
+@pytest.mark.parametrize("silent", CONTRIBUTORS)
+def test_a_contributor_lost_after_its_masked_statistics_arrived(silent):
+    """It never answers the request (lost in the unmasking phase): its self-mask is rebuilt from the others' shares."""
+    hood, peers = neighbourhood()
+    stats, sent = send(peers, round_=1)
+    answering = [w for w in CONTRIBUTORS if w != silent]
+    total = unmask(hood, {w: sent[w][0] for w in CONTRIBUTORS}, ask(peers, sent, CONTRIBUTORS, round_=1, answering=answering))
+    np.testing.assert_allclose(total, sum(stats.values()), atol=1e-5)
+
+
+def test_two_contributors_lost_in_different_phases_unmask_nothing():
+    hood, peers = neighbourhood()
+    _, sent = send(peers)
+    survivors = CONTRIBUTORS[1:]
+    reveals = ask(peers, sent, survivors, answering=survivors[1:])  # CONTRIBUTORS[0] and then CONTRIBUTORS[1] lost
+    assert unmask(hood, {w: sent[w][0] for w in survivors}, reveals) is None
+
+
+def test_fewer_than_two_arrivals_unmask_nothing():
+    hood, peers = neighbourhood()
+    _, sent = send(peers)
+    assert unmask(hood, {CONTRIBUTORS[0]: sent[CONTRIBUTORS[0]][0]}, {}) is None
+
+
+def test_a_reveal_that_would_unmask_a_message_that_arrived_is_refused():
+    """A recipient that got everyone's words asks once with w among the survivors (to get w's self-mask shares) and
+    again with w left out (to get the pairwise seeds that strip w's pairwise masks): the second request is refused."""
+    hood, peers = neighbourhood()
+    _, sent = send(peers)
+    ask(peers, sent, CONTRIBUTORS)
+    without_first = CONTRIBUTORS[1:]
+    for w in without_first:
+        with pytest.raises(Refused, match="differs"):
+            ask(peers, sent, without_first, answering=[w])
+
+
+@pytest.mark.parametrize("survivors, message", [
+    (CONTRIBUTORS[1:], "leaves this peer out"),
+    (CONTRIBUTORS[:1], "fewer than two"),
+    ([*CONTRIBUTORS[:2], "tcp://127.0.0.1:9999"], "outside the neighbourhood"),
+    ([CONTRIBUTORS[0], CONTRIBUTORS[0]], "twice"),
+])
+def test_requests_that_reveal_more_than_a_sum_are_refused(survivors, message):
+    _, peers = neighbourhood()
+    send(peers)
+    with pytest.raises(Refused, match=message):
+        peers[CONTRIBUTORS[0]].reveal(0, survivors, {})
+
+
+def test_a_tampered_share_is_refused():
+    _, peers = neighbourhood()
+    _, sent = send(peers)
+    me, other = CONTRIBUTORS[:2]
+    sealed = bytearray(sent[other][1][me])
+    sealed[0] ^= 1
+    with pytest.raises(Refused, match="does not decrypt"):
+        peers[me].reveal(0, CONTRIBUTORS, {**{o: sent[o][1][me] for o in CONTRIBUTORS if o != me}, other: bytes(sealed)})
+
+
+@pytest.mark.parametrize("contributors", [2, 3, 5, 8])
+def test_shamir_rebuilds_from_any_threshold_of_shares(contributors):
+    secret = bytes(range(32))
+    holders = contributors - 1
+    threshold = threshold_for(contributors)
+    shares = dict(enumerate(shamir_split(secret, holders, threshold), start=1))
+    for subset in itertools.combinations(shares, threshold):
+        assert shamir_join({x: shares[x] for x in subset}) == secret
+    if threshold > 1:  # fewer shares give a random field element: almost surely no seed at all, never this one
+        fewer = dict(list(shares.items())[:threshold - 1])
+        try:
+            rebuilt = shamir_join(fewer)
+        except ValueError:
+            rebuilt = None
+        assert rebuilt != secret
+
+
+def simulated(config: SimulationConfig) -> np.ndarray:
+    rep = prepare_repeat(load_bundled(config.data), config, 0)
+    engine, _ = make_engine(rep, config, network_factory(config.topology))
+    return engine.run(config.rounds)
+
+
+@pytest.mark.parametrize("topology, loss", [("ring", 0.0), ("tree", 0.3)])
+def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topology, loss):
+    settings = {"data": "twonorm", "nodes": 6, "local_size": 30, "rounds": 6, "topology": topology, "loss": loss,
+                "test_size": 300, "secure_aggregation": True}
+    arguments = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items() if k != "secure_aggregation"]
+    result = CliRunner().invoke(main, ["launch", *arguments, "--secure-aggregation", "--json", "--workdir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    expected = simulated(SimulationConfig.from_settings(**settings))
+    summary = json.loads(result.stdout)["secure_aggregation"]
+    assert summary["reveals_refused"] == 0 and (summary["unmask_fallbacks"] > 0) == (loss > 0)
+    for index in range(settings["nodes"]):
+        stats = load_model(tmp_path / f"model-{index}.json").stats
+        assert np.max(np.abs(stats - expected[index])) <= 1e-6 * np.max(np.abs(expected[index]))
