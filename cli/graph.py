@@ -9,8 +9,9 @@ import click
 
 from crc.cli.options import options
 from crc.cli.output import note
+from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import repeat_seeds
-from crc.topologies import Schedule, describe_schedule, save_graph
+from crc.topologies import Schedule, averaging_matrix, describe_schedule, save_graph
 
 
 @click.command(short_help="Density, diameter and spectral gap of a communication graph.")
@@ -23,19 +24,24 @@ def graph(topology, period, nodes, rounds, seed, out, as_json):
     """Describe the communication graph that `crc simulate` and `crc launch`
     draw for the same --topology, --nodes and --seed (their first repeat):
     edges, density, diameter and spectral gap of the averaging matrix (larger
-    mixes faster). With --period, the means over the graphs used in --rounds rounds.
+    mixes faster), and what --secure-aggregation protects on its first graph
+    (messages to a peer with a single neighbour cannot be hidden). With
+    --period, the means over the graphs used in --rounds rounds.
     """
     schedule = Schedule(topology, nodes, period=period or math.inf, seed=repeat_seeds(seed, 0)[1])
     summary = describe_schedule(schedule, rounds)
+    secure = secure_aggregation_summary(averaging_matrix(schedule.graph(1)))
     if out:
         save_graph(schedule.graph(1), out)
     if as_json:
         click.echo(json.dumps({"topology": topology, "nodes": nodes, "period": period, "rounds": rounds, "seed": seed,
-                               **summary}, indent=2))
+                               **summary, "secure_aggregation": secure}, indent=2))
         return
     dynamic = f", redrawn every {period} rounds ({summary['graphs']} graphs in {rounds} rounds)" if period else ""
     click.echo(f"{topology} on {nodes} nodes{dynamic}: {summary['edges']:g} edges, density {summary['density']:.4f}, "
                f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
+    click.echo(f"secure aggregation: {secure['protected_fraction']:.1%} of messages protected; "
+               f"{secure['single_neighbour_peers']} peer(s) with a single neighbour")
     if out:
         note(f"wrote {out}")
 

@@ -33,7 +33,7 @@ from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.privacy import Privacy, release
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import CAUSES, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
+from crc.nodes.wire import CAUSES, Expectation, Masked, Rejected, Reveal, Unmask, check_statistics, decode, encode
 
 
 @dataclass(frozen=True)
@@ -381,8 +381,14 @@ class Peer:
             self._unmasking = (wanted, frozenset(survivors))
             self._wait(transport, wanted, self.clock() + self.settings.timeout_s,
                        lambda: len(self._reveals) == len(survivors))
-            total = self.secure.unmask({w: received[w].words for w in survivors}, self._reveals)
+            total = self.secure.unmask({w: received[w].words for w in survivors}, self._reveals, self.model, self.ess)
             self._unmasking = None
+        if total is not None:
+            try:  # what the wire checks of each message, checked of the sum
+                check_statistics(total / len(survivors), self.model, self.ess)
+            except Rejected as rejection:
+                self._reject(rejection.cause, f"the unmasked sum: {rejection.detail}", None)
+                total = None
         if total is None:
             self.metrics.unmask_fallbacks += 1
             self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "

@@ -304,7 +304,17 @@ class SecureNeighbourhoods:
                              shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
                              pairs=answer["pairs"])
 
-    def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping) -> np.ndarray | None:
-        """The sum of the survivors' statistics from their words and reveals (``wire.Reveal``); None if impossible."""
+    def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float) -> np.ndarray | None:
+        """The sum (size,) of the survivors' statistics of ``model`` from their words and reveals (``wire.Reveal``),
+        its class counts scaled back to exactly ``ess`` per survivor; None if it cannot be unmasked or if its class
+        counts are off by more than fixed point explains (a contributor sent statistics of another ESS)."""
         answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs} for w, r in reveals.items()}
-        return unmask(self.own, words, answers)
+        total = unmask(self.own, words, answers)
+        if total is None:
+            return None
+        expected = len(words) * ess
+        found = float(model.ess(total))
+        rounding = model.table(total)[:, model.layout.columns("count")].size * len(words) * 2.0 ** -(SCALE_BITS + 1)
+        if not abs(found - expected) <= rounding + 1e-9 * expected:
+            return None
+        return total * (expected / found)

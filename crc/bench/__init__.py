@@ -226,11 +226,12 @@ def scale_run(config: SimulationConfig) -> dict:
 
 def peers_run(config: SimulationConfig) -> dict:
     """Real peers on loopback (``crc launch``) against the simulator on the same run; the peers run with CURVE keys
-    (the default, whose figures are at the top level) and, in the same run, in plaintext (``curve_cost``)."""
+    (the default, whose figures are at the top level) and, in the same run, in plaintext (``curve_cost``) and with
+    secure aggregation on top of CURVE (``secure_aggregation_cost``)."""
     runs = {}
-    for name, insecure in (("plaintext", True), ("curve", False)):
+    for name, insecure, secure in (("plaintext", True, False), ("curve", False, False), ("secure", False, True)):
         with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
-            runs[name] = launch(config, workdir, insecure=insecure)
+            runs[name] = launch(config.with_settings(secure_aggregation=secure), workdir, insecure=insecure)
     start = time.perf_counter()
     simulated = simulate(config, network_factory(config.topology))
     simulate_seconds = time.perf_counter() - start
@@ -246,8 +247,18 @@ def peers_run(config: SimulationConfig) -> dict:
         "bytes_per_message": net["bytes_per_message"], "payload_bytes": net["payload_bytes"],
         "overhead_bytes_per_message": net["bytes_per_message"] - net["payload_bytes"],
         "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
-        "curve_cost": {name: _transport_figures(run, simulated) for name, run in runs.items()},
+        "curve_cost": {name: _transport_figures(runs[name], simulated) for name in ("plaintext", "curve")},
+        "secure_aggregation_cost": {name: _secure_figures(runs[name]) for name in ("curve", "secure")},
     }
+
+
+def _secure_figures(results: dict) -> dict:
+    """Messages, bytes and round times of a launch, and what secure aggregation protected in it."""
+    net = results["network"]
+    return {"messages": net["messages"], "bytes": net["bytes"], "bytes_per_message": net["bytes_per_message"],
+            "launch_wall_seconds": net["wall_s"], "rounds_seconds": net["rounds_seconds"],
+            "round_ms_p50": net["round_ms_p50"], "round_ms_p99": net["round_ms_p99"],
+            "test_error": results["crc"]["test_error"], **results.get("secure_aggregation", {})}
 
 
 def _transport_figures(results: dict, simulated: dict) -> dict:

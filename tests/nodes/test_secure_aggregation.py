@@ -193,3 +193,38 @@ def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topolo
     for index in range(settings["nodes"]):
         stats = load_model(tmp_path / f"model-{index}.json").stats
         assert np.max(np.abs(stats - expected[index])) <= 1e-6 * np.max(np.abs(expected[index]))
+
+
+@pytest.mark.parametrize("offset, unmasked", [(0.0, True), (1e-3, False)])
+def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
+    """Fixed point moves the class counts of a sum by rounding; the sum is scaled back to ESS x survivors exactly,
+    unless its counts are further off than rounding explains (a contributor with another ESS): then nothing."""
+    from crc.core.models import make_model
+    from crc.nodes.peer import SecureKeys
+    from crc.nodes.secure_aggregation import SecureNeighbourhoods
+    from support.tables import mixed_columns, prepared
+
+    schema, x, y = prepared(mixed_columns(90, seed=2))
+    model = make_model("nb", schema)
+    ess = 300.0
+    stats = {w: model.fit_ml(model.features(x[i::3]), y[i::3]) for i, w in enumerate(CONTRIBUTORS[:3])}
+    stats = {w: s * (ess / model.ess(s)) for w, s in stats.items()}
+    stats[CONTRIBUTORS[0]] = stats[CONTRIBUTORS[0]] + offset * model.uniform(1.0)  # ESS + offset
+    members = {w: KEYS[w].public for w in CONTRIBUTORS[:3]}
+    own = SecureNeighbourhoods(RECIPIENT, "run", tuple(CONTRIBUTORS[:3]),
+                               SecureKeys(KEYS[RECIPIENT].secret, {w: {**members, RECIPIENT: KEYS[RECIPIENT].public}
+                                                                     for w in CONTRIBUTORS[:3]}))
+    _, peers = neighbourhood(CONTRIBUTORS[:3])
+    sent = {w: peers[w].masked(stats[w], 0) for w in peers}
+    reveals = ask(peers, sent, CONTRIBUTORS[:3])
+
+    class Answer:
+        def __init__(self, r):
+            self.seed, self.shares, self.pairs = r["seed"], r["shares"], r["pairs"]
+
+    total = own.unmask({w: sent[w][0] for w in peers}, {w: Answer(r) for w, r in reveals.items()}, model, ess)
+    if unmasked:
+        assert float(model.ess(total)) == pytest.approx(3 * ess, rel=1e-15)
+        np.testing.assert_allclose(total, sum(stats.values()), rtol=0, atol=1e-5)
+    else:
+        assert total is None
