@@ -1,0 +1,244 @@
+"""Write results/privacy.md, results/privacy/summary.csv and .json and the figure results/privacy/plots/gap-epsilon.png
+(and .pdf) from the experiment tables under nb/ and qda/ (``crc experiment privacy``), larger.json (measure.py), the
+accountant, the graphs' secure-aggregation coverage and bench-peers.json (``crc bench --only peers``):
+
+    crc experiment privacy --datasets letter,magic,penbased,satimage,twonorm,ring --repeats 3 --out results/privacy/nb
+    crc experiment privacy --model qda --datasets letter,magic,penbased,satimage,twonorm,ring --repeats 3 \\
+        --out results/privacy/qda
+    python results/privacy/measure.py
+    crc bench --only peers > results/privacy/bench-peers.json
+    python results/privacy/report.py
+"""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from crc.experiments.grids import PRIVACY_EPSILONS
+from crc.core.models import make_model
+from crc.core.privacy import sensitivity
+from crc.protocol.accountant import epsilon_spent, noise_multiplier_for
+from crc.protocol.neighbourhoods import secure_aggregation_summary
+from crc.tables.datasets import load_dataset
+from crc.topologies import Schedule, averaging_matrix
+
+HERE = Path(__file__).parent
+DELTA = 1e-5
+ROUNDS = 64
+ROUND_COUNTS = (1, 8, 16, 32, 64)
+TOPOLOGIES = ("tree", "chain", "tree+10", "tree+20", "tree+40", "tree+80", "ring", "regular:3", "grid", "small-world:4:0.2",
+              "complete")
+GRAPH_SEEDS = 5
+
+
+def fmt(value) -> str:
+    return "–" if value is None else f"{value:+.3f}"
+
+
+def table_rows(model: str) -> list[dict]:
+    table = json.loads((HERE / model / "privacy.json").read_text())
+    rows = []
+    for row in table["rows"]:
+        for column in table["columns"]:
+            cell = row["cells"].get(column["key"])
+            if cell is None:
+                continue
+            epsilon = math.inf if column["key"] == "eps-inf" else float(column["key"][3:])
+            rows.append({"setting": "default", "model": model, "data": row["data"], "epsilon": epsilon,
+                         "test_gap": cell["value"], "crc_test_error": cell["crc_test_error"],
+                         "rc_test_error": cell["rc_test_error"]})
+    return rows
+
+
+def larger_rows() -> list[dict]:
+    path = HERE / "larger.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    rows = []
+    for key, result in found.items():
+        model, data, epsilon = key.split("/")
+        rows.append({"setting": "n10-mv500", "model": model, "data": data,
+                     "epsilon": math.inf if epsilon == "inf" else float(epsilon), "test_gap": result["test_gap"],
+                     "crc_test_error": result["crc"]["test_error"], "rc_test_error": result["rc"]["test_error"]})
+    return rows
+
+
+def markdown_grid(rows: list[dict], epsilons) -> list[str]:
+    header = "| Model | Data set | " + " | ".join("ε=∞" if e == math.inf else f"ε={e:g}" for e in epsilons) + " |"
+    lines = [header, "| --- | --- | " + " | ".join("---:" for _ in epsilons) + " |"]
+    keys = sorted({(r["model"], r["data"]) for r in rows}, key=lambda k: (k[0] != "nb", k[1]))
+    for model, data in keys:
+        cells = {r["epsilon"]: r["test_gap"] for r in rows if (r["model"], r["data"]) == (model, data)}
+        lines.append(f"| {model.upper()} | {data} | " + " | ".join(fmt(cells.get(e)) for e in epsilons) + " |")
+    return lines
+
+
+def letter_sensitivity() -> float:
+    """Δ of naive Bayes on the bundled ``letter`` schema with B = 1."""
+    return sensitivity(make_model("nb", load_dataset("letter").schema), 1.0)
+
+
+def accountant_lines() -> list[str]:
+    lines = ["| target ε (64 rounds) | noise multiplier z = σ/Δ | " + " | ".join(f"ε after {t}" for t in ROUND_COUNTS) + " |",
+             "| ---: | ---: | " + " | ".join("---:" for _ in ROUND_COUNTS) + " |"]
+    for epsilon in PRIVACY_EPSILONS:
+        z = noise_multiplier_for(epsilon, DELTA, ROUNDS)
+        lines.append(f"| {epsilon:g} | {z:.3f} | " + " | ".join(f"{epsilon_spent(z, t, DELTA):.3f}" for t in ROUND_COUNTS) + " |")
+    return lines
+
+
+def finding_lines(rows: list[dict]) -> list[str]:
+    """Per setting and model: on how many data sets each ε keeps the gap within 0.05 (and 0.01)."""
+    lines = []
+    for setting, name in (("default", "50 peers × 50 instances"), ("n10-mv500", "10 peers × 500 instances")):
+        for model in ("nb", "qda"):
+            cells = [r for r in rows if (r["setting"], r["model"]) == (setting, model)]
+            if not cells:
+                continue
+            sets = len({r["data"] for r in cells})
+            counts = ", ".join(f"ε={'∞' if e == math.inf else f'{e:g}'}: {sum(r['test_gap'] <= 0.05 for r in cells if r['epsilon'] == e)}"
+                               for e in sorted({r["epsilon"] for r in cells}))
+            lines.append(f"- {name}, {model.upper()}: data sets (of {sets}) within 0.05 of RC — {counts}.")
+    return lines
+
+
+def coverage_lines() -> list[str]:
+    """Secure aggregation's protected fraction of messages by topology (50 peers, the mean over GRAPH_SEEDS graphs)."""
+    lines = ["| topology (50 peers) | messages protected | peers with a single neighbour (min–max) | messages per round "
+             "(plain → secure) |", "| --- | ---: | ---: | ---: |"]
+    for topology in TOPOLOGIES:
+        found = [secure_aggregation_summary(averaging_matrix(Schedule(topology, 50, seed=seed).graph(1)))
+                 for seed in range(GRAPH_SEEDS)]
+        single = [f["single_neighbour_peers"] for f in found]
+        lines.append(f"| {topology} | {np.mean([f['protected_fraction'] for f in found]):.1%} | "
+                     f"{min(single)}–{max(single)} | {np.mean([f['plain_messages_per_round'] for f in found]):.0f} → "
+                     f"{np.mean([f['messages_per_round'] for f in found]):.0f} |")
+    return lines
+
+
+def bench_lines() -> list[str]:
+    bench = json.loads((HERE / "bench-peers.json").read_text())["peers"]
+    cost = bench["secure_aggregation_cost"]
+    rows = [("messages", "messages", "{:,.0f}"), ("bytes sent", "bytes", "{:,.0f}"),
+            ("bytes per message", "bytes_per_message", "{:,.0f}"), ("round p50 (ms)", "round_ms_p50", "{:.1f}"),
+            ("round p99 (ms)", "round_ms_p99", "{:.1f}"), ("rounds, slowest peer (s)", "rounds_seconds", "{:.2f}"),
+            ("crc launch wall (s)", "launch_wall_seconds", "{:.2f}"), ("CRC test error", "test_error", "{:.4f}")]
+    lines = [f"`crc bench --only peers`: {bench['nodes']} real peers on a random tree, {bench['data']}, {bench['rounds']} "
+             f"rounds, CURVE keys in both runs (the same run); "
+             f"{cost['secure']['protected_fraction']:.1%} of messages protected, "
+             f"{cost['secure']['unmask_fallbacks']} fallbacks.", "",
+             "| | CURVE | CURVE + secure aggregation |", "| --- | ---: | ---: |"]
+    for label, key, form in rows:
+        lines.append(f"| {label} | {form.format(cost['curve'][key])} | {form.format(cost['secure'][key])} |")
+    return lines
+
+
+def figure(rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    finite = list(PRIVACY_EPSILONS)
+    positions = finite + [2 * finite[-1]]  # ∞ drawn one octave right of the largest ε
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    datasets = sorted({r["data"] for r in rows})
+    colours = dict(zip(datasets, plt.get_cmap("tab10").colors))  # a data set keeps its colour; the model, its line
+    for ax, setting, title in zip(axes, ("default", "n10-mv500"), ("n = 50, m_v = 50 (default)", "n = 10, m_v = 500")):
+        for model, style in (("nb", "-"), ("qda", "--")):
+            for data in datasets:
+                points = {r["epsilon"]: r["test_gap"] for r in rows
+                          if (r["setting"], r["model"], r["data"]) == (setting, model, data)}
+                xs = [p for e, p in zip(finite + [math.inf], positions) if e in points]
+                ys = [points[e] for e in finite + [math.inf] if e in points]
+                if xs:
+                    ax.plot(xs, ys, style, color=colours[data], marker="o", markersize=3, label=f"{model.upper()} {data}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(positions, [f"{e:g}" for e in finite] + ["∞"])
+        ax.axhline(0.01, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlabel("ε (δ = 1e-5, 64 releases)")
+        ax.set_title(title)
+    axes[0].set_ylabel("test gap CRC − RC")
+    axes[1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    (HERE / "plots").mkdir(exist_ok=True)
+    for suffix in ("png", "pdf"):
+        fig.savefig(HERE / "plots" / f"gap-epsilon.{suffix}", dpi=200)
+
+
+def main() -> None:
+    default = [row for model in ("nb", "qda") if (HERE / model / "privacy.json").exists() for row in table_rows(model)]
+    larger = larger_rows()
+    rows = default + larger
+    with open(HERE / "summary.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (HERE / "summary.json").write_text(json.dumps(rows, indent=1))
+    figure(rows)
+    epsilons = list(PRIVACY_EPSILONS) + [math.inf]
+    text = [
+        "# Differential privacy: test gap to RC by ε",
+        "",
+        "Every peer clips its standardized continuous values to [−1, 1] (`--clip 1`, the default) and releases each "
+        "round's statistics with Gaussian noise solved for (ε, δ = 1e-5) over its 64 releases by the RDP accountant "
+        "(README, \"Differential privacy\"). Figures are test gaps CRC − RC (RC at 64 iterations, unclipped, no noise: "
+        "the gap is what privacy and decentralization cost together), means over 3 repeats; ε = ∞ is the paper's "
+        "algorithm. Produced by the commands in `results/privacy/report.py`; per-cell files in `results/privacy/nb` "
+        "and `results/privacy/qda`, all figures in `summary.csv`/`summary.json`.",
+        "",
+        "## What it shows",
+        "",
+        *finding_lines(rows),
+        "",
+        "Privacy costs too much accuracy wherever a peer holds few instances: at the paper's default (50 per peer) "
+        "no finite ε up to 16 keeps naive Bayes or QDA within 0.05 of RC except naive Bayes on `magic` at ε = 16. "
+        "The noise is set by one instance's influence on a release (Δ) and the number of releases, not by the "
+        "local data size, while the signal grows with it: with 500 instances per peer, ε = 4 to 16 is affordable "
+        "on the easier sets (`magic`, `twonorm`, `satimage` at 16) and still not on `letter` or `penbased` (26 and 10 "
+        "classes: small per-class counts drown). QDA's Δ grows with d_c² and costs more than naive Bayes' at the "
+        "same ε.",
+        "",
+        "## Default setting: 50 peers on a random tree, 50 instances each",
+        "",
+        *markdown_grid(default, epsilons),
+        "",
+        "## More data per peer: 10 peers on a random tree, 500 instances each (`measure.py`)",
+        "",
+        *markdown_grid(larger, [1.0, 4.0, 16.0, math.inf]),
+        "",
+        "![gap against ε](privacy/plots/gap-epsilon.png)",
+        "",
+        "## The accountant",
+        "",
+        "The noise multiplier solved for each target over 64 releases, and the ε the same noise has spent after fewer "
+        "rounds (dp-accounting's RDP accountant, δ = 1e-5). σ = z·Δ; Δ for naive Bayes with B = 1 is "
+        f"2√2·√(1 + 3 d_c + d_d): {letter_sensitivity():.1f} on `letter` (16 continuous features), so σ = "
+        f"{letter_sensitivity() * noise_multiplier_for(16, DELTA, ROUNDS):.0f} at ε = 16 against class counts of about "
+        "m0 / 26 = 38 per class.",
+        "",
+        *accountant_lines(),
+        "",
+        "## Secure aggregation",
+        "",
+        "With `--secure-aggregation` a peer with two or more neighbours learns only the sum of their statistics each "
+        "round (README, \"Secure aggregation\"). Messages to a peer with a single neighbour cannot be hidden (the "
+        "sum of one term is the term) and go as they are; a recipient unmasks only when at least two masked messages "
+        "arrived. Coverage by topology (`crc graph --topology T` prints it for one graph):",
+        "",
+        *coverage_lines(),
+        "",
+        "`tree+K` lowers the number of single-neighbour peers but does not remove them; `ring`, `grid`, `regular:D` "
+        "(D ≥ 2), the small-world graphs and `complete` protect every message. Each protected message costs two more "
+        "(the unmasking request and the answer), small ones.",
+        "",
+        *bench_lines(),
+        "",
+    ]
+    (HERE.parent / "privacy.md").write_text("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()
