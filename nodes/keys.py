@@ -30,14 +30,13 @@ from zmq.utils import z85
 
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
+from crc.nodes.wire import ADDRESS_BYTES, MAX_ENTRIES
 
 KEY_TEXT_LENGTH = 40
 """z85 characters of a 32-byte CURVE key."""
 MAX_KEY_FILE_BYTES = 64 * 1024
 MAX_KNOWN_PEERS_BYTES = 1024 * 1024
 MAX_ADDRESS_LENGTH = 512
-MAX_NEIGHBOURHOOD = 255
-"""Most members of one neighbourhood (``crc.nodes.wire.MAX_ENTRIES``)."""
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 PUBLIC_SUFFIX, SECRET_SUFFIX = ".key", ".key_secret"
 
@@ -227,12 +226,12 @@ def load_neighbourhoods(path, own: str, neighbours: Iterable[str]) -> dict[str, 
     if not isinstance(raw, dict):
         raise CRCError(f"{path}: a neighbourhoods file maps each neighbour to {{address: public key}} of its neighbours")
     for recipient, members in raw.items():
-        if not isinstance(members, dict) or not 1 <= len(members) <= MAX_NEIGHBOURHOOD:
-            raise CRCError(f"{path}: the neighbourhood of {recipient[:80]!r} is not an object of 1 to {MAX_NEIGHBOURHOOD} "
-                           "addresses and keys")
+        if not isinstance(members, dict) or not 1 <= len(members) <= MAX_ENTRIES:
+            raise CRCError(f"{path}: the neighbourhood of {recipient[:80]!r} is not an object of 1 to {MAX_ENTRIES} "
+                           "addresses and keys (secure aggregation takes neighbourhoods of at most that size)")
         for address, key in [(recipient, None), *members.items()]:
-            if len(address) > MAX_ADDRESS_LENGTH:
-                raise CRCError(f"{path}: an address longer than {MAX_ADDRESS_LENGTH} characters")
+            if len(address) > ADDRESS_BYTES:
+                raise CRCError(f"{path}: an address longer than {ADDRESS_BYTES} characters")
             if key is not None and not is_key(key):
                 raise CRCError(f"{path}: the key of {address!r} in the neighbourhood of {recipient!r} is not a CURVE "
                                "public key")

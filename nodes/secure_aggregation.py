@@ -10,26 +10,30 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    where F is fixed point (``SCALE_BITS`` fractional bits, two's complement), b_w a fresh 256-bit self-mask seed,
    k_{w,w'} = HKDF(X25519(w, w'), run, u, r) the pairwise seed both w and w' derive from their CURVE keys (no key
    exchange), and sign(w, w') = +1 if w's address sorts first, else -1, so pairwise masks cancel in the sum.
-   With the words, w sends Shamir shares of b_w (threshold ``threshold_for(d)``) for each other member w' of N(u),
-   each encrypted for w' (ChaCha20-Poly1305 under a key derived from X25519(w, w')): u relays them unread.
-2. u names the set S of contributors whose words arrived and sends each member of S its shares from the others.
-3. Each w' in S answers (``Contributor.reveal``) with its own b_{w'}, its shares of b_w for w in S, and its
-   pairwise seeds k_{w',w} with the dropped contributors w not in S. An honest contributor refuses a request that
-   leaves itself out of S, names fewer than two contributors or any stranger, or differs from a request it already
-   answered for the same (u, r): u can therefore never hold both the pairwise seeds that strip w's pairwise masks
-   (given only when w is not in S) and b_w (given only when w is in S).
-4. u adds the words of S, removes the self-masks of S (a member's own seed, or, if it dropped after step 1,
-   ``threshold_for(d)`` shares from the others) and the pairwise masks between S and the dropped contributors,
-   and decodes the sum. If fewer than two words arrived, or a mask cannot be removed (two contributors dropped in
-   different phases), u unmasks nothing: it keeps its own statistics for the round.
+   With the words, w sends Shamir shares (threshold ``threshold_for(d)``) of b_w and of each of its pairwise seeds
+   k_{w,w'}, one bundle for each other member w' of N(u), sealed for w' (ChaCha20-Poly1305 under a key derived from
+   X25519(w, w')): u relays them unread.
+2. u names the set S of contributors whose words arrived and sends each member of N(u) the request with S and the
+   bundles the members of S sealed for it (to a member left out of S, or with fewer than two in S, it is a notice
+   that asks nothing).
+3. Each w' in S answers (``Contributor.reveal``) with its own b_{w'}, its pairwise seeds k_{w',x} with the dropped
+   contributors x not in S, and, of every other member w of S, its share of b_w and its shares of k_{w,x} for the
+   dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than two
+   contributors or any stranger, or differs from a request it already answered for the same (u, r): u can
+   therefore never hold both what strips w's pairwise masks with the members of S (never given) and b_w while w
+   is not in S, nor b_w for a w it declared dropped.
+4. u adds the words of S, removes each member's self-mask and its pairwise masks with the dropped contributors
+   (from the member's own answer, or, if it was lost after step 1, from ``threshold_for(d)`` of the others'
+   shares), and decodes the sum. If fewer than two words arrived, or a mask cannot be removed (too few shares),
+   u unmasks nothing: it keeps its own statistics for the round.
 
 Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 255 terms
 are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
 decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.
 
-Threshold and collusion: the shares of b_w go to the d - 1 other contributors with threshold t = floor((d-1)/2) + 1,
-a majority of them. u alone learns only the sum of S; u colluding with fewer than t contributors cannot rebuild a
-self-mask seed it was not given, and with d = 2 the other contributor already knows the sum minus its own part.
+Threshold and collusion: the shares of w's seeds go to the d - 1 other contributors with threshold
+t = floor((d-1)/2) + 1, a majority of them. u alone learns only the sum of S; u colluding with fewer than t
+contributors cannot rebuild a seed it was not given, and with d = 2 the other contributor already knows the sum minus its own part.
 This is the honest-but-curious model of the paper in ``shared/papers/004_…``: a recipient that sends different sets
 S to different contributors is refused by any contributor it asks twice, but not detected across contributors.
 """
@@ -164,20 +168,23 @@ class Contributor:
         return derive(self._pair[other], "share", self.hood.run, self.hood.recipient, round_, sender, receiver)
 
     def masked(self, stats: np.ndarray, round_: int) -> tuple[np.ndarray, dict[str, bytes]]:
-        """The masked words (size,) of ``stats`` for round ``round_`` and the encrypted shares {holder: bytes}."""
+        """The masked words (size,) of ``stats`` for round ``round_`` and, for every other contributor, the sealed
+        bundle of its Shamir shares of this peer's secrets: the self-mask seed, then the pairwise seed with each
+        other contributor in the neighbourhood's order ({holder: bytes})."""
         seed = secrets.token_bytes(SEED_BYTES)
         self._seeds[round_] = seed
         for old in [r for r in self._seeds if r <= round_ - self.window]:
             del self._seeds[old]
-        words = to_fixed(stats) + mask(seed, len(stats))
-        for other in self.hood.others(self.me):
-            pair = mask(self._pair_seed(other, round_), len(stats))
-            words = words + pair if self.me < other else words - pair
         others = self.hood.others(self.me)
-        shares = shamir_split(seed, len(others), self.hood.threshold)
-        sealed = {other: ChaCha20Poly1305(self._share_key(other, round_, self.me, other)).encrypt(
-                      bytes(12), share.to_bytes(SHARE_BYTES, "big"), None)
-                  for other, share in zip(others, shares)}
+        pair_seeds = [self._pair_seed(other, round_) for other in others]
+        words = to_fixed(stats) + mask(seed, len(stats))
+        for other, pair_seed in zip(others, pair_seeds):
+            pair = mask(pair_seed, len(stats))
+            words = words + pair if self.me < other else words - pair
+        split = [shamir_split(secret, len(others), self.hood.threshold) for secret in [seed, *pair_seeds]]
+        sealed = {holder: ChaCha20Poly1305(self._share_key(holder, round_, self.me, holder)).encrypt(
+                      bytes(12), b"".join(shares[i].to_bytes(SHARE_BYTES, "big") for shares in split), None)
+                  for i, holder in enumerate(others)}
         return words, sealed
 
     def reveal(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict:
@@ -194,7 +201,7 @@ class Contributor:
             raise Refused("the request differs from one already answered for this round")
         if round_ not in self._seeds:
             raise Refused("no masked statistics of this round were sent (or they are too old)")
-        shares = {}
+        shares, pair_shares = {}, {}
         for owner in members:
             if owner == self.me:
                 continue
@@ -204,18 +211,37 @@ class Contributor:
                 plain = ChaCha20Poly1305(self._share_key(owner, round_, owner, self.me)).decrypt(bytes(12), sealed_for_me[owner], None)
             except Exception as exc:  # cryptography raises InvalidTag; anything else is as bad
                 raise Refused(f"the share from {owner} does not decrypt") from exc
-            shares[owner] = int.from_bytes(plain, "big")
+            partners = self.hood.others(owner)
+            if len(plain) != SHARE_BYTES * (1 + len(partners)):
+                raise Refused(f"the shares from {owner} are not one per secret")
+            values = [int.from_bytes(plain[i:i + SHARE_BYTES], "big") for i in range(0, len(plain), SHARE_BYTES)]
+            shares[owner] = values[0]
+            pair_shares[owner] = {partner: value for partner, value in zip(partners, values[1:]) if partner not in members}
         self._answered[round_] = members
         for old in [r for r in self._answered if r <= round_ - self.window]:
             del self._answered[old]
         dropped = [w for w in self.hood.others(self.me) if w not in members]
-        return {"seed": self._seeds[round_], "shares": shares,
+        return {"seed": self._seeds[round_], "shares": shares, "pair_shares": pair_shares,
                 "pairs": {w: self._pair_seed(w, round_) for w in dropped}}
+
+
+def _rebuild(neighbourhood: Neighbourhood, owner: str, shares: Mapping[str, int]) -> bytes | None:
+    """A secret of ``owner`` from its holders' ``shares`` {holder: share}; None with fewer than the threshold."""
+    if len(shares) < neighbourhood.threshold:
+        return None
+    chosen = dict(list(shares.items())[:neighbourhood.threshold])
+    try:
+        return shamir_join({neighbourhood.holder(owner, holder): value for holder, value in chosen.items()})
+    except ValueError:
+        return None
 
 
 def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveals: Mapping[str, dict]) -> np.ndarray | None:
     """The recipient's sum (size,) of the statistics of the contributors whose ``words`` arrived, from the
-    ``reveals`` of those that answered; None if fewer than two arrived or a mask cannot be removed."""
+    ``reveals`` of those that answered; None if fewer than two arrived or a mask cannot be removed.
+
+    A survivor that answered gives its own seeds; one that did not is covered by the shares the others hold of its
+    self-mask seed and of its pairwise seeds with the dropped contributors."""
     survivors = sorted(words)
     if len(survivors) < 2:
         return None
@@ -223,26 +249,22 @@ def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveal
     total = np.zeros(length, dtype=np.uint64)
     for w in survivors:
         total = total + words[w]
+    answering = [h for h in reveals if h in words]
+    dropped = [x for x in neighbourhood.contributors if x not in words]
     for w in survivors:
         if w in reveals:
-            seed = reveals[w]["seed"]
+            seed, pairs = reveals[w]["seed"], reveals[w]["pairs"]
         else:
-            shares = {neighbourhood.holder(w, h): reveals[h]["shares"][w] for h in reveals if w in reveals[h]["shares"]}
-            if len(shares) < neighbourhood.threshold:
-                return None
-            try:
-                seed = shamir_join(dict(list(shares.items())[:neighbourhood.threshold]))
-            except ValueError:
-                return None
+            seed = _rebuild(neighbourhood, w, {h: reveals[h]["shares"][w] for h in answering if w in reveals[h]["shares"]})
+            pairs = {x: _rebuild(neighbourhood, w, {h: reveals[h]["pair_shares"][w][x] for h in answering
+                                                    if x in reveals[h]["pair_shares"].get(w, {})}) for x in dropped}
+        if seed is None or any(pairs.get(x) is None for x in dropped):
+            return None
         total = total - mask(seed, length)
-    for dropped in (w for w in neighbourhood.contributors if w not in words):
-        for w in survivors:
-            if w not in reveals or dropped not in reveals[w]["pairs"]:
-                return None
-            pair = mask(reveals[w]["pairs"][dropped], length)
-            total = total + pair if w > dropped else total - pair  # remove w's term sign(w, dropped) PRG(k)
+        for x in dropped:  # remove w's term sign(w, x) PRG(k_wx)
+            pair = mask(pairs[x], length)
+            total = total - pair if w < x else total + pair
     return from_fixed(total)
-
 
 
 class SecureNeighbourhoods:
@@ -302,13 +324,16 @@ class SecureNeighbourhoods:
         answer = contributor.reveal(request.round, list(request.survivors), request.shares)
         return encode_secure("reveal", run=self.run, sender=self.me, round_=request.round, seed=answer["seed"],
                              shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
-                             pairs=answer["pairs"])
+                             pairs=answer["pairs"],
+                             pair_shares={w: {x: v.to_bytes(SHARE_BYTES, "big") for x, v in partners.items()}
+                                          for w, partners in answer["pair_shares"].items()})
 
     def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float) -> np.ndarray | None:
         """The sum (size,) of the survivors' statistics of ``model`` from their words and reveals (``wire.Reveal``),
         its class counts scaled back to exactly ``ess`` per survivor; None if it cannot be unmasked or if its class
         counts are off by more than fixed point explains (a contributor sent statistics of another ESS)."""
-        answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs} for w, r in reveals.items()}
+        answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs, "pair_shares": r.pair_shares}
+                   for w, r in reveals.items()}
         total = unmask(self.own, words, answers)
         if total is None:
             return None

@@ -16,11 +16,15 @@ Fields (all required)::
 With secure aggregation (``crc.nodes.secure_aggregation``) three more types share the first five fields::
 
     masked  + schema, ess, n, data (masked statistics: n raw little-endian uint64 words), shares (map: holder
-            address -> the sender's sealed Shamir share for it, relayed unread by the recipient)
+            address -> the sender's sealed Shamir shares for it, relayed unread by the recipient)
     unmask  + survivors (array of the contributors whose masked statistics arrived), shares (map: owner address ->
-            the share that owner sealed for the addressee)
-    reveal  + seed (the sender's 32-byte self-mask seed), shares (map: owner address -> 66-byte Shamir share),
-            pairs (map: dropped contributor address -> 32-byte pairwise seed)
+            the shares that owner sealed for the addressee)
+    reveal  + seed (the sender's 32-byte self-mask seed), shares (map: owner address -> 66-byte Shamir share of
+            its self-mask seed), pair_shares (map: owner address -> map: dropped contributor address -> 66-byte
+            share of the owner's pairwise seed with it), pairs (map: dropped contributor address -> the sender's
+            32-byte pairwise seed with it)
+
+Addresses inside these maps are at most ``ADDRESS_BYTES`` long.
 
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
@@ -61,15 +65,16 @@ ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares 
 SECURE_FIELDS = {
     "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
     "unmask": frozenset({"v", "type", "run", "from", "round", "survivors", "shares"}),
-    "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs"}),
+    "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs", "pair_shares"}),
 }
-MAX_ENTRIES = 255
-"""Most entries of a secure message's maps and arrays (a neighbourhood's contributors)."""
-SEALED_BYTES = 128
-"""Longest sealed share accepted (a 66-byte share plus its 16-byte tag is 82)."""
+MAX_ENTRIES = 64
+"""Most entries of a secure message's maps and arrays: the largest neighbourhood secure aggregation takes."""
 SEED_BYTES = 32
 SHARE_BYTES = 66
 """A Shamir share: an element of the field of the prime 2^521 - 1, big-endian."""
+SEALED_BYTES = SHARE_BYTES * MAX_ENTRIES + 16
+"""Longest sealed bundle of shares accepted (one per secret of its owner, plus the 16-byte tag)."""
+ADDRESS_BYTES = 128
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
           "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate", "forged")
@@ -114,6 +119,7 @@ class Reveal:
     seed: bytes
     shares: dict
     pairs: dict
+    pair_shares: dict
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,8 @@ class Expectation:
 
     @property
     def max_frame_bytes(self) -> int:
-        extra = MAX_ENTRIES * (SEALED_BYTES + MAX_TEXT + 8) if self.secure else 0
+        reveal = MAX_ENTRIES * (MAX_ENTRIES + 2) * (SHARE_BYTES + ADDRESS_BYTES + 8)
+        extra = max(MAX_ENTRIES * (SEALED_BYTES + ADDRESS_BYTES + 8), reveal) if self.secure else 0
         return 8 * self.size + ENVELOPE_BYTES + extra
 
 
@@ -224,7 +231,7 @@ def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longe
     if not isinstance(value, dict) or len(value) > MAX_ENTRIES:
         raise Rejected("malformed", f"field {field!r} is not a map of at most {MAX_ENTRIES} entries", sender)
     for address, data in value.items():
-        if not isinstance(address, str) or not isinstance(data, bytes) or (
+        if not isinstance(address, str) or len(address) > ADDRESS_BYTES or not isinstance(data, bytes) or (
                 len(data) != exact if exact is not None else len(data) > longest):
             raise Rejected("malformed", f"field {field!r} has an entry that is not an address and "
                                         f"{exact or f'at most {longest}'} bytes", sender)
@@ -261,7 +268,15 @@ def _decode_secure(obj: dict, expect: Expectation, key: str | None) -> Masked | 
         raise Rejected("malformed", f"field 'seed' is not {SEED_BYTES} bytes", sender)
     shares = {owner: int.from_bytes(data, "big")
               for owner, data in _byte_map(obj["shares"], sender, "shares", exact=SHARE_BYTES).items()}
-    return Reveal(sender, round_, obj["seed"], shares, _byte_map(obj["pairs"], sender, "pairs", exact=SEED_BYTES))
+    nested = obj["pair_shares"]
+    if not isinstance(nested, dict) or len(nested) > MAX_ENTRIES or not all(
+            isinstance(owner, str) and len(owner) <= ADDRESS_BYTES for owner in nested):
+        raise Rejected("malformed", f"field 'pair_shares' is not a map of at most {MAX_ENTRIES} addresses", sender)
+    pair_shares = {owner: {partner: int.from_bytes(data, "big")
+                           for partner, data in _byte_map(value, sender, "pair_shares", exact=SHARE_BYTES).items()}
+                   for owner, value in nested.items()}
+    return Reveal(sender, round_, obj["seed"], shares, _byte_map(obj["pairs"], sender, "pairs", exact=SEED_BYTES),
+                  pair_shares)
 
 
 def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None) -> None:

@@ -4,12 +4,15 @@ simulator."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from crc.cli.main import main
@@ -108,11 +111,22 @@ def test_a_contributor_lost_after_its_masked_statistics_arrived(silent):
     np.testing.assert_allclose(total, sum(stats.values()), atol=1e-5)
 
 
-def test_two_contributors_lost_in_different_phases_unmask_nothing():
+def test_one_contributor_lost_in_each_phase_is_recovered_from_shares():
+    """One is lost before its words arrive, another after: the second's self-mask seed and its pairwise seed with
+    the first are rebuilt from the remaining answers' shares (threshold 2 of its 3 holders)."""
+    hood, peers = neighbourhood()
+    stats, sent = send(peers)
+    survivors = CONTRIBUTORS[1:]
+    reveals = ask(peers, sent, survivors, answering=survivors[1:])
+    total = unmask(hood, {w: sent[w][0] for w in survivors}, reveals)
+    np.testing.assert_allclose(total, sum(stats[w] for w in survivors), atol=1e-5)
+
+
+def test_too_few_answers_to_rebuild_a_seed_unmask_nothing():
     hood, peers = neighbourhood()
     _, sent = send(peers)
     survivors = CONTRIBUTORS[1:]
-    reveals = ask(peers, sent, survivors, answering=survivors[1:])  # CONTRIBUTORS[0] and then CONTRIBUTORS[1] lost
+    reveals = ask(peers, sent, survivors, answering=survivors[2:])  # one lost before, two after: 1 share of 2 needed
     assert unmask(hood, {w: sent[w][0] for w in survivors}, reveals) is None
 
 
@@ -220,7 +234,7 @@ def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
 
     class Answer:
         def __init__(self, r):
-            self.seed, self.shares, self.pairs = r["seed"], r["shares"], r["pairs"]
+            self.seed, self.shares, self.pairs, self.pair_shares = r["seed"], r["shares"], r["pairs"], r["pair_shares"]
 
     total = own.unmask({w: sent[w][0] for w in peers}, {w: Answer(r) for w, r in reveals.items()}, model, ess)
     if unmasked:
@@ -228,3 +242,48 @@ def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
         np.testing.assert_allclose(total, sum(stats.values()), rtol=0, atol=1e-5)
     else:
         assert total is None
+
+
+def _secure_frames() -> list[bytes]:
+    from crc.nodes.wire import encode_secure
+
+    _, peers = neighbourhood()
+    _, sent = send(peers)
+    w = CONTRIBUTORS[0]
+    reveal = ask(peers, sent, CONTRIBUTORS[:3])[w]
+    common = {"run": "run", "sender": w, "round_": 0}
+    return [
+        encode_secure("masked", **common, schema="ab" * 32, ess=400.0, data=sent[w][0][:50], shares=sent[w][1]),
+        encode_secure("unmask", **common, survivors=CONTRIBUTORS[:3], shares={o: sent[o][1][w] for o in CONTRIBUTORS[1:3]}),
+        encode_secure("reveal", **common, seed=reveal["seed"], pairs=reveal["pairs"],
+                      shares={o: v.to_bytes(66, "big") for o, v in reveal["shares"].items()},
+                      pair_shares={o: {x: v.to_bytes(66, "big") for x, v in p.items()} for o, p in reveal["pair_shares"].items()}),
+    ]
+
+
+FRAMES = _secure_frames()
+
+
+@settings(max_examples=300, deadline=None)
+@given(which=st.integers(0, 2), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
+       cut=st.integers(0, 10**6))
+def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
+    from crc.nodes.wire import Expectation, Masked, Rejected, Reveal, Unmask, decode
+
+    expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
+                         secure=True)
+    frame = bytearray(FRAMES[which])
+    for position, value in flips:
+        frame[position % len(frame)] ^= value
+    frame = bytes(frame[: max(1, cut % (len(frame) + 1))]) if cut % 3 == 0 else bytes(frame)
+    with contextlib.suppress(Rejected):  # rejected by cause, or decoded to a well-typed message; nothing else
+        assert isinstance(decode(frame, expect), (Masked, Unmask, Reveal))
+
+
+def test_intact_secure_frames_decode_to_their_types():
+    from crc.nodes.wire import Expectation, Masked, Reveal, Unmask, decode
+
+    expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
+                         secure=True)
+    kinds = [type(decode(frame, expect)) for frame in FRAMES]
+    assert kinds == [Masked, Unmask, Reveal]
