@@ -33,7 +33,7 @@ from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.privacy import Privacy, release
 from crc.nodes import checkpoint
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import CAUSES, Expectation, Masked, Rejected, Reveal, Unmask, check_statistics, decode, encode
+from crc.nodes.wire import CAUSES, Expectation, Masked, Message, Rejected, Reveal, Unmask, check_statistics, decode, encode
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class Peer:
         self._down_since: dict[str, float] = {}  # neighbours marked down -> when, on self.clock
         self._attack_rng = np.random.default_rng(zlib.crc32(settings.bind.encode()))
         self._privacy_rng = np.random.default_rng(settings.privacy_seed)
-        self._inbox: dict[int, dict[str, np.ndarray]] = {}
+        self._inbox: dict[int, dict[str, Message | Masked]] = {}  # round -> sender -> its statistics message
         self._logged_causes: set[str] = set()
         self.stop = threading.Event()
         self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
@@ -307,7 +307,7 @@ class Peer:
             self._send_to(transport, request.sender, frame)
 
     def _take_reveal(self, reveal: Reveal, size: int) -> None:
-        if self._unmasking is None or (reveal.round, reveal.sender in self._unmasking[1]) != (self._unmasking[0], True):
+        if self._unmasking is None or reveal.round != self._unmasking[0] or reveal.sender not in self._unmasking[1]:
             self._reject("stale", f"a reveal for round {reveal.round} that this peer is not unmasking", reveal.sender)
             return
         if reveal.sender in self._reveals:
@@ -344,7 +344,7 @@ class Peer:
         slot = self._inbox.get(wanted, {})
         return all(peer in slot for peer in self.settings.peers if peer not in self._down_since)
 
-    def _gather(self, transport: PeerTransport, wanted: int, deadline: float) -> dict[str, np.ndarray]:
+    def _gather(self, transport: PeerTransport, wanted: int, deadline: float) -> dict[str, Message | Masked]:
         """Neighbours' statistics of round ``wanted``: all of those not down, or what arrived before ``deadline``.
 
         Frames are handled one at a time, the stop request checked between them; each receive returns a bounded
