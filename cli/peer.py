@@ -88,16 +88,15 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
     return log
 
 
-def acceleration_option_list(function):
-    for option in reversed(acceleration_options().values()):
-        function = option(function)
-    return function
+def option_list(options: dict):
+    """Decorator adding the click ``options`` (by parameter name) in their order."""
 
+    def decorate(function):
+        for option in reversed(options.values()):
+            function = option(function)
+        return function
 
-def privacy_option_list(function):
-    for option in reversed(privacy_options().values()):
-        function = option(function)
-    return function
+    return decorate
 
 
 @click.command(short_help="Run one real peer over ZeroMQ.")
@@ -111,9 +110,9 @@ def privacy_option_list(function):
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
               help="Communication rounds; the same on every peer.")
 @click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
-@acceleration_option_list
+@option_list(acceleration_options())
 @loss_option()
-@privacy_option_list
+@option_list(privacy_options())
 @click.option("--loss-seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,
               help="Seed of --loss (crc launch passes the simulator's seed of this node, so that both lose the same messages).")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
