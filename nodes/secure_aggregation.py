@@ -27,13 +27,14 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    shares), and decodes the sum. If fewer than two words arrived, or a mask cannot be removed (too few shares),
    u unmasks nothing: it keeps its own statistics for the round.
 
-Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 255 terms
-are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
+Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 64 terms
+(``MAX_ENTRIES``) are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
 decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.
 
 Threshold and collusion: the shares of w's seeds go to the d - 1 other contributors with threshold
 t = floor((d-1)/2) + 1, a majority of them. u alone learns only the sum of S; u colluding with fewer than t
-contributors cannot rebuild a seed it was not given, and with d = 2 the other contributor already knows the sum minus its own part.
+contributors cannot rebuild a seed it was not given, and with d = 2 the other contributor already knows the sum
+minus its own part.
 This is the honest-but-curious model of the paper in ``shared/papers/004_…``: a recipient that sends different sets
 S to different contributors is refused by any contributor it asks twice, but not detected across contributors.
 """
