@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import click
 
-from crc.core.acceleration import ACCELERATED, STARTS
+from crc.core.acceleration import ACCELERATED, CLASSIFIERS, STARTS
 
 _PRESET = ", ".join(f"--{name} {value}" if not isinstance(value, bool) else f"--{name}" for name, value in ACCELERATED.items())
 
 
 def acceleration_options() -> dict:
-    """``--momentum``, ``--start``, ``--safeguard/--no-safeguard`` and ``--accelerated`` by parameter name.
+    """``--momentum``, ``--start``, ``--safeguard/--no-safeguard``, ``--classifier`` and ``--accelerated`` by
+    parameter name.
 
     Unset options are None; ``crc.core.acceleration.with_preset`` resolves them (the preset, else the paper)."""
     return {
@@ -27,6 +28,12 @@ def acceleration_options() -> dict:
             "--safeguard/--no-safeguard", default=None,
             help="Keep a momentum step only if it does not raise the peer's local soft 0-1 loss over the plain "
                  "step, else take the plain step and forget the memory [default: off; on with --accelerated]."),
+        "classifier": click.option(
+            "--classifier", type=click.Choice(CLASSIFIERS), default=None,
+            help="A peer's classifier after a round: 'local', its statistics after its local calibration step (the "
+                 "paper), or 'aggregate', its aggregate of the round before that step, which leaves out the step's "
+                 "pull towards the peer's own data (no extra messages) [default: local; "
+                 f"{ACCELERATED['classifier']} with --accelerated]."),
         "accelerated": click.option(
             "--accelerated", is_flag=True, default=False,
             help=f"Recommended acceleration preset: {_PRESET} (options given explicitly win)."),

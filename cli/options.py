@@ -95,7 +95,7 @@ def _all_options(base: SimulationConfig) -> dict:
     return dict(zip(names, options))
 
 
-ACCELERATION = ("momentum", "start", "safeguard", "accelerated")
+ACCELERATION = ("momentum", "start", "safeguard", "classifier", "accelerated")
 """The names of the acceleration options, for ``options(*ACCELERATION)``."""
 
 PRIVACY = ("dp_epsilon", "dp_delta", "clip")

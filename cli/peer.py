@@ -153,7 +153,8 @@ def option_list(options: dict):
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
-def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, accelerated, loss,
+def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, classifier,
+         accelerated, loss,
          dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after,
          attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
@@ -179,11 +180,11 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
     if label is not None and label != shared.label:
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
     options = model_options(model, structure)
-    classifier = make_model(model, shared, **options)
+    generative = make_model(model, shared, **options)
     speedup = Acceleration(**with_preset({"momentum": momentum, "start": start, "safeguard": safeguard,
-                                          "accelerated": accelerated}))
-    privacy = _privacy(classifier, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
-    phi, y = load_local(data, shared, classifier, clip=None if privacy is None else privacy.clip)
+                                          "classifier": classifier, "accelerated": accelerated}))
+    privacy = _privacy(generative, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
+    phi, y = load_local(data, shared, generative, clip=None if privacy is None else privacy.clip)
     log = _configure_logging(log_level or default_log_level("info"), bind)
     if privacy is not None:
         log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
@@ -196,7 +197,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                                 aggregate=aggregate, down_after=down_after, attack=attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed,
                                 privacy=privacy, secure=secure)
-        peer = Peer(classifier, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
+        peer = Peer(generative, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
     except ValueError as exc:
         raise CRCError(str(exc)) from None
     if keys is None:
@@ -219,7 +220,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                "aggregate": aggregate, "attack": attack, "secure_aggregation": secure is not None}
     if privacy is not None:
         metrics["privacy"] = privacy.to_json()
-    TrainedModel(shared, model, peer.stats, metrics, **options).save(out)
+    TrainedModel(shared, model, peer.classifier_stats, metrics, **options).save(out)
     missing = sum(peer.metrics.missing.values())
     rejected = sum(peer.metrics.rejected.values())
     log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,

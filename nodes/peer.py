@@ -80,8 +80,8 @@ class PeerSettings:
     """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
     the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
     acceleration: Acceleration = PAPER
-    """Memory, start and safeguard (``crc.core.acceleration``); its memory is not checkpointed: a resumed peer's
-    first round is a plain step."""
+    """Memory, start, safeguard and classifier (``crc.core.acceleration``); its memory is not checkpointed: a resumed
+    peer's first round is a plain step (the last aggregate of the ``aggregate`` classifier is)."""
     loss: float = 0.0
     """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
     loss_seed: int = 0
@@ -180,6 +180,7 @@ class Peer:
         self._final_asked: set[str] = set()
         self.round, self.metrics, self.memory = 0, Metrics(), None
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
+        self.aggregated: np.ndarray | None = None  # the last round's aggregate, kept for the ``aggregate`` classifier
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
         self.metrics.downtime_s = {peer: 0.0 for peer in settings.peers}
@@ -204,20 +205,40 @@ class Peer:
             identity["privacy"] = s.privacy.to_json()
         if s.secure is not None:
             identity["secure_aggregation"] = True
+        if self._keeps_aggregate:  # the checkpoint then holds the aggregate after the statistics
+            identity["classifier"] = s.acceleration.classifier
         return identity
+
+    @property
+    def _keeps_aggregate(self) -> bool:
+        return self.settings.acceleration.classifier == "aggregate"
+
+    @property
+    def classifier_stats(self) -> np.ndarray:
+        """The statistics of this peer's classifier (size,): its own, or its last aggregate
+        (``Acceleration.classifier_statistics``)."""
+        return self.settings.acceleration.classifier_statistics(self.stats, self.aggregated)
 
     def _resume(self) -> None:
         if not self.settings.checkpoint_dir:
             return
-        found = checkpoint.load(self.settings.checkpoint_dir, identity=self.identity, size=self.model.size)
+        size = self.model.size
+        found = checkpoint.load(self.settings.checkpoint_dir, identity=self.identity,
+                                size=2 * size if self._keeps_aggregate else size)
         if found is not None:
-            self.round, self.stats, metrics = found
+            self.round, stats, metrics = found
+            self.stats = stats[:size]
+            if self._keeps_aggregate and self.round > 0:
+                self.aggregated = stats[size:]
             self.metrics = Metrics.from_json(metrics)
             self.log.info("resumed from checkpoint at round %d", self.round)
 
     def _checkpoint(self) -> None:
         if self.settings.checkpoint_dir:
-            checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=self.stats,
+            stats = self.stats
+            if self._keeps_aggregate:
+                stats = np.concatenate([stats, self.classifier_stats])
+            checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=stats,
                             metrics=self.metrics.to_json())
 
     def _send(self, transport: PeerTransport) -> None:
@@ -428,6 +449,8 @@ class Peer:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
                                                     self.weights, iterations=self.settings.iters)
+        if self._keeps_aggregate:
+            self.aggregated = aggregated
         if self.settings.privacy is not None:
             self.stats = release(self.model, self.stats, self.settings.privacy.sigma, self._privacy_rng)
         self.round += 1

@@ -1,4 +1,5 @@
-"""Accelerated CRC: a heavy-ball memory through the mixing, a local start and a per-peer safeguard.
+"""Accelerated CRC: a heavy-ball memory through the mixing, a local start, a per-peer safeguard and the choice of
+the statistics a peer's classifier is taken from.
 
 One round of a peer ``v`` in the paper's algorithm is ``s_v(t) = LRC_v(A_v(t))`` with
 ``A_v(t) = (M s(t-1))_v``, the average of its closed neighbourhood. With memory β a peer
@@ -16,6 +17,13 @@ plain aggregate and keeps the momentum step only if its local soft 0-1 loss is n
 otherwise it keeps the plain step and forgets its memory for the next round. The choice is
 per peer and local, so on a complete graph peers may then differ: the identity with RC holds
 without the safeguard only.
+
+A peer's classifier after round t is, in the paper, θ(s_v(t)): its statistics after its local step.
+That step pulls them towards the peer's own data, which under label drift (a peer holding one class)
+is far from the pooled data. With ``classifier = "aggregate"`` the classifier is θ(A_v(t)), the peer's
+aggregate of round t before its local step (the memory's plain aggregate, never the pushed one): the
+same messages and, with momentum, no extra memory (the aggregate is the memory). On a complete
+graph A_v(t) = s(t-1), RC's iterate t-1.
 
 β = 0 is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
 Every function accepts leading batch axes (one per peer), so the simulator runs all peers
@@ -37,12 +45,16 @@ STARTS = ("uniform", "local")
 scaled to ESS ``m0`` (on a complete graph with equal local sizes the first average is then the pooled
 ML statistics, RC's own start)."""
 
-ACCELERATED = {"momentum": 0.7, "start": "uniform", "safeguard": True}
+CLASSIFIERS = ("local", "aggregate")
+"""``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
+aggregate of the last round, before that step."""
+
+ACCELERATED = {"momentum": 0.7, "start": "uniform", "safeguard": True, "classifier": "aggregate"}
 """The recommended combination (``--accelerated``): β = 0.7 through the mixing, the paper's uniform start,
-the per-peer safeguard."""
+the per-peer safeguard, the classifier from the last aggregate."""
 
 
-SETTINGS = ("momentum", "start", "safeguard")
+SETTINGS = ("momentum", "start", "safeguard", "classifier")
 
 
 def with_preset(settings: dict) -> dict:
@@ -70,25 +82,35 @@ class Acceleration:
         One of ``STARTS``.
     safeguard : bool
         Keep a momentum step only if it does not raise the local soft 0-1 loss (see the module notes).
+    classifier : str
+        One of ``CLASSIFIERS``.
     """
 
     momentum: float = 0.0
     start: str = "uniform"
     safeguard: bool = False
+    classifier: str = "local"
 
     def __post_init__(self):
         if not 0.0 <= self.momentum < 1.0:
             raise CRCError(f"--momentum must be in [0, 1), got {self.momentum}")
         if self.start not in STARTS:
             raise CRCError(f"--start must be one of {', '.join(STARTS)}, got {self.start!r}")
+        if self.classifier not in CLASSIFIERS:
+            raise CRCError(f"--classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}")
 
     @property
     def keeps_memory(self) -> bool:
         return self.momentum > 0.0
 
+    def classifier_statistics(self, stats: np.ndarray, aggregated: np.ndarray | None) -> np.ndarray:
+        """What the classifier is taken from (..., size): ``stats`` after the local step, or with ``aggregate`` the
+        round's ``aggregated`` statistics (``stats`` before the first round, when there is no aggregate yet)."""
+        return aggregated if self.classifier == "aggregate" and aggregated is not None else stats
+
 
 PAPER = Acceleration()
-"""No memory, uniform start, no safeguard: Algorithm 2 of the paper."""
+"""No memory, uniform start, no safeguard, the local classifier: Algorithm 2 of the paper."""
 
 
 @dataclass

@@ -168,6 +168,7 @@ class CRCEngine:
         self._padding = local.mask if padded.any() and np.any(local.phi[padded]) else None
         self.acceleration, self.memory = acceleration, None
         self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, local.y, local.mask)
+        self.aggregated = None  # the last round's aggregate, kept when the classifier is taken from it
         self.round = 0
         per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
         self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))
@@ -183,12 +184,19 @@ class CRCEngine:
         sent = None if self._sent is None else self._sent(self.stats)
         return neighbourhood_average(self.mixing(self.round + 1), self.stats, sent, rule=self.aggregation)
 
+    @property
+    def classifiers(self) -> np.ndarray:
+        """Every node's classifier statistics (n, size): its statistics, or its last aggregate
+        (``Acceleration.classifier_statistics``)."""
+        return self.acceleration.classifier_statistics(self.stats, self.aggregated)
+
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
         with single_threaded_blas():
             return self._step(keep_aggregated=True)
 
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
+        keep_aggregated = keep_aggregated or self.acceleration.classifier == "aggregate"
         aggregated = self.aggregate()
         if self._block >= self.n_nodes:
             self.stats, self.memory = self._lrc(aggregated, slice(None))
@@ -207,6 +215,8 @@ class CRCEngine:
             self.stats, self.memory = stats, memory
         if self._release is not None:
             self.stats = self._release(self.stats)
+        if self.acceleration.classifier == "aggregate":
+            self.aggregated = aggregated
         self.round += 1
         return aggregated
 
@@ -217,7 +227,8 @@ class CRCEngine:
                           mask, iterations=self.iterations)
 
     def run(self, rounds: int, callback: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
-        """Run ``rounds`` rounds; ``callback(round, stats)`` after each. Returns the final (n, size) statistics.
+        """Run ``rounds`` rounds; ``callback(round, classifiers)`` after each. Returns the final (n, size)
+        ``classifiers``.
 
         BLAS is limited to one thread during the rounds, not during the callbacks.
         Every round's statistics are a new array (a callback may keep them).
@@ -226,9 +237,9 @@ class CRCEngine:
             with single_threaded_blas():
                 for _ in range(rounds):
                     self._step(keep_aggregated=False)
-            return self.stats
+            return self.classifiers
         for _ in range(rounds):
             with single_threaded_blas():
                 self._step(keep_aggregated=False)
-            callback(self.round, self.stats)
-        return self.stats
+            callback(self.round, self.classifiers)
+        return self.classifiers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from crc.core.acceleration import STARTS, Acceleration, with_preset
+from crc.core.acceleration import CLASSIFIERS, STARTS, Acceleration, with_preset
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
@@ -46,6 +46,7 @@ class SimulationConfig:
     momentum: float = 0.0
     start: str = "uniform"
     safeguard: bool = False
+    classifier: str = "local"
     loss: float = 0.0
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
@@ -113,6 +114,7 @@ class SimulationConfig:
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
             (0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}"),
             (self.start in STARTS, f"--start must be one of {', '.join(STARTS)}, got {self.start!r}"),
+            (self.classifier in CLASSIFIERS, f"--classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}"),
             (0 <= self.loss < 1, f"--loss must be in [0, 1), got {self.loss}"),
             (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
@@ -142,8 +144,8 @@ class SimulationConfig:
 
     @property
     def acceleration(self) -> Acceleration:
-        """The peers' memory, start and safeguard (``crc.core.acceleration``)."""
-        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard)
+        """The peers' memory, start, safeguard and classifier (``crc.core.acceleration``)."""
+        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard, classifier=self.classifier)
 
     @property
     def train_size(self) -> int:

@@ -55,6 +55,43 @@ def test_theorem_1_with_memory_complete_graph_equals_rc_with_momentum(kind, star
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_aggregate_classifier_on_a_complete_graph_is_rcs_previous_iterate(kind, mixed, monkeypatch):
+    """With ``classifier="aggregate"`` the engine reports every round's aggregate (RC's iterate t - 1 on a complete
+    graph), whether its rounds run as one block or several, and its statistics are those of the paper's run."""
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    n, lr, rounds = 6, 0.05, 12
+    parts = _equal_parts(y, n)
+    used = np.concatenate(parts)
+    phi, y = model.features(x)[used], y[used]
+    local = LocalData.from_parts(phi, y, np.split(np.arange(len(y)), n))
+    mixing, ess = averaging_matrix(complete_graph(n)), default_ess(len(y), n, lr)
+    rc_stats = []
+    rc(model, phi, y, lr=lr, iterations=rounds, init=model.uniform(len(y)), select_best=False,
+       callback=lambda i, s: rc_stats.append(s))
+    paper = CRCEngine(model, local, mixing, ess=ess)
+    paper_stats = []
+    paper.run(rounds, lambda t, stats: paper_stats.append(stats))
+    reported = {}
+    for block_bytes in (None, 1):  # one block, then a block per node
+        if block_bytes is not None:
+            monkeypatch.setattr("crc.core.engine.BLOCK_BYTES", block_bytes)
+        engine = CRCEngine(model, local, mixing, ess=ess, acceleration=accel.Acceleration(classifier="aggregate"))
+        np.testing.assert_array_equal(engine.classifiers, engine.stats)  # before any round: the start
+        classifiers = reported[block_bytes] = []
+        final = engine.run(rounds, lambda t, stats, kept=classifiers: kept.append(stats))
+        assert final is engine.classifiers and final is engine.aggregated
+        np.testing.assert_array_equal(engine.stats, paper.stats)
+        for t in range(1, rounds + 1):
+            expected = model.posteriors(model.theta(rc_stats[t - 1]), phi)
+            got = model.posteriors(model.theta(classifiers[t - 1]), phi[None])
+            assert np.max(np.abs(got - expected[None])) < 1e-9, f"round {t}"
+            assert np.max(np.abs(classifiers[t - 1] - paper_stats[t - 1])) > 1e-6  # not the local statistics
+    for a, b in zip(reported[None], reported[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_zero_momentum_is_the_papers_algorithm_bit_for_bit(kind, mixed):
     schema, x, y = mixed
     model = make_model(kind, schema)
@@ -138,6 +175,8 @@ def test_settings_are_checked_and_the_preset_fills_what_is_not_given():
         accel.Acceleration(momentum=1.0)
     with pytest.raises(CRCError, match="--start must be one of"):
         accel.Acceleration(start="ml")
+    with pytest.raises(CRCError, match="--classifier must be one of"):
+        accel.Acceleration(classifier="mean")
     assert accel.with_preset({"accelerated": True}) == accel.ACCELERATED
     assert accel.with_preset({"accelerated": True, "momentum": 0.3, "safeguard": None}) == {
         **accel.ACCELERATED, "momentum": 0.3}

@@ -22,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crc.core.acceleration import Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.nodes.peer import Peer, PeerSettings
@@ -351,6 +353,30 @@ def test_a_resumed_peer_continues_from_its_checkpoint_and_ends_like_an_uninterru
     assert resumed.metrics.rounds_done == ROUNDS
     assert resumed.metrics.messages_received == uninterrupted.metrics.messages_received
     setup.assert_follows_simulator(resumed, transport, rounds=range(stopped_at, ROUNDS + 1))
+
+
+def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_restart(setup, tmp_path):
+    aggregate = Acceleration(classifier="aggregate")
+    stopped_at = 3
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path), acceleration=aggregate)
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=aggregate)
+    np.testing.assert_array_equal(resumed.classifier_stats, first.classifier_stats)
+    assert resumed.run(FakeTransport(resumed.clock, setup.neighbours_answer))
+    np.testing.assert_allclose(resumed.stats, setup.history[ROUNDS][ME], rtol=1e-12)  # the statistics are the paper's
+    mixing = averaging_matrix(GRAPH)
+    expected = (mixing @ setup.history[ROUNDS - 1])[ME]  # the aggregate of the last round, before the local step
+    np.testing.assert_allclose(resumed.classifier_stats, expected, rtol=1e-12)
+    assert np.max(np.abs(resumed.classifier_stats - resumed.stats)) > 1e-6
+    finished = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=aggregate)  # from the last checkpoint
+    assert finished.round == ROUNDS
+    np.testing.assert_array_equal(finished.classifier_stats, resumed.classifier_stats)
+    # a checkpoint of the other classifier is refused, not half-used
+    with pytest.raises(CRCError, match=r"different configuration \(classifier differ"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
 
 
 def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
