@@ -88,7 +88,11 @@ def rc(
     best, best_loss, best_iteration, losses, previous = stats, np.inf, 0, [], None
     for iteration in range(iterations + 1):
         theta = model.theta(stats)
-        posteriors = model.posteriors(theta, phi)
+        pushed = bool(momentum) and previous is not None
+        if pushed:  # the step is taken from elsewhere: only the loss is needed here
+            posteriors = model.posteriors(theta, phi)
+        else:
+            residual, posteriors = model.residual_and_posteriors(theta, phi, weights, sample_weight)
         loss = soft_zero_one(posteriors, y, sample_weight)
         losses.append(loss)
         if callback is not None:
@@ -97,15 +101,12 @@ def rc(
             best, best_loss, best_iteration = stats, loss, iteration
         if iteration == iterations or (patience is not None and iteration - best_iteration >= patience):
             break
-        if momentum and previous is not None:
+        if pushed:
             stats, previous = stats + momentum * (stats - previous), stats
-            theta = model.theta(stats)
-            posteriors = model.posteriors(theta, phi)
+            residual = model.residual_and_posteriors(model.theta(stats), phi, weights, sample_weight)[0]
         else:
             previous = stats
-        if sample_weight is not None:
-            posteriors *= sample_weight[:, None]
-        stats = stats + lr * model.labelled(theta, phi, weights - posteriors)
+        stats = stats + lr * residual
     if not select_best:
         best, best_iteration = stats, iteration
     return RCResult(stats=best, best_iteration=best_iteration, losses=losses)

@@ -124,14 +124,19 @@ class GenerativeModel(ABC):
         """``s(X, W - P; theta)``, the change of one calibration step (RC, LRC), of shape (..., size).
 
         ``weights`` (..., m, r) are the labelled weights (one-hot, zero on padding);
-        ``P`` are the model's posteriors, zeroed where ``mask`` (..., m) is 0.
+        ``P`` are the model's posteriors, multiplied by ``mask`` (..., m) (0 on padding, or instance weights).
         Statistics are linear in the weights, so this is ``s(X, Y; theta) - s(X, theta; theta)``
         for every model, latent or not.
         """
+        return self.residual_and_posteriors(theta, phi, weights, mask)[0]
+
+    def residual_and_posteriors(self, theta: dict, phi: np.ndarray, weights: np.ndarray,
+                                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(residual(theta, phi, weights, mask), posteriors(theta, phi))``: what an RC iteration needs, its
+        loss and its step, from one evaluation of the model where the model can share it (circuits)."""
         posteriors = self.posteriors(theta, phi)
-        if mask is not None:
-            posteriors *= mask[..., None]
-        return self.labelled(theta, phi, weights - posteriors)
+        masked = posteriors if mask is None else posteriors * mask[..., None]
+        return self.labelled(theta, phi, weights - masked), posteriors
 
     def _floor(self, table: np.ndarray) -> np.ndarray:
         """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""

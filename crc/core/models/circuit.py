@@ -80,9 +80,21 @@ class MixtureCircuit(GenerativeModel):
 
     def labelled(self, theta: dict, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``s(X, W; theta)``: class weights (..., m, r) split over components by q(k | x, y)."""
-        responsibilities = normalise_exp(self._component_scores(theta, phi), axis=-1)
+        return self._split_statistics(self._component_scores(theta, phi), phi, weights)
+
+    def _split_statistics(self, scores: np.ndarray, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``s(X, W; theta)`` from the component scores (..., m, r, K) of ``_component_scores``."""
+        responsibilities = normalise_exp(scores, axis=-1)
         expanded = (weights[..., None] * responsibilities).reshape(weights.shape[:-1] + (-1,))
         return self.leaves.statistics(phi, expanded)
+
+    def residual_and_posteriors(self, theta: dict, phi: np.ndarray, weights: np.ndarray,
+                                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """As ``GenerativeModel.residual_and_posteriors``, with the component scores computed once."""
+        scores = self._component_scores(theta, phi)
+        posteriors = normalise_exp(logsumexp(scores), axis=-1)
+        masked = posteriors if mask is None else posteriors * mask[..., None]
+        return self._split_statistics(scores, phi, weights - masked), posteriors
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
                iterations: int = EM_ITERATIONS) -> np.ndarray:

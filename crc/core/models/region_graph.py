@@ -454,27 +454,30 @@ class RegionGraphCircuit(GenerativeModel):
         """``s(X, W; theta)``: expected flows of the class weights (..., m, r) through every edge and leaf."""
         return self._expected_counts(theta, phi, weights)
 
-    def residual(self, theta: dict, phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        """``s(X, W - P; theta)`` as in ``GenerativeModel.residual``, with one upward pass for P and the flows."""
+    def residual_and_posteriors(self, theta: dict, phi: np.ndarray, weights: np.ndarray,
+                                mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """As ``GenerativeModel.residual_and_posteriors``, with one upward pass for P and the flows."""
         return self._expected_counts(theta, phi, weights, mask, minus_posteriors=True)
 
     def _expected_counts(self, theta: dict, phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None, *,
-                         minus_posteriors: bool = False) -> np.ndarray:
-        """``s(X, W; theta)``, or ``s(X, W - P; theta)`` with the posteriors P zeroed where ``mask`` (..., m) is 0."""
+                         minus_posteriors: bool = False):
+        """``s(X, W; theta)`` (..., size); with ``minus_posteriors``, ``(s(X, W - P; theta), P)`` with the posteriors
+        P (..., m, r) multiplied by ``mask`` (..., m) in the first."""
         batch, parameters, phi = self._prepare(theta, phi, weights)
         weights = _flat(weights, batch, 2)
         mask = None if mask is None else _flat(mask[..., None], batch, 2)
         table = np.zeros((len(parameters.log_prior), self.n_classes, self.layout.n_columns))
+        posteriors = np.empty(weights.shape) if minus_posteriors else None
         for nodes, instances, block, inputs, upward in self._passes(parameters, phi):
             flow = weights[nodes, instances]
             if minus_posteriors:
-                posteriors = normalise_exp(np.ascontiguousarray(self._log_joint(block, upward)), axis=-1)
-                if mask is not None:
-                    posteriors *= mask[nodes, instances]
-                flow = flow - posteriors
+                block_posteriors = normalise_exp(np.ascontiguousarray(self._log_joint(block, upward)), axis=-1)
+                posteriors[nodes, instances] = block_posteriors
+                flow = flow - (block_posteriors if mask is None else block_posteriors * mask[nodes, instances])
             # Weighted by the constant feature, as in every model's statistics: a zero row (padding) adds nothing.
             table[nodes] += self._table(inputs, upward, flow * _entries(phi, nodes)[:, instances, 0, None])
-        return table.reshape(batch + (self.size,))
+        table = table.reshape(batch + (self.size,))
+        return (table, posteriors.reshape(batch + posteriors.shape[1:])) if minus_posteriors else table
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
                iterations: int = EM_ITERATIONS) -> np.ndarray:
