@@ -152,14 +152,16 @@ def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndar
     """One round after the averaging: ``(statistics (..., size), memory for the next round)``.
 
     ``aggregated`` (..., size) is the closed-neighbourhood average of the round; ``memory`` is
-    what the previous call returned (None in the first round, or after a resume without it).
+    what the previous call returned (None in the first round, or after a resume without it). The returned
+    memory holds ``aggregated`` itself (no copy: a peer keeps two statistics vectors, not three), so the
+    caller must not change it afterwards.
     ``phi``, ``weights`` and ``mask`` are as ``crc.core.calibration.lrc`` takes them.
     """
     if not acceleration.keeps_memory:
         return lrc(model, aggregated, phi, weights, mask, iterations=iterations), None
     if memory is None:
         stats = lrc(model, aggregated, phi, weights, mask, iterations=iterations)
-        return stats, Memory(aggregated.copy(), np.zeros(aggregated.shape[:-1], dtype=bool))
+        return stats, Memory(aggregated, np.zeros(aggregated.shape[:-1], dtype=bool))
     pushed = np.where(memory.reset[..., None], aggregated, aggregated + acceleration.momentum * (aggregated - memory.previous))
     stats = lrc(model, pushed, phi, weights, mask, iterations=iterations)
     reset = np.zeros(aggregated.shape[:-1], dtype=bool)
@@ -167,4 +169,4 @@ def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndar
         plain = lrc(model, aggregated, phi, weights, mask, iterations=iterations)
         reset = local_soft_loss(model, stats, phi, weights) > local_soft_loss(model, plain, phi, weights)
         stats = np.where(reset[..., None], plain, stats)
-    return stats, Memory(aggregated.copy(), reset)
+    return stats, Memory(aggregated, reset)

@@ -196,7 +196,9 @@ class CRCEngine:
             return self._step(keep_aggregated=True)
 
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
-        keep_aggregated = keep_aggregated or self.acceleration.classifier == "aggregate"
+        # The memory and the aggregate classifier hold the aggregate itself (accel.step does not copy it).
+        keeps_memory = self.acceleration.keeps_memory
+        keep_aggregated = keep_aggregated or keeps_memory or self.acceleration.classifier == "aggregate"
         aggregated = self.aggregate()
         if self._block >= self.n_nodes:
             self.stats, self.memory = self._lrc(aggregated, slice(None))
@@ -205,14 +207,13 @@ class CRCEngine:
             # for them its results may go back into those rows: no second (n, size)
             # array to fault in every round.
             stats = np.empty_like(aggregated) if keep_aggregated else aggregated
-            memory = None
+            reset = np.zeros(self.n_nodes, dtype=bool) if keeps_memory else None
             for start in range(0, self.n_nodes, self._block):
                 block = slice(start, start + self._block)
                 stats[block], block_memory = self._lrc(aggregated[block], block)
                 if block_memory is not None:
-                    memory = memory or accel.Memory(np.empty_like(stats), np.empty(self.n_nodes, dtype=bool))
-                    memory.previous[block], memory.reset[block] = block_memory.previous, block_memory.reset
-            self.stats, self.memory = stats, memory
+                    reset[block] = block_memory.reset
+            self.stats, self.memory = stats, None if reset is None else accel.Memory(aggregated, reset)
         if self._release is not None:
             self.stats = self._release(self.stats)
         if self.acceleration.classifier == "aggregate":

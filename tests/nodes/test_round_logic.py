@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crc.core.acceleration import Acceleration
+from crc.core.acceleration import ACCELERATED, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
@@ -377,6 +377,14 @@ def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_re
     # a checkpoint of the other classifier is refused, not half-used
     with pytest.raises(CRCError, match=r"different configuration \(classifier differ"):
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+
+
+def test_an_accelerated_peer_keeps_two_statistics_vectors(setup):
+    """Its memory (the previous aggregate) is its classifier's aggregate: statistics and aggregate, nothing more."""
+    peer = setup.peer(FakeClock(), acceleration=Acceleration(**ACCELERATED))
+    assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
+    assert peer.memory.previous is peer.aggregated is peer.classifier_stats
+    assert peer.stats is not peer.aggregated
 
 
 def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
