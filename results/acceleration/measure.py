@@ -2,11 +2,13 @@
 
 Settings: the default (random tree, n = 50, m_v = 50; run to 256 rounds with the per-round curve, so that the
 gap at round 64 and the first round with gap <= 0.01 are read off one run), label drift on tree+80, and message
-loss p = 0.1 and 0.3 (64 rounds). chess and splice are too small for the default test fraction: --test-size 500.
+loss p = 0.1 and 0.3 (64 rounds); and the preset with a larger momentum on letter and chess (momentum-sweep,
+64 rounds: why the preset's β is 0.7). chess and splice are too small for the default test fraction:
+--test-size 500.
 Writes sets.json next to this file (sets-<settings>.json when only some settings are named, so that several
 processes can run at once), one entry per finished run (rerun to resume):
 
-    nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3]
+    nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3] [momentum-sweep]
 """
 
 import json
@@ -27,15 +29,19 @@ SETTINGS = {
     "loss0.1": {"loss": 0.1, "curve": True},
     "loss0.3": {"loss": 0.3, "curve": True},
 }
+SWEEP = {f"accelerated-beta{beta}": {"accelerated": True, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
+RUNS = [(setting, BUNDLED, VARIANTS, overrides) for setting, overrides in SETTINGS.items()] + [
+    ("momentum-sweep", ("letter", "chess"), SWEEP, {"curve": True})]
+"""(setting, data sets, variants, overrides) of every run."""
 
 
 def main(only=None) -> None:
     out = HERE / (f"sets-{'-'.join(only)}.json" if only else "sets.json")
     done = json.loads(out.read_text()) if out.exists() else {}
     cache = DirectoryCache(HERE / "sets" / ".cache")
-    for setting, overrides in SETTINGS.items():
-        for data in BUNDLED:
-            for variant, preset in VARIANTS.items():
+    for setting, datasets, variants, overrides in RUNS:
+        for data in datasets:
+            for variant, preset in variants.items():
                 key = f"{setting}/{data}/{variant}"
                 if key in done or (only and setting not in only):
                     continue

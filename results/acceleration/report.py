@@ -1,6 +1,8 @@
 """Write results/acceleration.md, results/acceleration/summary.csv and .json and the figures in
 results/acceleration/plots from
-sets.json (measure.py) and the experiment tables under paper/ and accelerated/ (``crc experiment``):
+sets.json (measure.py), sets-local-classifier.json (the preset with the paper's local classifier: the preset of
+the previous version, momentum 0.7 + safeguard, measured by measure.py at commit fbbafe9) and the experiment tables
+under paper/ and accelerated/ (``crc experiment``):
 
     python results/acceleration/report.py
 """
@@ -52,9 +54,11 @@ def set_rows(sets: dict) -> list[dict]:
             paper, accel = sets.get(f"{setting}/{data}/paper"), sets.get(f"{setting}/{data}/accelerated")
             if paper is None or accel is None:
                 continue
+            local = sets.get(f"{setting}/{data}/accelerated-local")
             row = {"setting": setting, "data": data, "rc_test_error": paper["rc"]["test_error"],
                    "rc_converged_test_error": paper["rc_converged"]["test_error"],
                    "paper_gap": gap_at(paper), "accelerated_gap": gap_at(accel),
+                   "accelerated_local_classifier_gap": None if local is None else gap_at(local),
                    "paper_gap_converged": converged_gap_at(paper), "accelerated_gap_converged": converged_gap_at(accel)}
             if setting == "default":
                 row.update(paper_round=first_round(paper), accelerated_round=first_round(accel),
@@ -77,15 +81,18 @@ def sets_markdown(rows: list[dict]) -> list[str]:
     if default:
         out += [f"## Default setting: 15 bundled data sets (random tree, n = 50, m_v = 50, 3 repeats)", "",
                 "Gap = CRC's mean test error minus RC's (RC at 64 iterations; in the 'conv.' columns RC run to "
-                "convergence), at round 64. Rounds to reach gap ≤ 0.01 read off the mean curve of a 256-round run; "
+                "convergence), at round 64; 'local cl.' is the preset with the paper's local classifier "
+                "(`--accelerated --classifier local`). Rounds to reach gap ≤ 0.01 read off the mean curve of a "
+                "256-round run; "
                 f"messages = rounds × {TREE_MESSAGES} (a tree of 50 peers, one message per edge and direction per "
                 "round: the same for both algorithms).", "",
-                "| data | RC test | paper gap | accel. gap | accel. − paper | paper conv. gap | accel. conv. gap | "
-                "paper rounds to 0.01 | accel. rounds | paper messages | accel. messages | paper gap @256 | "
-                "accel. gap @256 |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "| data | RC test | paper gap | accel. gap | local cl. gap | accel. − paper | paper conv. gap | "
+                "accel. conv. gap | paper rounds to 0.01 | accel. rounds | paper messages | accel. messages | "
+                "paper gap @256 | accel. gap @256 |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in default:
             out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
+                       f"{fmt(r['accelerated_local_classifier_gap'])} | "
                        f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
                        f"{fmt(r['accelerated_gap_converged'])} | {rounds_text(r['paper_round'])} | "
                        f"{rounds_text(r['accelerated_round'])} | {messages_text(r['paper_round'])} | "
@@ -102,15 +109,31 @@ def sets_markdown(rows: list[dict]) -> list[str]:
         part = [r for r in rows if r["setting"] == setting]
         if not part:
             continue
-        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | accel. − paper | paper conv. gap | "
-                "accel. conv. gap |", "|---|---:|---:|---:|---:|---:|---:|"]
+        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | local cl. gap | accel. − paper | "
+                "paper conv. gap | accel. conv. gap |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in part:
             out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
+                       f"{fmt(r['accelerated_local_classifier_gap'])} | "
                        f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
                        f"{fmt(r['accelerated_gap_converged'])} |")
         out += ["", f"Max gap: paper {max(r['paper_gap'] for r in part):.3f}, accelerated "
                     f"{max(r['accelerated_gap'] for r in part):.3f} ({len(part)} data sets).", ""]
     return out
+
+
+def sweep_markdown(sets: dict) -> list[str]:
+    """The preset with a larger momentum on letter and chess (measure.py's momentum-sweep), gap at round 64."""
+    betas = [ACCELERATED["momentum"], 0.75, 0.8, 0.85]
+    out = ["## Why β = 0.7: the preset with a larger momentum, round 64", "",
+           "| data | " + " | ".join(f"β = {beta}" for beta in betas) + " |", "|---|" + "---:|" * len(betas)]
+    for data in ("letter", "chess"):
+        cells = []
+        for beta in betas:
+            key = "default/{}/accelerated" if beta == ACCELERATED["momentum"] else f"momentum-sweep/{{}}/accelerated-beta{beta}"
+            entry = sets.get(key.format(data))
+            cells.append("…" if entry is None else fmt(gap_at(entry)))
+        out.append(f"| {data} | " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def table_markdown(name: str) -> list[str]:
@@ -194,7 +217,8 @@ def main() -> None:
     preset = ", ".join(f"{k} = {v}" for k, v in ACCELERATED.items())
     lines = ["# Accelerated CRC against the paper's algorithm", "",
              f"Accelerated = `crc ... --accelerated` ({preset}: heavy-ball memory through the mixing with the per-peer "
-             "safeguard; see the README's 'Accelerated CRC'). Paper = the defaults (Algorithm 2). Produced by "
+             "safeguard, each peer's classifier taken from its last aggregate; see the README's 'Accelerated CRC'). "
+             "Paper = the defaults (Algorithm 2). Produced by "
              "`results/acceleration/measure.py` (the 15 sets), `crc experiment table3 table4 table6 table12 --repeats 3 "
              "--out results/acceleration/paper` and the same with `--accelerated --out results/acceleration/accelerated`, "
              "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "
@@ -202,6 +226,7 @@ def main() -> None:
              "`accelerated/`.", ""]
     lines += ["FINDINGS_PLACEHOLDER", ""]
     lines += sets_markdown(rows)
+    lines += sweep_markdown(sets)
     for name in TABLES:
         lines += table_markdown(name)
     text = "\n".join(lines) + "\n"
