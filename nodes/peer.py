@@ -19,7 +19,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from crc.core.acceleration import PAPER, Acceleration
 from crc.core.aggregation import AGGREGATIONS, peer_average
 from crc.core.attacks import ATTACKS, poison
 from crc.core.calibration import soft_zero_one
+from crc.core.errors import CRCError
 from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.privacy import Privacy, release
@@ -80,8 +81,8 @@ class PeerSettings:
     """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
     the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
     acceleration: Acceleration = PAPER
-    """Memory, start, safeguard and classifier (``crc.core.acceleration``); its memory is not checkpointed: a resumed
-    peer's first round is a plain step (the last aggregate of the ``aggregate`` classifier is)."""
+    """Memory, start, safeguard and classifier (``crc.core.acceleration``); the memory is checkpointed with the
+    statistics, so a resumed peer continues exactly."""
     loss: float = 0.0
     """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
     loss_seed: int = 0
@@ -205,13 +206,15 @@ class Peer:
             identity["privacy"] = s.privacy.to_json()
         if s.secure is not None:
             identity["secure_aggregation"] = True
-        if self._keeps_aggregate:  # the checkpoint then holds the aggregate after the statistics
-            identity["classifier"] = s.acceleration.classifier
+        if s.acceleration != PAPER:  # it also decides what the checkpoint holds (``_state``)
+            identity["acceleration"] = asdict(s.acceleration)
         return identity
 
     @property
     def _keeps_aggregate(self) -> bool:
-        return self.settings.acceleration.classifier == "aggregate"
+        """Whether the last aggregate is kept between rounds: it is the classifier, or the momentum's memory."""
+        acceleration = self.settings.acceleration
+        return acceleration.classifier == "aggregate" or acceleration.keeps_memory
 
     @property
     def classifier_stats(self) -> np.ndarray:
@@ -219,26 +222,39 @@ class Peer:
         (``Acceleration.classifier_statistics``)."""
         return self.settings.acceleration.classifier_statistics(self.stats, self.aggregated)
 
+    def _state(self) -> np.ndarray:
+        """What a checkpoint holds: the statistics; then, if kept, the last aggregate (the statistics before the first
+        round); then, with momentum, the safeguard's reset flag for the next round (0 or 1). A resumed peer thus
+        continues exactly as an uninterrupted one."""
+        parts = [self.stats]
+        if self._keeps_aggregate:
+            parts.append(self.stats if self.aggregated is None else self.aggregated)
+        if self.settings.acceleration.keeps_memory:
+            parts.append([float(self.memory is not None and bool(self.memory.reset))])
+        return np.concatenate(parts) if len(parts) > 1 else self.stats
+
     def _resume(self) -> None:
         if not self.settings.checkpoint_dir:
             return
         size = self.model.size
-        found = checkpoint.load(self.settings.checkpoint_dir, identity=self.identity,
-                                size=2 * size if self._keeps_aggregate else size)
-        if found is not None:
-            self.round, stats, metrics = found
-            self.stats = stats[:size]
-            if self._keeps_aggregate and self.round > 0:
-                self.aggregated = stats[size:]
-            self.metrics = Metrics.from_json(metrics)
-            self.log.info("resumed from checkpoint at round %d", self.round)
+        found = checkpoint.load(self.settings.checkpoint_dir, identity=self.identity, size=len(self._state()))
+        if found is None:
+            return
+        self.round, state, metrics = found
+        self.stats = state[:size]
+        if self._keeps_aggregate and self.round > 0:
+            self.aggregated = state[size:2 * size]
+            if self.settings.acceleration.keeps_memory:
+                reset = state[2 * size]
+                if reset not in (0.0, 1.0):
+                    raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: momentum reset flag {float(reset)!r} (0 or 1)")
+                self.memory = acceleration.Memory(self.aggregated, np.array(reset == 1.0))
+        self.metrics = Metrics.from_json(metrics)
+        self.log.info("resumed from checkpoint at round %d", self.round)
 
     def _checkpoint(self) -> None:
         if self.settings.checkpoint_dir:
-            stats = self.stats
-            if self._keeps_aggregate:
-                stats = np.concatenate([stats, self.classifier_stats])
-            checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=stats,
+            checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=self._state(),
                             metrics=self.metrics.to_json())
 
     def _send(self, transport: PeerTransport) -> None:

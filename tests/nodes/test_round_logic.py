@@ -28,6 +28,7 @@ from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
+from crc.nodes import checkpoint
 from crc.nodes.peer import Peer, PeerSettings
 from crc.nodes.wire import encode
 from crc.topologies import averaging_matrix
@@ -375,8 +376,44 @@ def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_re
     assert finished.round == ROUNDS
     np.testing.assert_array_equal(finished.classifier_stats, resumed.classifier_stats)
     # a checkpoint of the other classifier is refused, not half-used
-    with pytest.raises(CRCError, match=r"different configuration \(classifier differ"):
+    with pytest.raises(CRCError, match=r"different configuration \(acceleration differ"):
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("stopped_at", [1, 3])
+def test_a_resumed_accelerated_peer_continues_exactly_like_an_uninterrupted_one(setup, tmp_path, stopped_at):
+    """The checkpoint holds the momentum's memory (the last aggregate) and the safeguard's reset flag."""
+    preset = Acceleration(**ACCELERATED)
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path), acceleration=preset)
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
+    assert resumed.memory.previous is resumed.aggregated
+    np.testing.assert_array_equal(resumed.memory.previous, first.memory.previous)
+    assert bool(resumed.memory.reset) == bool(first.memory.reset)
+    assert resumed.run(FakeTransport(resumed.clock, setup.neighbours_answer))
+    uninterrupted = setup.peer(FakeClock(), acceleration=preset)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
+    np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
+    np.testing.assert_array_equal(resumed.classifier_stats, uninterrupted.classifier_stats)
+    assert resumed.metrics.soft_loss == uninterrupted.metrics.soft_loss
+    plain = setup.peer(FakeClock(), acceleration=Acceleration(classifier="aggregate"))  # no memory: another trajectory
+    assert plain.run(FakeTransport(plain.clock, setup.neighbours_answer))
+    assert np.max(np.abs(plain.stats - uninterrupted.stats)) > 1e-6
+
+
+def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_path):
+    preset = Acceleration(**ACCELERATED)
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
+    assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
+    state = peer._state()
+    assert len(state) == 2 * setup.model.size + 1 and state[-1] in (0.0, 1.0)
+    state[-1] = 0.5
+    checkpoint.save(tmp_path, identity=peer.identity, round_=ROUNDS, stats=state, metrics=peer.metrics.to_json())
+    with pytest.raises(CRCError, match="momentum reset flag 0.5"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
 
 
 def test_an_accelerated_peer_keeps_two_statistics_vectors(setup):
