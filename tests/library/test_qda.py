@@ -42,3 +42,25 @@ def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
     # ... and the others keep what they had in a batch without it, bit for bit
     np.testing.assert_array_equal(precision[:4], before_precision[:4])
     np.testing.assert_array_equal(logdet[:4], before_logdet[:4])
+
+
+def test_a_feature_constant_within_a_class_takes_the_eigen_path_without_a_per_matrix_loop(monkeypatch):
+    import crc.core.models.qda as qda
+
+    rng = np.random.default_rng(2)
+    cov = _covariances(rng, (6,), 8)
+    alone_precision, alone_logdet = _precision_and_logdet(cov[[0, 2, 3, 5]])
+    for i in (1, 4):  # feature 3 constant within classes 1 and 4: zero variance and covariances
+        cov[i, 3, :] = cov[i, :, 3] = 0.0
+
+    def no_loop(_):
+        raise AssertionError("the batch went down the one-by-one path")
+
+    monkeypatch.setattr(qda, "_one_by_one", no_loop)
+    precision, logdet = _precision_and_logdet(cov)
+    for i in (1, 4):
+        ref_precision, ref_logdet = _floored_eigen(cov[i])
+        np.testing.assert_array_equal(precision[i], ref_precision)
+        assert logdet[i] == ref_logdet and precision[i, 3, 3] == pytest.approx(1 / EIG_FLOOR)
+    np.testing.assert_array_equal(precision[[0, 2, 3, 5]], alone_precision)
+    np.testing.assert_array_equal(logdet[[0, 2, 3, 5]], alone_logdet)

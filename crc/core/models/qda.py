@@ -127,9 +127,21 @@ def _precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     A batched Cholesky factorisation L L^T = cov gives P = L^-T L^-1 and log det = 2 sum log diag L, exact where
     no eigenvalue is at the floor, which trace P < FLOOR_TRACE guarantees. The other matrices, and those whose
-    factorisation fails (not positive definite), take the eigendecomposition, about ten times slower. Each
-    matrix's path depends on that matrix only, so its result does not depend on the batch it came in.
+    factorisation fails (not positive definite), take the eigendecomposition, about ten times slower. A matrix
+    with a diagonal entry below EIG_FLOOR (a feature constant within its class) goes there at once, all such
+    matrices in one batched call: its smallest eigenvalue is at most that entry, so the floor applies, and
+    leaving it out keeps the others' batched factorisation from failing. Each matrix's path depends on that
+    matrix only, so its result does not depend on the batch it came in.
     """
+    degenerate = np.diagonal(cov, axis1=-2, axis2=-1).min(axis=-1) < EIG_FLOOR
+    if np.any(degenerate):
+        if cov.ndim == 2:
+            return _floored_eigen(cov)
+        precision, logdet = np.empty_like(cov), np.empty(cov.shape[:-2])
+        precision[degenerate], logdet[degenerate] = _floored_eigen(cov[degenerate])
+        if not degenerate.all():
+            precision[~degenerate], logdet[~degenerate] = _precision_and_logdet(cov[~degenerate])
+        return precision, logdet
     try:
         factor = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
