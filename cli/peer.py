@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
 import signal
 import socket
 import sys
+import time
 
 import click
 import numpy as np
@@ -124,8 +127,13 @@ def option_list(options: dict):
               show_default=True, help="Seconds each round waits for the neighbours' statistics.")
 @click.option("--first-round-timeout", type=click.FloatRange(min=0, min_open=True),
               default=PeerSettings.first_round_timeout_s, show_default=True,
-              help="Seconds the first round waits, from the peer's start: covers the other peers' start-up "
+              help="Seconds the first round waits, from the peer's start (or --start-at): covers the other peers' start-up "
                    "(no later round gives up before then either; a resumed peer uses --timeout only).")
+@click.option("--start-at", default=None, metavar="TIME",
+              help="Send the first statistics at this time (ISO 8601 with a time zone, e.g. 2026-11-24T09:00:00Z, "
+                   "or seconds since the epoch), listening until then; peers given the same time begin their "
+                   "rounds together. A time already past: at once; more than 7 days ahead: refused. A resumed "
+                   "peer ignores it. [default: at once]")
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
               help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
 @click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
@@ -155,7 +163,8 @@ def option_list(options: dict):
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, classifier,
          accelerated, loss,
-         dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, checkpoint, run_id, aggregate, down_after,
+         dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, start_at, checkpoint, run_id,
+         aggregate, down_after,
          attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
@@ -193,7 +202,8 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
     try:
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
-                                first_round_timeout_s=first_round_timeout, run=run_id, checkpoint_dir=checkpoint,
+                                first_round_timeout_s=first_round_timeout, start_at=_start_time(start_at),
+                                run=run_id, checkpoint_dir=checkpoint,
                                 aggregate=aggregate, down_after=down_after, attack=attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed,
                                 privacy=privacy, secure=secure)
@@ -230,6 +240,35 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                    f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
                    err=True)
         ctx.exit(ALONE)
+
+
+MAX_START_DELAY_S = 7 * 24 * 3600
+"""A --start-at further ahead than this is refused: most likely a typo, and the peer would sit idle."""
+
+
+def _start_time(text: str | None) -> float | None:
+    """``--start-at`` as seconds since the epoch (None: at once)."""
+    if text is None:
+        return None
+    when = _epoch_seconds(text)
+    if not math.isfinite(when) or when - time.time() > MAX_START_DELAY_S:
+        raise CRCError(f"--start-at {text!r} is more than 7 days ahead (or not a number)")
+    return when
+
+
+def _epoch_seconds(text: str) -> float:
+    """Seconds since the epoch, or an ISO 8601 time with a time zone, as seconds since the epoch."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CRCError(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
+    if moment.tzinfo is None:
+        raise CRCError(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
+    return moment.timestamp()
 
 
 def _secure_keys(secure_aggregation: bool, neighbourhoods: str | None, keys: PeerKeys | None, bind: str,

@@ -58,7 +58,7 @@ def free_ports(count: int) -> list[int]:
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None,
-                 insecure: bool = False) -> list[str]:
+                 insecure: bool = False, start_at: float | None = None) -> list[str]:
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
     makes it a Byzantine peer (``crc node --attack``).
 
@@ -76,7 +76,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--safeguard" if config.safeguard else "--no-safeguard", "--classifier", config.classifier,
             "--loss", repr(config.loss),
             "--loss-seed", str(loss_seed(config.seed, 0, index)), "--ess", repr(ess), "--timeout", repr(timeout),
-            "--first-round-timeout", repr(first_round_timeout),
+            "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at else []),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
             *_privacy_arguments(config), *keys,
@@ -123,6 +123,18 @@ def _reap(processes: list[_Process | Child]) -> None:
                 process.wait(timeout=REAP_GRACE_S)
 
 
+START_ALLOWANCE_S = (0.2, 0.03)
+"""(base, per peer) seconds from the moment the spawner can fork to the peers' common ``--start-at``: forking
+a peer and its setup (data, keys, sockets) took 10-20 ms each for 16 peers on 2 cores; a peer ready
+earlier listens until then, one ready later starts when ready."""
+
+
+def start_time(peers: int) -> float:
+    """The wall-clock time (seconds since the epoch) at which ``peers`` peers forked from now begin their rounds."""
+    base, per_peer = START_ALLOWANCE_S
+    return time.time() + base + per_peer * peers
+
+
 def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -> float:
     """Seconds a whole launch may take: the peers' start-up (which the first round's timeout is sized
     for), the first round, and every round waiting its full timeout, with one to spare for computing."""
@@ -157,10 +169,15 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         if not insecure:
             write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
+        start_at = None
+        if spawner is not None:  # fresh processes start too slowly and unevenly for a common start to pay
+            spawner.wait_ready()
+            start_at = start_time(config.nodes)
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
-                                   attack=config.attack if index in byzantine else None, insecure=insecure)
+                                   attack=config.attack if index in byzantine else None, insecure=insecure,
+                                   start_at=start_at)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(_start(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)

@@ -55,9 +55,14 @@ class PeerSettings:
     timeout_s: float = 10.0
     """Seconds a round waits for the neighbours' statistics once the first round's allowance is over."""
     first_round_timeout_s: float = 60.0
-    """Seconds the first round of a fresh run may wait, from the peer's start: the peers' start-up. No later
-    round gives up before then either, since a neighbour's neighbour that starts late delays the neighbour's
-    next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
+    """Seconds the first round of a fresh run may wait, from the peer's start (or ``start_at``): the peers'
+    start-up. No later round gives up before then either, since a neighbour's neighbour that starts late delays
+    the neighbour's next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
+    start_at: float | None = None
+    """Wall-clock time (seconds since the epoch) at which a fresh run sends its first statistics; until then the
+    peer is listening and keeps what arrives. None, or a time already past: at once. Peers started one after
+    another but told the same time begin their rounds together, so the start-up does not ripple through the
+    first rounds. A resumed peer ignores it."""
     queue_messages: int = 256
     """Frames (rounds of statistics) ZeroMQ may queue for each neighbour (outgoing; the inbox keeps a few per connection)."""
     final_linger_ms: int = 1000
@@ -482,6 +487,14 @@ class Peer:
                       len(self.settings.peers), loss)
         return True
 
+    def _wait_for_start(self, transport: PeerTransport) -> None:
+        """Until ``start_at`` (or a stop request), keep what arrives for the first rounds."""
+        if self.settings.start_at is not None:
+            begin = self.clock() + max(0.0, self.settings.start_at - time.time())
+            if begin > self.clock():
+                self.log.info("waiting %.3f s for the start at %.3f", begin - self.clock(), self.settings.start_at)
+            self._wait(transport, 0, begin, lambda: self.clock() >= begin)
+
     def _count_refused(self, transport: PeerTransport) -> None:
         """The metrics' refused connections: those of earlier runs (a resumed checkpoint's) plus the transport's."""
         now = transport.refused()
@@ -498,10 +511,11 @@ class Peer:
         finished = False
         try:
             if self.round == 0:  # a fresh run: the neighbours may still be starting
+                self._wait_for_start(transport)
                 self._startup_deadline = self.clock() + self.settings.first_round_timeout_s
             self.log.info("listening on %s, %d neighbours, starting at round %d", self.settings.bind,
                           len(self.settings.peers), self.round)
-            if self.round < self.settings.rounds:
+            if self.round < self.settings.rounds and not self.stop.is_set():
                 self._send(transport)  # our statistics of the round we start from
             while self.round < self.settings.rounds:
                 if not self.step(transport):

@@ -252,6 +252,10 @@ class Spawner:
                 raise CRCError(f"the peer spawner (pid {self.pid}) did not answer within {self.ready_timeout:g} s ({what})")
             self.pump(remaining)
 
+    def wait_ready(self) -> None:
+        """Wait (at most ``ready_timeout`` seconds) until the helper has imported everything and can fork."""
+        self._wait_for("it was ready", lambda: self.ready, time.monotonic() + self.ready_timeout)
+
     def start(self, argv: list[str], *, stdin, stdout, stderr) -> Child:
         """Start a child running ``argv`` (``[sys.executable, "-I", "-m", module, *args]`` runs in the pre-imported
         helper, anything else is exec-ed) with the given standard streams (files or descriptors)."""

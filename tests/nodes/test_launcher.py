@@ -54,6 +54,7 @@ def test_launch_forks_every_peer_from_one_single_threaded_spawner(tmp_path, monk
 
     monkeypatch.setattr(launcher, "Spawner", Recording)
     config = SimulationConfig(data="twonorm", nodes=4, local_size=30, rounds=6, test_size=500)
+    began = time.time()
     results = launch(config, tmp_path)
     assert results["network"]["finished"] == 4 and results["nodes"][0]["exit_code"] == 0
     spawners = {id(spawner): spawner for spawner, *_ in started}
@@ -63,6 +64,9 @@ def test_launch_forks_every_peer_from_one_single_threaded_spawner(tmp_path, monk
     assert len({pid for _, _, pid, _ in started}) == 4
     # Each child runs the peer's command line, the one node_command gives (a `python -I -m crc node ...` process).
     assert all(argv[:5] == [sys.executable, "-I", "-m", "crc", "node"] for _, argv, _, _ in started)
+    # ... and all are told the same start time, within the launch (so that their rounds begin together).
+    starts = {float(argv[argv.index("--start-at") + 1]) for _, argv, _, _ in started}
+    assert len(starts) == 1 and began < starts.pop() < time.time()
     assert spawner.threads == 1  # no BLAS thread pool, no ZeroMQ context when it forks
     assert spawner.process.returncode == 0  # closed by the launcher
     for index in range(4):

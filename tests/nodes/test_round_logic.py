@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import time
 from dataclasses import dataclass
 
 import msgpack
@@ -283,6 +284,30 @@ def test_the_first_round_waits_its_own_timeout_for_the_start_up(setup):
     arrived = [setup.history[0][u] for u in NEIGHBOURS if u != silent]
     expected = lrc_of(setup, setup.history[0][ME], arrived)
     np.testing.assert_allclose(transport.sent_stats()[1], expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_a_start_time_holds_the_first_statistics_back_and_keeps_what_arrives_meanwhile(setup):
+    clock = FakeClock()
+    peer = setup.peer(clock, start_at=time.time() + 30.0)
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ > 0 else [])
+    for u in NEIGHBOURS:  # neighbours that started earlier: their first statistics are there before ours leave
+        heapq.heappush(transport._pending, (1.0, next(transport._order), setup.frame(u, 0)))
+    first_send = []
+    send = transport.send
+    transport.send = lambda frame: first_send.append(clock.now) or send(frame)
+    assert peer.run(transport)
+    assert 29.0 < first_send[0] <= 30.0 + TIMEOUT_S  # not before the start time (the real clock ran meanwhile)
+    assert clock.now == first_send[0]  # and no wait after it: the early frames were kept
+    setup.assert_follows_simulator(peer, transport)
+    assert no_rejections(peer) and set(peer.metrics.missing.values()) == {0}
+
+
+def test_a_stop_during_the_start_wait_sends_nothing(setup):
+    clock = FakeClock()
+    peer = setup.peer(clock, start_at=time.time() + 30.0)
+    transport = FakeTransport(clock, setup.neighbours_answer, during_wait=peer.stop.set)
+    assert peer.run(transport) is False
+    assert transport.sent == [] and peer.round == 0 and clock.now < 30.0
 
 
 def test_a_late_start_two_hops_away_is_covered_by_the_first_rounds_allowance(setup):
