@@ -64,3 +64,8 @@ def test_a_feature_constant_within_a_class_takes_the_eigen_path_without_a_per_ma
         assert logdet[i] == ref_logdet and precision[i, 3, 3] == pytest.approx(1 / EIG_FLOOR)
     np.testing.assert_array_equal(precision[[0, 2, 3, 5]], alone_precision)
     np.testing.assert_array_equal(logdet[[0, 2, 3, 5]], alone_logdet)
+
+
+def test_no_continuous_feature_gives_empty_precisions():
+    precision, logdet = _precision_and_logdet(np.zeros((3, 0, 0)))
+    assert precision.shape == (3, 0, 0) and np.array_equal(logdet, np.zeros(3))

@@ -133,7 +133,7 @@ def _precision_and_logdet(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     leaving it out keeps the others' batched factorisation from failing. Each matrix's path depends on that
     matrix only, so its result does not depend on the batch it came in.
     """
-    degenerate = np.diagonal(cov, axis1=-2, axis2=-1).min(axis=-1) < EIG_FLOOR
+    degenerate = np.diagonal(cov, axis1=-2, axis2=-1).min(axis=-1, initial=np.inf) < EIG_FLOOR  # none without features
     if np.any(degenerate):
         if cov.ndim == 2:
             return _floored_eigen(cov)
