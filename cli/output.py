@@ -22,6 +22,8 @@ TINY_TEST_SET = 30
 PROGRESS_EVERY_FRACTION = 0.1
 PROGRESS_EVERY_S = 5.0
 PROGRESS_MIN_GAP_S = 1.0
+DETAIL_EVERY_S = 0.1
+"""Shortest interval between two rewrites of a terminal's line by ``Progress.detail``."""
 """Without a terminal, a progress line every 10 % of the work (but at most one a second) or every 5 s, and a last
 one at the end if any was printed: a run of a second or less prints none."""
 
@@ -109,6 +111,7 @@ class Progress:
         self.work_units = 0
         self.phase_s: list[float] = []
         self._phase_started: float | None = None
+        self._phase_text = ""
         self._last = self.started
         self._printed_at = self.started
         self._printed_fraction = 0.0
@@ -117,11 +120,25 @@ class Progress:
     def phase(self, text: str) -> None:
         now = self.clock()
         self._end_phase(now)
-        self._phase_started = now
+        self._phase_started, self._phase_text = now, text
         if self.enabled and self.terminal:
             self._rewrite(f"{self.label}: {text}")
         elif self.enabled and now - self.started >= PROGRESS_EVERY_S:
+            self._printed_at = now
             click.echo(f"{self.label}: {text}", err=True)
+
+    def detail(self, text: str) -> None:
+        """How far the current phase has got (``text``): on a terminal at most every DETAIL_EVERY_S, else a line
+        at most every PROGRESS_EVERY_S."""
+        now = self.clock()
+        if not self.enabled or now - self._printed_at < (DETAIL_EVERY_S if self.terminal else PROGRESS_EVERY_S):
+            return
+        self._printed_at = now
+        line = f"{self.label}: {self._phase_text}: {text}" if self._phase_text else f"{self.label}: {text}"
+        if self.terminal:
+            self._rewrite(line)
+        else:
+            click.echo(line, err=True)
 
     def _end_phase(self, now: float) -> None:
         if self._phase_started is not None:

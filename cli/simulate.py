@@ -55,7 +55,10 @@ def simulate(as_json: bool, out: str | None, plots: str | None, **options):
             if round_ == config.rounds and repeat + 1 < config.repeats:
                 bar.phase(f"repeat {repeat + 2}/{config.repeats}: split, centralized ML and RC")
 
-        results = run_simulation(config, network, progress=progress)
+        def central(what: str, iteration: int, at_most: int) -> None:
+            bar.detail(f"{what}, iteration {iteration} (at most {at_most})")
+
+        results = run_simulation(config, network, progress=progress, central_progress=central)
     if verbosity() > 0:
         note(f"{time.perf_counter() - started:.1f} s in all, {bar.work_s:.1f} s of it in the rounds")
     emit_json(results, out=out, to_stdout=as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, rc
@@ -27,7 +28,13 @@ def central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict
             "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
 
 
-def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None) -> dict:
+CentralProgress = Callable[[str, int, int], None]
+"""``progress(what, iteration, at_most)`` after every iteration of a centralized RC run (``what``: ``RC`` or
+``RC to convergence``)."""
+
+
+def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None,
+                    progress: CentralProgress | None = None) -> dict:
     """``{"ml": ..., "rc": ..., "rc_converged": ...}``: train/test errors and test log-likelihood of centralized
     learning, cached if asked. ``rc`` runs ``config.rc_iterations`` iterations (the paper's gold standard);
     ``rc_converged`` runs until the training soft 0-1 loss has not improved for ``CONVERGED_PATIENCE`` iterations
@@ -36,12 +43,18 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
     central = cache.get(key) if cache is not None else None
     if central is None:
         split = rep.split
+
+        def reporting(what: str, at_most: int):
+            return None if progress is None else lambda iteration, _: progress(what, iteration, at_most)
+
         # One BLAS thread: the products are modest, and a threaded BLAS on a busy machine stalled them (measured).
         with single_threaded_blas():
             ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
-            rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rc_iterations).stats
+            rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rc_iterations,
+                          callback=reporting("RC", config.rc_iterations)).stats
             converged = rc(split.model, split.phi_train, split.y_train, lr=config.lr,
-                           iterations=CONVERGED_MAX_ITERATIONS, patience=CONVERGED_PATIENCE)
+                           iterations=CONVERGED_MAX_ITERATIONS, patience=CONVERGED_PATIENCE,
+                           callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
         central = {}
         for name, stats in (("ml", ml_stats), ("rc", rc_stats), ("rc_converged", converged.stats)):
             train_err, test_err = rep.errors(stats[None, :])

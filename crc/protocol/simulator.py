@@ -16,7 +16,7 @@ from crc.core.data import Dataset
 from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.core.privacy import Privacy, clip_standardized, release
 from crc.protocol.baseline import mixture_of_nodes
-from crc.protocol.central import CentralCache, central_results
+from crc.protocol.central import CentralCache, CentralProgress, central_results
 from crc.protocol.config import SimulationConfig
 from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import secure_aggregation_summary
@@ -71,10 +71,10 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
 
 
 def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, repeat: int, progress=None, *,
-               cache: CentralCache | None = None) -> dict:
+               cache: CentralCache | None = None, central_progress: CentralProgress | None = None) -> dict:
     """One repeat: split, ML, RC, CRC, and its results object."""
     rep = prepare_repeat(dataset, config, repeat)
-    central = central_results(dataset, config, rep, cache)
+    central = central_results(dataset, config, rep, cache, central_progress)
     privacy = config.privacy(rep.split.model)
     engine, mixing = make_engine(rep, config, network, privacy)
     curve = []
@@ -104,10 +104,11 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
 
 
 def simulate(config: SimulationConfig, network: Network, *, dataset: Dataset | None = None, progress=None,
-             cache: CentralCache | None = None) -> dict:
+             cache: CentralCache | None = None, central_progress: CentralProgress | None = None) -> dict:
     """Run ``config.repeats`` repeats and return the results JSON object of DESIGN.md.
 
-    ``progress(repeat, round)``, if given, is called after every round; ``cache``
+    ``progress(repeat, round)``, if given, is called after every round, ``central_progress(what, iteration,
+    at_most)`` after every iteration of the centralized RC runs (``crc.protocol.central``); ``cache``
     stores the centralized errors so that runs on the same split share them.
     """
     config.validate()
@@ -115,7 +116,7 @@ def simulate(config: SimulationConfig, network: Network, *, dataset: Dataset | N
     repeats = []
     for index in range(config.repeats):
         hook = (lambda round_, index=index: progress(index, round_)) if progress else None
-        repeats.append(run_repeat(dataset, config, network, index, hook, cache=cache))
+        repeats.append(run_repeat(dataset, config, network, index, hook, cache=cache, central_progress=central_progress))
     return results_json(config, dataset, repeats)
 
 

@@ -149,6 +149,27 @@ def test_progress_without_a_terminal_prints_a_line_every_ten_percent_or_five_sec
     assert len(lines) == 3
 
 
+def test_a_long_phase_reports_how_far_it_has_got_at_most_every_five_seconds():
+    clock = Clock()
+
+    @click.command()
+    def work():
+        bar = Progress(10, "simulating", "rounds", phases=1, terminal=False, enabled=True, clock=clock)
+        bar.phase("repeat 1/1: centralized ML and RC")
+        for iteration in range(80):
+            clock.now += 0.25  # 20 s of RC iterations
+            bar.detail(f"RC to convergence, iteration {iteration} (at most 4096)")
+        for done in range(1, 11):
+            bar.update(done)
+
+    lines = CliRunner().invoke(work, []).stderr.splitlines()
+    details = [line for line in lines if "iteration" in line]
+    assert details[0] == "simulating: repeat 1/1: centralized ML and RC: RC to convergence, iteration 19 (at most 4096)"
+    assert len(details) == 4  # at 5, 10, 15 and 20 s
+    quiet = Progress(10, "simulating", "rounds", terminal=False, enabled=False, clock=clock)
+    quiet.detail("nothing shown")  # crc -q: no output (CliRunner would not see it anyway; it must not raise)
+
+
 def test_progress_leaves_set_up_phases_out_of_the_rate():
     clock = Clock()
     bar = Progress(20, "simulating", "rounds", phases=2, terminal=False, enabled=False, clock=clock)

@@ -106,3 +106,13 @@ def test_rare_classes_absent_from_training_are_a_warning_and_count_as_errors(tmp
     assert not np.isin(predicted, absent).any()  # never predicted: their test instances are errors
     counts = model.table(stats)[:, model.layout.columns("count")].sum(axis=1)
     assert np.all(counts[absent] <= 0)  # the statistics keep no mass for them; theta floors them
+
+
+def test_the_centralized_rc_runs_report_every_iteration():
+    calls = []
+    results = simulate(SimulationConfig(**SMALL, rc_iterations=5), network_factory("tree"),
+                       central_progress=lambda what, iteration, at_most: calls.append((what, iteration, at_most)))
+    assert [c for c in calls if c[0] == "RC"] == [("RC", i, 5) for i in range(6)]
+    converged = [c for c in calls if c[0] == "RC to convergence"]
+    assert [i for _, i, _ in converged] == list(range(int(results["rc_converged"]["iterations"]) + 1))
+    assert {at_most for *_, at_most in converged} == {4096}
