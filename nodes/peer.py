@@ -186,7 +186,7 @@ class Peer:
         self._final_asked: set[str] = set()
         self.round, self.metrics, self.memory = 0, Metrics(), None
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
-        self.aggregated: np.ndarray | None = None  # the last round's aggregate, kept for the ``aggregate`` classifier
+        self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
         self.metrics.downtime_s = {peer: 0.0 for peer in settings.peers}
