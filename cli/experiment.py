@@ -28,7 +28,7 @@ def _names(ctx, param, values) -> list[str]:
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label).")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
 @with_model_options
-@options(*ACCELERATION, "loss", *PRIVACY, "rc_iterations")
+@options(*ACCELERATION, "loss", *PRIVACY, "rc_iterations", "rc_converged")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")

@@ -25,7 +25,8 @@ def central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict
     return {"version": 3, "data": config.data, "label": config.label, "model_options": config.model_options,
             "schema": dataset.schema.fingerprint, "instances": len(dataset), "model": config.model,
             "train_size": config.train_size, "test_size": config.test_size, "lr": config.lr, "iterations": config.rc_iterations,
-            "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances}
+            "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances,
+            **({} if config.rc_converged else {"rc_converged": False})}
 
 
 CentralProgress = Callable[[str, int, int], None]
@@ -37,8 +38,9 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
                     progress: CentralProgress | None = None) -> dict:
     """``{"ml": ..., "rc": ..., "rc_converged": ...}``: train/test errors and test log-likelihood of centralized
     learning, cached if asked. ``rc`` runs ``config.rc_iterations`` iterations (the paper's gold standard);
-    ``rc_converged`` runs until the training soft 0-1 loss has not improved for ``CONVERGED_PATIENCE`` iterations
-    (at most ``CONVERGED_MAX_ITERATIONS``) and records the ``iterations`` it ran and its ``best_iteration``."""
+    ``rc_converged`` (left out with ``config.rc_converged`` false) runs until the training soft 0-1 loss has not
+    improved for ``CONVERGED_PATIENCE`` iterations (at most ``CONVERGED_MAX_ITERATIONS``) and records the
+    ``iterations`` it ran and its ``best_iteration``."""
     key = central_key(dataset, config, rep.index)
     central = cache.get(key) if cache is not None else None
     if central is None:
@@ -52,15 +54,17 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
             ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
             rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rc_iterations,
                           callback=reporting("RC", config.rc_iterations)).stats
-            converged = rc(split.model, split.phi_train, split.y_train, lr=config.lr,
-                           iterations=CONVERGED_MAX_ITERATIONS, patience=CONVERGED_PATIENCE,
-                           callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
+            converged = None if not config.rc_converged else rc(
+                split.model, split.phi_train, split.y_train, lr=config.lr, iterations=CONVERGED_MAX_ITERATIONS,
+                patience=CONVERGED_PATIENCE, callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
         central = {}
-        for name, stats in (("ml", ml_stats), ("rc", rc_stats), ("rc_converged", converged.stats)):
+        runs = (("ml", ml_stats), ("rc", rc_stats)) + ((("rc_converged", converged.stats),) if converged else ())
+        for name, stats in runs:
             train_err, test_err = rep.errors(stats[None, :])
             central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
                              "test_loglik": float(rep.test_log_likelihood(stats[None, :])[0])}
-        central["rc_converged"].update(iterations=len(converged.losses) - 1, best_iteration=converged.best_iteration)
+        if converged is not None:
+            central["rc_converged"].update(iterations=len(converged.losses) - 1, best_iteration=converged.best_iteration)
         if cache is not None:
             cache.put(key, central)
     return central

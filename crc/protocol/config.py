@@ -42,6 +42,7 @@ class SimulationConfig:
     size_skew: float = 0.0
     rounds: int = 64
     rc_iterations: int = DEFAULT_ITERATIONS
+    rc_converged: bool = True
     iters: int = 1
     momentum: float = 0.0
     start: str = "uniform"

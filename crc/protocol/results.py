@@ -31,8 +31,9 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
     if rep.split.absent:
         result["absent_classes"] = [str(label) for label in rep.split.absent]
-    result["rc_converged"] = central["rc_converged"]
-    result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
+    if "rc_converged" in central:  # left out with --no-rc-converged
+        result["rc_converged"] = central["rc_converged"]
+        result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
     return result
 
 
@@ -69,14 +70,15 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
         "crc": _mean_of([r["crc"] for r in repeats]),
         "train_gap": float(np.mean([r["train_gap"] for r in repeats])),
         "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
-        "rc_converged": _mean_of([r["rc_converged"] for r in repeats]),
-        "test_gap_converged": float(np.mean([r["test_gap_converged"] for r in repeats])),
         "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],
         "evaluation": repeats[0]["evaluation"],
         "local_sizes": {"min": min(r["local_sizes"]["min"] for r in repeats),
                         "max": max(r["local_sizes"]["max"] for r in repeats)},
         "repeats": repeats,
     }
+    if "rc_converged" in repeats[0]:
+        summary["rc_converged"] = _mean_of([r["rc_converged"] for r in repeats])
+        summary["test_gap_converged"] = float(np.mean([r["test_gap_converged"] for r in repeats]))
     if "honest" in repeats[0]:
         summary["honest"] = _mean_of([r["honest"] for r in repeats])
     if "mixture_of_nodes" in repeats[0]:
@@ -96,6 +98,8 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
 
 def central_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]) -> dict:
     """The results object of centralized learning only (no network): configuration, ML and RC means, repeats."""
-    return {"config": {**config.to_json(), "instances": len(dataset), "classes": dataset.schema.n_classes},
-            "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats]),
-            "rc_converged": _mean_of([r["rc_converged"] for r in repeats]), "repeats": repeats}
+    summary = {"config": {**config.to_json(), "instances": len(dataset), "classes": dataset.schema.n_classes},
+               "ml": _mean_of([r["ml"] for r in repeats]), "rc": _mean_of([r["rc"] for r in repeats])}
+    if "rc_converged" in repeats[0]:
+        summary["rc_converged"] = _mean_of([r["rc_converged"] for r in repeats])
+    return {**summary, "repeats": repeats}

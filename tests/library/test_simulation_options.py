@@ -116,3 +116,16 @@ def test_the_centralized_rc_runs_report_every_iteration():
     converged = [c for c in calls if c[0] == "RC to convergence"]
     assert [i for _, i, _ in converged] == list(range(int(results["rc_converged"]["iterations"]) + 1))
     assert {at_most for *_, at_most in converged} == {4096}
+
+
+def test_without_rc_to_convergence_the_results_leave_it_out_and_keep_the_rest():
+    network = network_factory("tree")
+    full = simulate(SimulationConfig(**SMALL), network)
+    calls = []
+    short = simulate(SimulationConfig(**SMALL, rc_converged=False), network,
+                     central_progress=lambda what, iteration, at_most: calls.append(what))
+    assert "rc_converged" not in short and "test_gap_converged" not in short
+    assert all("rc_converged" not in r for r in short["repeats"])
+    assert set(calls) == {"RC"}
+    for name in ("ml", "rc", "crc", "test_gap"):
+        assert short[name] == full[name]
