@@ -90,6 +90,14 @@ class Network:
             assert self.processes[index].poll() is None, f"peer {index} exited early: {self.log_path(index).read_text()}"
             time.sleep(0.02)
 
+    def wait_for_log(self, index: int, text: str, limit: float = WAIT_S) -> None:
+        """Wait until peer ``index``'s log holds ``text``."""
+        deadline = time.monotonic() + limit
+        while text not in self.log_path(index).read_text():
+            assert time.monotonic() < deadline, f"peer {index} did not log {text!r} in {limit} s"
+            assert self.processes[index].poll() is None, f"peer {index} exited early: {self.log_path(index).read_text()}"
+            time.sleep(0.02)
+
     def signal(self, index: int, signum: int) -> None:
         self.processes[index].send_signal(signum)
 
