@@ -22,10 +22,10 @@ TINY_TEST_SET = 30
 PROGRESS_EVERY_FRACTION = 0.1
 PROGRESS_EVERY_S = 5.0
 PROGRESS_MIN_GAP_S = 1.0
-DETAIL_EVERY_S = 0.1
-"""Shortest interval between two rewrites of a terminal's line by ``Progress.detail``."""
 """Without a terminal, a progress line every 10 % of the work (but at most one a second) or every 5 s, and a last
 one at the end if any was printed: a run of a second or less prints none."""
+DETAIL_EVERY_S = 0.1
+"""Shortest interval between two rewrites of a terminal's line by ``Progress.detail``."""
 
 
 def verbosity() -> int:
