@@ -216,12 +216,6 @@ class Peer:
         return identity
 
     @property
-    def _keeps_aggregate(self) -> bool:
-        """Whether the last aggregate is kept between rounds: it is the classifier, or the momentum's memory."""
-        acceleration = self.settings.acceleration
-        return acceleration.classifier == "aggregate" or acceleration.keeps_memory
-
-    @property
     def classifier_stats(self) -> np.ndarray:
         """The statistics of this peer's classifier (size,): its own, or its last aggregate
         (``Acceleration.classifier_statistics``)."""
@@ -232,7 +226,7 @@ class Peer:
         round); then, with momentum, the safeguard's reset flag for the next round (0 or 1). A resumed peer thus
         continues exactly as an uninterrupted one."""
         parts = [self.stats]
-        if self._keeps_aggregate:
+        if self.settings.acceleration.keeps_aggregate:
             parts.append(self.stats if self.aggregated is None else self.aggregated)
         if self.settings.acceleration.keeps_memory:
             parts.append([float(self.memory is not None and bool(self.memory.reset))])
@@ -247,7 +241,7 @@ class Peer:
             return
         self.round, state, metrics = found
         self.stats = state[:size]
-        if self._keeps_aggregate and self.round > 0:
+        if self.settings.acceleration.keeps_aggregate and self.round > 0:
             self.aggregated = state[size:2 * size]
             if self.settings.acceleration.keeps_memory:
                 reset = state[2 * size]
@@ -470,7 +464,7 @@ class Peer:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
                                                     self.weights, iterations=self.settings.iters)
-        if self._keeps_aggregate:
+        if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         if self.settings.privacy is not None:
             self.stats = release(self.model, self.stats, self.settings.privacy.sigma, self._privacy_rng)

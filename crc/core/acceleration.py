@@ -103,6 +103,11 @@ class Acceleration:
     def keeps_memory(self) -> bool:
         return self.momentum > 0.0
 
+    @property
+    def keeps_aggregate(self) -> bool:
+        """Whether a peer keeps its last aggregate between rounds: it is the classifier, or the momentum's memory."""
+        return self.classifier == "aggregate" or self.keeps_memory
+
     def classifier_statistics(self, stats: np.ndarray, aggregated: np.ndarray | None) -> np.ndarray:
         """What the classifier is taken from (..., size): ``stats`` after the local step, or with ``aggregate`` the
         round's ``aggregated`` statistics (``stats`` before the first round, when there is no aggregate yet)."""

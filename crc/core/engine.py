@@ -168,7 +168,7 @@ class CRCEngine:
         self._padding = local.mask if padded.any() and np.any(local.phi[padded]) else None
         self.acceleration, self.memory = acceleration, None
         self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, local.y, local.mask)
-        self.aggregated = None  # the last round's aggregate, kept when the classifier is taken from it
+        self.aggregated = None  # the last round's aggregate, when kept (``Acceleration.keeps_aggregate``)
         self.round = 0
         per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
         self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))
@@ -198,7 +198,7 @@ class CRCEngine:
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
         # The memory and the aggregate classifier hold the aggregate itself (accel.step does not copy it).
         keeps_memory = self.acceleration.keeps_memory
-        keep_aggregated = keep_aggregated or keeps_memory or self.acceleration.classifier == "aggregate"
+        keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
         if self._block >= self.n_nodes:
             self.stats, self.memory = self._lrc(aggregated, slice(None))
@@ -216,7 +216,7 @@ class CRCEngine:
             self.stats, self.memory = stats, None if reset is None else accel.Memory(aggregated, reset)
         if self._release is not None:
             self.stats = self._release(self.stats)
-        if self.acceleration.classifier == "aggregate":
+        if self.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
         return aggregated
