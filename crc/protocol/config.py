@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from crc.core.acceleration import CLASSIFIERS, STARTS, Acceleration, with_preset
+from crc.core.acceleration import Acceleration, with_preset
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
@@ -113,9 +113,6 @@ class SimulationConfig:
             (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
             (self.rc_iterations >= 0, f"--rc-iterations must be at least 0, got {self.rc_iterations}"),
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
-            (0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}"),
-            (self.start in STARTS, f"--start must be one of {', '.join(STARTS)}, got {self.start!r}"),
-            (self.classifier in CLASSIFIERS, f"--classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}"),
             (0 <= self.loss < 1, f"--loss must be in [0, 1), got {self.loss}"),
             (self.lr > 0 and math.isfinite(self.lr), f"--lr must be a positive number, got {self.lr}"),
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
@@ -132,8 +129,9 @@ class SimulationConfig:
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
-        check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters, start=self.start,
-                       safeguard=self.safeguard)
+        acceleration = self.acceleration  # checks --momentum, --start and --classifier
+        check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
+                       start=acceleration.start, safeguard=acceleration.safeguard)
 
     def privacy(self, model) -> Privacy | None:
         """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``."""
