@@ -76,7 +76,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--safeguard" if config.safeguard else "--no-safeguard", "--classifier", config.classifier,
             "--loss", repr(config.loss),
             "--loss-seed", str(loss_seed(config.seed, 0, index)), "--ess", repr(ess), "--timeout", repr(timeout),
-            "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at else []),
+            "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at is not None else []),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
             *_privacy_arguments(config), *keys,

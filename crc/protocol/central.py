@@ -58,7 +58,7 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
                 split.model, split.phi_train, split.y_train, lr=config.lr, iterations=CONVERGED_MAX_ITERATIONS,
                 patience=CONVERGED_PATIENCE, callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
         central = {}
-        runs = (("ml", ml_stats), ("rc", rc_stats)) + ((("rc_converged", converged.stats),) if converged else ())
+        runs = (("ml", ml_stats), ("rc", rc_stats)) + ((("rc_converged", converged.stats),) if converged is not None else ())
         for name, stats in runs:
             train_err, test_err = rep.errors(stats[None, :])
             central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
