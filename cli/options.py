@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from crc.cli.acceleration import acceleration_options, loss_option
+from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
@@ -76,8 +76,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Also run centralized RC to convergence (until its training soft 0-1 loss has not improved "
                           "for 64 iterations, at most 4,096) and report CRC's gap to it. Most of a repeat's time, "
                           "minutes for circuits: --no-rc-converged leaves it out of the results."),
-        click.option("--iters", type=click.IntRange(min=1), default=base.iters, show_default=True,
-                     help="Local RC iterations per round."),
+        iters_option(base.iters),
         *acceleration_options().values(),
         loss_option(),
         *privacy_options().values(),
@@ -99,7 +98,7 @@ def _all_options(base: SimulationConfig) -> dict:
     return dict(zip(names, options))
 
 
-ACCELERATION = ("momentum", "start", "safeguard", "classifier", "accelerated")
+ACCELERATION = ("momentum", "start", "safeguard", "classifier", "exact_diffusion", "accelerated")
 """The names of the acceleration options, for ``options(*ACCELERATION)``."""
 
 PRIVACY = ("dp_epsilon", "dp_delta", "clip")

@@ -13,7 +13,7 @@ import time
 import click
 import numpy as np
 
-from crc.cli.acceleration import acceleration_options, loss_option
+from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
@@ -112,7 +112,7 @@ def option_list(options: dict):
 @with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
               help="Communication rounds; the same on every peer.")
-@click.option("--iters", type=click.IntRange(min=1), default=1, show_default=True, help="Local RC iterations per round.")
+@iters_option(1)
 @option_list(acceleration_options())
 @loss_option()
 @option_list(privacy_options())
@@ -162,7 +162,7 @@ def option_list(options: dict):
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
 def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, classifier,
-         accelerated, loss,
+         exact_diffusion, accelerated, loss,
          dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, start_at, checkpoint, run_id,
          aggregate, down_after,
          attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
@@ -190,8 +190,10 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
     options = model_options(model, structure)
     generative = make_model(model, shared, **options)
-    speedup = Acceleration(**with_preset({"momentum": momentum, "start": start, "safeguard": safeguard,
-                                          "classifier": classifier, "accelerated": accelerated}))
+    chosen = with_preset({"momentum": momentum, "start": start, "safeguard": safeguard, "classifier": classifier,
+                          "exact_diffusion": exact_diffusion, "iters": iters, "accelerated": accelerated})
+    iters = chosen.pop("iters", 1)
+    speedup = Acceleration(**chosen)
     privacy = _privacy(generative, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
     phi, y = load_local(data, shared, generative, clip=None if privacy is None else privacy.clip)
     log = _configure_logging(log_level or default_log_level("info"), bind)
@@ -297,7 +299,7 @@ def _secure_keys(secure_aggregation: bool, neighbourhoods: str | None, keys: Pee
 def _privacy(model, epsilon: float | None, delta: float, clip: float, rounds: int, iters: int,
              speedup: Acceleration) -> Privacy | None:
     """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without --dp-epsilon."""
-    check_settings(epsilon=epsilon, delta=delta, clip=clip, iterations=iters, start=speedup.start, safeguard=speedup.safeguard)
+    check_settings(epsilon=epsilon, delta=delta, clip=clip, iterations=iters, acceleration=speedup)
     if epsilon is None:
         return None
     from crc.protocol.accountant import plan

@@ -29,6 +29,8 @@ def summary_lines(results: dict) -> list[str]:
     extras = [f"momentum {cfg['momentum']:g}" + (" with safeguard" if cfg.get("safeguard") else "")] if cfg.get("momentum") else []
     extras += [f"{cfg['start']} start"] if cfg.get("start", "uniform") != "uniform" else []
     extras += ["classifier from the last aggregate"] if cfg.get("classifier") == "aggregate" else []
+    extras += ["exact diffusion"] if cfg.get("exact_diffusion") else []
+    extras += [f"{cfg['iters']} local steps per round"] if cfg.get("iters", 1) != 1 else []
     extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
     if extras:
         lines.append("accelerated/varied: " + ", ".join(extras))

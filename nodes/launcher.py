@@ -74,6 +74,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
             "--iters", str(config.iters), "--momentum", repr(config.momentum), "--start", config.start,
             "--safeguard" if config.safeguard else "--no-safeguard", "--classifier", config.classifier,
+            "--exact-diffusion" if config.exact_diffusion else "--no-exact-diffusion",
             "--loss", repr(config.loss),
             "--loss-seed", str(loss_seed(config.seed, 0, index)), "--ess", repr(ess), "--timeout", repr(timeout),
             "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at is not None else []),

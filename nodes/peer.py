@@ -86,7 +86,7 @@ class PeerSettings:
     """Each neighbour's CURVE public key (address -> z85): a frame must come over a connection authenticated with
     the key of the neighbour it claims to be from. None: an insecure peer, whose frames carry no key."""
     acceleration: Acceleration = PAPER
-    """Memory, start, safeguard and classifier (``crc.core.acceleration``); the memory is checkpointed with the
+    """Memory, start, safeguard, classifier and exact diffusion (``crc.core.acceleration``); the memory is checkpointed with the
     statistics, so a resumed peer continues exactly."""
     loss: float = 0.0
     """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
@@ -223,13 +223,17 @@ class Peer:
 
     def _state(self) -> np.ndarray:
         """What a checkpoint holds: the statistics; then, if kept, the last aggregate (the statistics before the first
-        round); then, with momentum, the safeguard's reset flag for the next round (0 or 1). A resumed peer thus
-        continues exactly as an uninterrupted one."""
+        round); then, with momentum, the safeguard's reset flag for the next round (0 or 1); with exact diffusion, the
+        statistics after the last local steps (the statistics before the first round). A resumed peer thus continues
+        exactly as an uninterrupted one."""
+        speedup = self.settings.acceleration
         parts = [self.stats]
-        if self.settings.acceleration.keeps_aggregate:
+        if speedup.keeps_aggregate:
             parts.append(self.stats if self.aggregated is None else self.aggregated)
-        if self.settings.acceleration.keeps_memory:
+        if speedup.has_momentum:
             parts.append([float(self.memory is not None and bool(self.memory.reset))])
+        if speedup.exact_diffusion:
+            parts.append(self.stats if self.memory is None else self.memory.previous)
         return np.concatenate(parts) if len(parts) > 1 else self.stats
 
     def _resume(self) -> None:
@@ -241,13 +245,16 @@ class Peer:
             return
         self.round, state, metrics = found
         self.stats = state[:size]
-        if self.settings.acceleration.keeps_aggregate and self.round > 0:
+        speedup = self.settings.acceleration
+        if speedup.keeps_aggregate and self.round > 0:
             self.aggregated = state[size:2 * size]
-            if self.settings.acceleration.keeps_memory:
+            if speedup.has_momentum:
                 reset = state[2 * size]
                 if reset not in (0.0, 1.0):
                     raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: momentum reset flag {float(reset)!r} (0 or 1)")
                 self.memory = acceleration.Memory(self.aggregated, np.array(reset == 1.0))
+        if speedup.exact_diffusion and self.round > 0:
+            self.memory = acceleration.Memory(state[size:2 * size], np.array(False))
         self.metrics = Metrics.from_json(metrics)
         self.log.info("resumed from checkpoint at round %d", self.round)
 
@@ -463,7 +470,7 @@ class Peer:
         else:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
         self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
-                                                    self.weights, iterations=self.settings.iters)
+                                                    self.weights, iterations=self.settings.iters, own=self.stats)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         if self.settings.privacy is not None:

@@ -1,5 +1,5 @@
-"""Accelerated CRC: a heavy-ball memory through the mixing, a local start, a per-peer safeguard and the choice of
-the statistics a peer's classifier is taken from.
+"""Accelerated CRC: exact diffusion (the preset), a heavy-ball memory through the mixing, a local start, a per-peer
+safeguard and the choice of the statistics a peer's classifier is taken from.
 
 One round of a peer ``v`` in the paper's algorithm is ``s_v(t) = LRC_v(A_v(t))`` with
 ``A_v(t) = (M s(t-1))_v``, the average of its closed neighbourhood. With memory β a peer
@@ -25,7 +25,24 @@ aggregate of round t before its local step (the memory's plain aggregate, never 
 same messages and, with momentum, no extra memory (the aggregate is the memory). On a complete
 graph A_v(t) = s(t-1), RC's iterate t-1.
 
-β = 0 is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
+Exact diffusion (Yuan, Ying, Zhao and Sayed, 2019). With a constant local step the paper's peers never agree:
+each is pulled towards its own data, and on a sparse graph that disagreement is most of the gap left at round 64
+(the network mean of the aggregates is then already at RC's error). A peer keeps ψ_v, its statistics after its
+last local steps, and in round t
+
+    x_v = ½ s_v(t-1) + ½ A_v(t)                 (lazy mixing: the method needs a positive definite mixing)
+    x_v = keep_variances(x_v, ψ_v, VARIANCE_KEPT)
+    ψ_v ← LRC_v(x_v)
+    s_v(t) = ψ_v + x_v - ψ_v(previous)          (what it sends; it also is its classifier)
+
+On a static graph the π-weighted mean of the x_v equals that of the ψ_v in every round (π: the stationary
+weights of the mixing), so at a fixed point the peers agree and the π-weighted local steps cancel: the
+disagreement of diffusion is gone. No extra message; a peer keeps one more statistics vector (ψ_v). The correction
+assumes the same mixing every round: a peer whose neighbourhood changed (a new graph; not a lost message) restarts,
+as in its first round: the plain average, no correction. There is no identity with centralized RC (the lazy
+mixing keeps half of a peer's own statistics even on a complete graph); what holds is tested instead.
+
+β = 0 without exact diffusion is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
 Every function accepts leading batch axes (one per peer), so the simulator runs all peers
 at once and a real peer runs the same code on its single row.
 """
@@ -49,12 +66,15 @@ CLASSIFIERS = ("local", "aggregate")
 """``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
 aggregate of the last round, before that step."""
 
-ACCELERATED = {"momentum": 0.7, "start": "uniform", "safeguard": True, "classifier": "aggregate"}
-"""The recommended combination (``--accelerated``): β = 0.7 through the mixing, the paper's uniform start,
-the per-peer safeguard, the classifier from the last aggregate."""
+ACCELERATED = {"exact_diffusion": True, "iters": 2}
+"""The recommended combination (``--accelerated``): exact diffusion with two local steps per round (``iters``, the
+LRC steps per round, is a setting of the run beside those of ``Acceleration``); the rest as in the paper."""
 
+VARIANCE_KEPT = 0.8
+"""Exact diffusion: a peer's mixed statistics keep at least this fraction of every variance of its last locally
+calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged."""
 
-SETTINGS = ("momentum", "start", "safeguard", "classifier")
+SETTINGS = ("momentum", "start", "safeguard", "classifier", "exact_diffusion", "iters")
 
 
 def with_preset(settings: dict) -> dict:
@@ -84,12 +104,16 @@ class Acceleration:
         Keep a momentum step only if it does not raise the local soft 0-1 loss (see the module notes).
     classifier : str
         One of ``CLASSIFIERS``.
+    exact_diffusion : bool
+        Exact diffusion instead of the paper's averaging (see the module notes); not with momentum, the safeguard or
+        the aggregate classifier.
     """
 
     momentum: float = 0.0
     start: str = "uniform"
     safeguard: bool = False
     classifier: str = "local"
+    exact_diffusion: bool = False
 
     def __post_init__(self):
         if not 0.0 <= self.momentum < 1.0:
@@ -98,15 +122,26 @@ class Acceleration:
             raise CRCError(f"--start must be one of {', '.join(STARTS)}, got {self.start!r}")
         if self.classifier not in CLASSIFIERS:
             raise CRCError(f"--classifier must be one of {', '.join(CLASSIFIERS)}, got {self.classifier!r}")
+        if self.exact_diffusion:
+            for clash, option in ((self.momentum > 0, "--momentum"), (self.safeguard, "--safeguard"),
+                                  (self.classifier == "aggregate", "--classifier aggregate")):
+                if clash:
+                    raise CRCError(f"--exact-diffusion cannot be combined with {option} (exact diffusion corrects the "
+                                   "averaging itself, and its statistics are its classifier)")
+
+    @property
+    def has_momentum(self) -> bool:
+        return self.momentum > 0.0
 
     @property
     def keeps_memory(self) -> bool:
-        return self.momentum > 0.0
+        """Whether ``step`` returns a ``Memory`` for the next round (momentum or exact diffusion)."""
+        return self.has_momentum or self.exact_diffusion
 
     @property
     def keeps_aggregate(self) -> bool:
         """Whether a peer keeps its last aggregate between rounds: it is the classifier, or the momentum's memory."""
-        return self.classifier == "aggregate" or self.keeps_memory
+        return self.classifier == "aggregate" or self.has_momentum
 
     def classifier_statistics(self, stats: np.ndarray, aggregated: np.ndarray | None) -> np.ndarray:
         """What the classifier is taken from (..., size): ``stats`` after the local step, or with ``aggregate`` the
@@ -117,6 +152,9 @@ class Acceleration:
 PAPER = Acceleration()
 """No memory, uniform start, no safeguard, the local classifier: Algorithm 2 of the paper."""
 
+PRESET = Acceleration(**{name: value for name, value in ACCELERATED.items() if name in Acceleration.__dataclass_fields__})
+"""The acceleration settings of ``ACCELERATED`` (its ``iters`` apart)."""
+
 
 @dataclass
 class Memory:
@@ -125,9 +163,11 @@ class Memory:
     Attributes
     ----------
     previous : ndarray of shape (..., size)
-        The aggregate of the previous round.
+        With momentum, the aggregate of the previous round; with exact diffusion, the statistics after the
+        previous round's local steps (ψ).
     reset : ndarray of shape (...), bool
-        Peers whose next round takes the plain step (the safeguard rejected their momentum step).
+        Peers whose next round takes the plain step (the safeguard rejected their momentum step); with exact
+        diffusion always false.
     """
 
     previous: np.ndarray
@@ -153,15 +193,22 @@ def local_soft_loss(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, 
 
 def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndarray, memory: Memory | None,
          phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None, *,
-         iterations: int = 1) -> tuple[np.ndarray, Memory | None]:
+         iterations: int = 1, own: np.ndarray | None = None,
+         restart: np.ndarray | None = None) -> tuple[np.ndarray, Memory | None]:
     """One round after the averaging: ``(statistics (..., size), memory for the next round)``.
 
     ``aggregated`` (..., size) is the closed-neighbourhood average of the round; ``memory`` is
-    what the previous call returned (None in the first round, or after a resume without it). The returned
-    memory holds ``aggregated`` itself (no copy: a peer keeps two statistics vectors, not three), so the
+    what the previous call returned (None in the first round, or after a resume without it). With momentum the
+    returned memory holds ``aggregated`` itself (no copy: a peer keeps two statistics vectors, not three), so the
     caller must not change it afterwards.
-    ``phi``, ``weights`` and ``mask`` are as ``crc.core.calibration.lrc`` takes them.
+    ``phi``, ``weights`` and ``mask`` are as ``crc.core.calibration.lrc`` takes them. Exact diffusion also needs
+    ``own`` (..., size), the statistics each peer sent in the previous round, and takes ``restart`` (...), bool,
+    the peers whose neighbourhood changed since the previous round (default: none).
     """
+    if acceleration.exact_diffusion:
+        if own is None:
+            raise CRCError("exact diffusion needs the peers' own statistics")
+        return _exact_diffusion(model, own, aggregated, memory, phi, weights, mask, iterations, restart)
     if not acceleration.keeps_memory:
         return lrc(model, aggregated, phi, weights, mask, iterations=iterations), None
     if memory is None:
@@ -175,3 +222,18 @@ def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndar
         reset = local_soft_loss(model, stats, phi, weights) > local_soft_loss(model, plain, phi, weights)
         stats = np.where(reset[..., None], plain, stats)
     return stats, Memory(aggregated, reset)
+
+
+def _exact_diffusion(model: GenerativeModel, own: np.ndarray, aggregated: np.ndarray, memory: Memory | None,
+                     phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None, iterations: int,
+                     restart: np.ndarray | None) -> tuple[np.ndarray, Memory]:
+    """``step`` with exact diffusion (module notes); a restarting peer (and every peer without memory) mixes plainly
+    and sends its calibrated statistics uncorrected."""
+    batch = aggregated.shape[:-1]
+    restart = np.ones(batch, dtype=bool) if memory is None else np.zeros(batch, dtype=bool) if restart is None else restart
+    mixed = np.where(restart[..., None], aggregated, 0.5 * (own + aggregated))
+    if memory is not None:
+        mixed = model.keep_variances(mixed, memory.previous, VARIANCE_KEPT)
+    calibrated = lrc(model, mixed, phi, weights, mask, iterations=iterations)
+    sent = calibrated if memory is None else np.where(restart[..., None], calibrated, calibrated + mixed - memory.previous)
+    return sent, Memory(calibrated, np.zeros(batch, dtype=bool))

@@ -147,18 +147,22 @@ class CRCEngine:
     release : callable, optional
         ``release(stats) -> stats``, both (n, size): what every node releases and continues from after its local
         step (differential privacy adds noise here, ``crc.core.privacy``); default: the statistics themselves.
+    graph : Mixing, optional
+        The loss-free mixing, when ``mixing`` drops messages: exact diffusion restarts a node whose neighbourhood
+        in it changed since the previous round (a new graph), not one that lost a message. Default: ``mixing``.
     """
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
                  aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None,
                  acceleration: accel.Acceleration = accel.PAPER,
-                 release: Callable[[np.ndarray], np.ndarray] | None = None):
+                 release: Callable[[np.ndarray], np.ndarray] | None = None, graph: Mixing | None = None):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
             raise CRCError(f"local iterations must be at least 1, got {iterations}")
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
+        self._graph = mixing if graph is None else graph
         self.aggregation, self._sent, self._release = aggregation, sent, release
         self.n_nodes = local.phi.shape[0]
         self.weights = class_major_weights(local.y, model.n_classes, local.mask)
@@ -184,6 +188,14 @@ class CRCEngine:
         sent = None if self._sent is None else self._sent(self.stats)
         return neighbourhood_average(self.mixing(self.round + 1), self.stats, sent, rule=self.aggregation)
 
+    def restarts(self, round_: int) -> np.ndarray | None:
+        """Exact diffusion: the nodes (n,) whose closed neighbourhood in round ``round_`` differs from the previous
+        round's; None when no node can restart (another algorithm, or one graph for every round)."""
+        if not self.acceleration.exact_diffusion or not callable(self._graph) or round_ < 2:
+            return None
+        now, before = (sp.csr_array(self._graph(r)) != 0 for r in (round_, round_ - 1))
+        return np.asarray((now != before).sum(axis=1)).ravel() > 0
+
     @property
     def classifiers(self) -> np.ndarray:
         """Every node's classifier statistics (n, size): its statistics, or its last aggregate
@@ -197,23 +209,27 @@ class CRCEngine:
 
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
         # The memory and the aggregate classifier hold the aggregate itself (accel.step does not copy it).
-        keeps_memory = self.acceleration.keeps_memory
+        keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
+        restart = self.restarts(self.round + 1)
         if self._block >= self.n_nodes:
-            self.stats, self.memory = self._lrc(aggregated, slice(None))
+            self.stats, self.memory = self._lrc(aggregated, slice(None), restart)
         else:
             # A block's LRC reads only its own aggregated rows, so without a caller
             # for them its results may go back into those rows: no second (n, size)
             # array to fault in every round.
             stats = np.empty_like(aggregated) if keep_aggregated else aggregated
             reset = np.zeros(self.n_nodes, dtype=bool) if keeps_memory else None
+            previous = np.empty_like(aggregated) if exact else aggregated  # momentum's memory is the aggregate
             for start in range(0, self.n_nodes, self._block):
                 block = slice(start, start + self._block)
-                stats[block], block_memory = self._lrc(aggregated[block], block)
+                stats[block], block_memory = self._lrc(aggregated[block], block, restart)
                 if block_memory is not None:
                     reset[block] = block_memory.reset
-            self.stats, self.memory = stats, None if reset is None else accel.Memory(aggregated, reset)
+                    if exact:
+                        previous[block] = block_memory.previous
+            self.stats, self.memory = stats, None if reset is None else accel.Memory(previous, reset)
         if self._release is not None:
             self.stats = self._release(self.stats)
         if self.acceleration.keeps_aggregate:
@@ -221,11 +237,12 @@ class CRCEngine:
         self.round += 1
         return aggregated
 
-    def _lrc(self, aggregated: np.ndarray, block: slice) -> tuple[np.ndarray, accel.Memory | None]:
+    def _lrc(self, aggregated: np.ndarray, block: slice, restart: np.ndarray | None) -> tuple[np.ndarray, accel.Memory | None]:
         mask = None if self._padding is None else self._padding[block]
         memory = None if self.memory is None else accel.Memory(self.memory.previous[block], self.memory.reset[block])
         return accel.step(self.model, self.acceleration, aggregated, memory, self.local.phi[block], self.weights[block],
-                          mask, iterations=self.iterations)
+                          mask, iterations=self.iterations, own=self.stats[block],
+                          restart=None if restart is None else restart[block])
 
     def run(self, rounds: int, callback: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
         """Run ``rounds`` rounds; ``callback(round, classifiers)`` after each. Returns the final (n, size)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crc.core.acceleration import Acceleration
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 from crc.core.schema import Schema
@@ -86,7 +87,7 @@ class Privacy:
                 "epsilon_spent": self.epsilon_spent}
 
 
-def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, start: str, safeguard: bool) -> None:
+def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration) -> None:
     """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover."""
     if epsilon is None:
         return
@@ -96,9 +97,13 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
         (math.isfinite(clip) and clip > 0, f"--clip must be a positive number, got {clip}"),
         (iterations == 1, f"--dp-epsilon needs --iters 1 (got {iterations}): only one local step per round has a "
                           "bounded sensitivity"),
-        (start == "uniform", "--dp-epsilon needs --start uniform: a local start releases the peer's own statistics"),
-        (not safeguard, "--dp-epsilon cannot be combined with --safeguard (or --accelerated): the safeguard picks a "
-                        "step by the local loss, a data-dependent choice; use --momentum alone"),
+        (acceleration.start == "uniform", "--dp-epsilon needs --start uniform: a local start releases the peer's own "
+                                          "statistics"),
+        (not acceleration.safeguard, "--dp-epsilon cannot be combined with --safeguard: the safeguard picks a step by "
+                                     "the local loss, a data-dependent choice; use --momentum alone"),
+        (not acceleration.exact_diffusion, "--dp-epsilon cannot be combined with --exact-diffusion (or --accelerated): "
+                                           "its correction sends the previous local steps again, which the accountant "
+                                           "does not cover; use --momentum"),
     ]
     for ok, message in checks:
         if not ok:

@@ -48,6 +48,7 @@ class SimulationConfig:
     start: str = "uniform"
     safeguard: bool = False
     classifier: str = "local"
+    exact_diffusion: bool = False
     loss: float = 0.0
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
@@ -129,9 +130,9 @@ class SimulationConfig:
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
-        acceleration = self.acceleration  # checks --momentum, --start and --classifier
+        acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
-                       start=acceleration.start, safeguard=acceleration.safeguard)
+                       acceleration=acceleration)
 
     def privacy(self, model) -> Privacy | None:
         """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``."""
@@ -143,8 +144,9 @@ class SimulationConfig:
 
     @property
     def acceleration(self) -> Acceleration:
-        """The peers' memory, start, safeguard and classifier (``crc.core.acceleration``)."""
-        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard, classifier=self.classifier)
+        """The peers' memory, start, safeguard, classifier and exact diffusion (``crc.core.acceleration``)."""
+        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard, classifier=self.classifier,
+                            exact_diffusion=self.exact_diffusion)
 
     @property
     def train_size(self) -> int:

@@ -66,7 +66,7 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                                  secure=config.secure_aggregation)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, sent=sent, acceleration=config.acceleration,
-                       release=private_release(rep, config, privacy))
+                       release=private_release(rep, config, privacy), graph=mixing)
     return engine, mixing
 
 

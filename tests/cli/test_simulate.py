@@ -94,10 +94,11 @@ def test_datasets_lists_bundled_sets():
 
 
 @pytest.mark.parametrize("args, expected", [
-    ([], {"momentum": 0.0, "start": "uniform", "safeguard": False, "loss": 0.0, "rc_iterations": 64}),
-    (["--accelerated"], {"momentum": 0.7, "start": "uniform", "safeguard": True}),
-    (["--accelerated", "--momentum", "0.5", "--no-safeguard", "--start", "local"],
-     {"momentum": 0.5, "start": "local", "safeguard": False}),
+    ([], {"momentum": 0.0, "start": "uniform", "safeguard": False, "exact_diffusion": False, "iters": 1, "loss": 0.0,
+          "rc_iterations": 64}),
+    (["--accelerated"], {"momentum": 0.0, "start": "uniform", "safeguard": False, "exact_diffusion": True, "iters": 2}),
+    (["--accelerated", "--no-exact-diffusion", "--momentum", "0.5", "--safeguard", "--start", "local", "--iters", "1"],
+     {"momentum": 0.5, "start": "local", "safeguard": True, "exact_diffusion": False, "iters": 1}),
     (["--momentum", "0.3", "--loss", "0.2", "--rc-iterations", "10"],
      {"momentum": 0.3, "safeguard": False, "loss": 0.2, "rc_iterations": 10}),
 ])
@@ -106,6 +107,11 @@ def test_acceleration_options_and_the_preset_reach_the_results_config(args, expe
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)["config"]
     assert {key: config[key] for key in expected} == expected
+
+
+def test_exact_diffusion_with_momentum_is_refused_with_a_reason():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--accelerated", "--momentum", "0.5")
+    assert result.exit_code != 0 and "--exact-diffusion cannot be combined with --momentum" in result.output
 
 
 def test_momentum_out_of_range_is_a_usage_error():

@@ -1,5 +1,7 @@
-"""Accelerated CRC (crc.core.acceleration): Theorem 1 with memory, the paper bit for bit at β = 0, the safeguard."""
+"""Accelerated CRC (crc.core.acceleration): Theorem 1 with memory, the paper bit for bit at β = 0, the safeguard,
+what exact diffusion keeps and where it restarts."""
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -177,7 +179,89 @@ def test_settings_are_checked_and_the_preset_fills_what_is_not_given():
         accel.Acceleration(start="ml")
     with pytest.raises(CRCError, match="--classifier must be one of"):
         accel.Acceleration(classifier="mean")
+    for clash in ({"momentum": 0.5}, {"safeguard": True}, {"classifier": "aggregate"}):
+        with pytest.raises(CRCError, match="--exact-diffusion cannot be combined"):
+            accel.Acceleration(exact_diffusion=True, **clash)
     assert accel.with_preset({"accelerated": True}) == accel.ACCELERATED
-    assert accel.with_preset({"accelerated": True, "momentum": 0.3, "safeguard": None}) == {
-        **accel.ACCELERATED, "momentum": 0.3}
-    assert accel.with_preset({"accelerated": False, "momentum": None, "start": None, "safeguard": None}) == {}
+    assert accel.with_preset({"accelerated": True, "iters": 3, "exact_diffusion": None}) == {**accel.ACCELERATED, "iters": 3}
+    assert accel.with_preset({"accelerated": False, "momentum": None, "start": None, "safeguard": None, "iters": None}) == {}
+    assert accel.Acceleration(exact_diffusion=True) == accel.PRESET
+
+
+def _tree_run(kind, mixed, n=8):
+    """(model, local data, mixing of a random tree) over ``n`` peers holding sorted-label parts."""
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    parts = _equal_parts(y, n)
+    used = np.concatenate(parts)
+    phi, y = model.features(x)[used], y[used]
+    return model, LocalData.from_parts(phi, y, np.split(np.arange(len(y)), n)), averaging_matrix(random_tree_graph(n, seed=2))
+
+
+@pytest.mark.parametrize("kind", ["qda", "pc"])
+def test_exact_diffusion_keeps_the_weighted_means_of_sent_and_calibrated_statistics_equal(kind, mixed):
+    """On a static graph, Σ_v π_v s_v(t) = Σ_v π_v ψ_v(t) every round (π: the mixing's stationary weights, here
+    proportional to the closed-neighbourhood sizes); so at a fixed point the π-weighted local steps cancel. Models
+    without variances in their statistics (nothing for ``keep_variances`` to change) keep it exactly."""
+    model, local, mixing = _tree_run(kind, mixed)
+    pi = np.asarray((mixing != 0).sum(axis=1)).ravel().astype(float)
+    pi /= pi.sum()
+    np.testing.assert_allclose(pi @ mixing, pi, atol=1e-15)
+    engine = CRCEngine(model, local, mixing, ess=400.0, iterations=2, acceleration=accel.PRESET)
+    for round_ in range(1, 13):
+        engine.step()
+        sent, calibrated = pi @ engine.stats, pi @ engine.memory.previous
+        np.testing.assert_allclose(sent, calibrated, rtol=0, atol=1e-9 * np.abs(calibrated).max(), err_msg=f"round {round_}")
+        if round_ > 1:
+            assert np.max(np.abs(engine.stats - engine.memory.previous)) > 1e-6  # the correction is not zero per peer
+
+
+def test_exact_diffusion_on_a_graph_that_changes_every_round_is_the_papers_algorithm(mixed):
+    """Every peer restarts (a new neighbourhood every round): plain averaging, no correction, for models whose
+    ``keep_variances`` changes nothing."""
+    model, local, _ = _tree_run("qda", mixed)
+    chains = [averaging_matrix(nx.path_graph(order)) for order in ([0, 1, 2, 3, 4, 5, 6, 7], [0, 2, 4, 6, 1, 3, 5, 7])]
+
+    def alternating(round_):  # no peer has the same neighbours in two rounds in a row
+        return chains[round_ % 2]
+
+    paper = CRCEngine(model, local, alternating, ess=400.0, iterations=2)
+    exact = CRCEngine(model, local, alternating, ess=400.0, iterations=2, acceleration=accel.PRESET)
+    assert all(exact.restarts(round_).all() for round_ in range(2, 7))
+    np.testing.assert_array_equal(exact.run(6), paper.run(6))
+    static_paper = CRCEngine(model, local, chains[0], ess=400.0, iterations=2).run(6)
+    static = CRCEngine(model, local, chains[0], ess=400.0, iterations=2, acceleration=accel.PRESET)
+    assert static.restarts(2) is None and np.max(np.abs(static.run(6) - static_paper)) > 1e-6
+
+
+def test_exact_diffusion_leaves_less_disagreement_between_peers_than_the_papers_algorithm(mixed):
+    """Label-sorted parts on a tree: after 150 rounds the paper's peers still disagree (each pulled to its own
+    classes), exact diffusion's far less."""
+    model, local, mixing = _tree_run("nb", mixed)
+
+    def spread(acceleration):
+        stats = CRCEngine(model, local, mixing, ess=400.0, iterations=2, acceleration=acceleration).run(150)
+        posteriors = model.posteriors(model.theta(stats), local.phi.reshape(1, -1, local.phi.shape[-1]))
+        return np.abs(posteriors - posteriors.mean(axis=0)).max()
+
+    paper, exact = spread(accel.PAPER), spread(accel.PRESET)
+    assert exact < 0.2 * paper, (exact, paper)
+
+
+def test_keep_variances_raises_only_the_variances_below_the_kept_fraction(mixed):
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    reference = model.fit_ml(model.features(x), y)
+    table = model.table(reference).copy()
+    sumsq = table[..., model.layout.columns("sumsq")]
+    sumsq[0, 0] -= 0.9 * (sumsq[0, 0] - table[0, model.layout.columns("sum")][0] ** 2 / table[0, model.layout.columns("obs")][0])
+    shrunk = table.reshape(-1)
+    kept = model.keep_variances(shrunk, reference, 0.8)
+    variance = lambda s: model.theta(s)["var"]
+    np.testing.assert_allclose(variance(kept)[0, 0], 0.8 * variance(reference)[0, 0], rtol=1e-9)
+    changed = np.flatnonzero(kept != shrunk)
+    assert list(changed) == [model.layout.columns("sumsq").start]  # class 0's first sum of squares, nothing else
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+    qda = make_model("qda", schema)  # no variances among its statistics' blocks: unchanged
+    own = qda.fit_ml(qda.features(x), y)
+    np.testing.assert_array_equal(qda.keep_variances(own, 2 * own, 0.8), own)

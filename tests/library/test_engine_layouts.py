@@ -6,7 +6,7 @@ import pytest
 
 import crc.core.engine as engine_module
 from crc.core import metrics
-from crc.core.acceleration import ACCELERATED, PAPER, Acceleration
+from crc.core.acceleration import PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, blas_threads, class_major_weights, single_threaded_blas
 from crc.core.models import make_model
@@ -74,7 +74,11 @@ def test_the_thread_limit_holds_during_rounds_only(mixed):
     assert blas_threads() == default
 
 
-@pytest.mark.parametrize("speedup", [PAPER, Acceleration(**ACCELERATED)], ids=["paper", "accelerated"])
+MOMENTUM = Acceleration(momentum=0.7, safeguard=True, classifier="aggregate")
+"""The heavy-ball form with its safeguard and the aggregate classifier (the preset before exact diffusion)."""
+
+
+@pytest.mark.parametrize("speedup", [PAPER, PRESET, MOMENTUM], ids=["paper", "accelerated", "momentum"])
 @pytest.mark.parametrize("kind", ["nb", "qda", "pc"])
 def test_node_blocks_give_the_same_statistics(kind, speedup, missing, monkeypatch):
     model, _, _, local, mixing = _setup(kind, missing if kind != "qda" else prepared(mixed_columns()))
@@ -94,7 +98,7 @@ def test_node_blocks_give_the_same_statistics(kind, speedup, missing, monkeypatc
         before = stepped.stats
         aggregated = stepped.step()
         np.testing.assert_array_equal(aggregated, mixing @ before)  # step's aggregate is kept
-        if speedup.keeps_memory:  # the memory is the aggregate itself: two statistics arrays, not three
+        if speedup.has_momentum:  # the memory is the aggregate itself: two statistics arrays, not three
             assert stepped.memory.previous is aggregated
     assert np.array_equal(stepped.classifiers, expected)
 

@@ -131,7 +131,7 @@ def test_acceleration_settings_are_columns_of_every_cell_and_key_them(tmp_path):
     (fast,), calls = run(["table12"], tmp_path, defaults={**TINY, "accelerated": True})
     assert len(calls["pending"]) == len(TABLES["table12"].columns)  # not the paper's cells: run again
     stored = json.loads((tmp_path / "cells" / "table12" / "twonorm" / "period1.json").read_text())["results"]["config"]
-    assert stored["momentum"] == 0.7 and stored["safeguard"] is True and stored["start"] == "uniform"
+    assert stored["exact_diffusion"] is True and stored["iters"] == 2 and stored["momentum"] == 0.0
     config = SimulationConfig.from_settings(data="twonorm", period=1, repeats=2, seed=3, test_size=TEST_INSTANCES,
                                             accelerated=True, **TINY)
     direct = simulate(config, network_factory("tree", 1))

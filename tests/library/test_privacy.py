@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
+from crc.core.acceleration import PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.errors import CRCError
 from crc.core.models import make_model
@@ -161,20 +162,26 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
 
 @pytest.mark.parametrize("settings_, message", [
     ({"iterations": 2}, "--iters 1"),
-    ({"start": "local"}, "--start uniform"),
-    ({"safeguard": True}, "--safeguard"),
+    ({"acceleration": Acceleration(start="local")}, "--start uniform"),
+    ({"acceleration": Acceleration(momentum=0.5, safeguard=True)}, "--safeguard"),
+    ({"acceleration": PRESET}, "--exact-diffusion"),
     ({"delta": 0.0}, "--dp-delta"),
     ({"clip": math.inf}, "--clip"),
     ({"epsilon": math.nan}, "--dp-epsilon"),
 ])
 def test_settings_privacy_cannot_cover_are_refused(settings_, message):
-    base = {"epsilon": 1.0, "delta": 1e-5, "clip": 1.0, "iterations": 1, "start": "uniform", "safeguard": False}
+    base = {"epsilon": 1.0, "delta": 1e-5, "clip": 1.0, "iterations": 1, "acceleration": PAPER}
     with pytest.raises(CRCError, match=message):
         check_settings(**{**base, **settings_})
 
 
+def test_momentum_alone_is_covered():
+    check_settings(epsilon=1.0, delta=1e-5, clip=1.0, iterations=1, acceleration=Acceleration(momentum=0.7))
+
+
 def test_without_epsilon_nothing_is_checked():
-    check_settings(epsilon=None, delta=1e-5, clip=1.0, iterations=3, start="local", safeguard=True)
+    check_settings(epsilon=None, delta=1e-5, clip=1.0, iterations=3, acceleration=Acceleration(start="local", momentum=0.5,
+                                                                                               safeguard=True))
 
 
 def test_clipping_touches_only_continuous_values_and_keeps_missing_cells():

@@ -42,10 +42,14 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
     assert np.mean(errors) == pytest.approx(results["crc"]["test_error"], abs=1e-12)
 
 
-@pytest.mark.parametrize("settings", [{"accelerated": True}, {"accelerated": True, "start": "local", "loss": 0.3}])
+@pytest.mark.parametrize("settings", [
+    {"accelerated": True},
+    {"accelerated": True, "start": "local", "loss": 0.3},
+    {"momentum": 0.7, "safeguard": True, "classifier": "aggregate", "loss": 0.3},
+])
 def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings):
     config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)
-    assert config.momentum > 0 and config.safeguard
+    assert config.exact_diffusion == bool(settings.get("accelerated")) and config.acceleration.keeps_memory
     results = launch(config, tmp_path / "run")
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
     _, _, paper = scenario(tmp_path / "paper", nodes=5, rounds=10)

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crc.core.acceleration import ACCELERATED, Acceleration
+from crc.core.acceleration import ACCELERATED, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
@@ -405,10 +405,14 @@ def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_re
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
 
 
+MOMENTUM = Acceleration(momentum=0.7, safeguard=True, classifier="aggregate")
+"""The heavy-ball form with its safeguard and the aggregate classifier (the preset before exact diffusion)."""
+
+
 @pytest.mark.parametrize("stopped_at", [1, 3])
-def test_a_resumed_accelerated_peer_continues_exactly_like_an_uninterrupted_one(setup, tmp_path, stopped_at):
+def test_a_resumed_peer_with_momentum_continues_exactly_like_an_uninterrupted_one(setup, tmp_path, stopped_at):
     """The checkpoint holds the momentum's memory (the last aggregate) and the safeguard's reset flag."""
-    preset = Acceleration(**ACCELERATED)
+    preset = MOMENTUM
     clock = FakeClock()
     first = setup.peer(clock, checkpoint_dir=str(tmp_path), acceleration=preset)
     answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
@@ -430,7 +434,7 @@ def test_a_resumed_accelerated_peer_continues_exactly_like_an_uninterrupted_one(
 
 
 def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_path):
-    preset = Acceleration(**ACCELERATED)
+    preset = MOMENTUM
     peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
     assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
     state = peer._state()
@@ -441,12 +445,53 @@ def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
 
 
-def test_an_accelerated_peer_keeps_two_statistics_vectors(setup):
+def test_a_peer_with_momentum_keeps_two_statistics_vectors(setup):
     """Its memory (the previous aggregate) is its classifier's aggregate: statistics and aggregate, nothing more."""
-    peer = setup.peer(FakeClock(), acceleration=Acceleration(**ACCELERATED))
+    peer = setup.peer(FakeClock(), acceleration=MOMENTUM)
     assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
     assert peer.memory.previous is peer.aggregated is peer.classifier_stats
     assert peer.stats is not peer.aggregated
+
+
+@pytest.fixture(scope="module")
+def exact(setup) -> Setup:
+    """``setup`` with the simulator's history under the preset (exact diffusion, ACCELERATED['iters'] local steps)."""
+    bounds = np.cumsum([0] + [len(y) for y in setup.y])
+    parts = [np.arange(bounds[v], bounds[v + 1]) for v in range(len(setup.y))]
+    local = LocalData.from_parts(np.concatenate(setup.phi), np.concatenate(setup.y), parts)
+    engine = CRCEngine(setup.model, local, averaging_matrix(GRAPH), ess=setup.ess, iterations=ACCELERATED["iters"],
+                       acceleration=PRESET)
+    history = [engine.stats.copy()]
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
+    return Setup(setup.model, setup.phi, setup.y, setup.ess, np.array(history))
+
+
+def test_an_exact_diffusion_peer_sends_what_the_simulator_computes(exact):
+    peer = exact.peer(FakeClock(), acceleration=PRESET, iters=ACCELERATED["iters"])
+    transport = FakeTransport(peer.clock, exact.neighbours_answer)
+    assert peer.run(transport)
+    exact.assert_follows_simulator(peer, transport)
+    np.testing.assert_array_equal(peer.classifier_stats, peer.stats)  # what it sends is its classifier
+    assert peer.aggregated is None and peer.memory.previous is not peer.stats  # two statistics vectors: sent and ψ
+
+
+@pytest.mark.parametrize("stopped_at", [1, 3])
+def test_a_resumed_exact_diffusion_peer_continues_exactly_like_an_uninterrupted_one(exact, tmp_path, stopped_at):
+    """The checkpoint holds ψ, the statistics after the last local steps."""
+    settings = {"acceleration": PRESET, "iters": ACCELERATED["iters"]}
+    clock = FakeClock()
+    first = exact.peer(clock, checkpoint_dir=str(tmp_path), **settings)
+    answer_until_stop = FakeTransport(clock, lambda round_: exact.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at
+    resumed = exact.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    np.testing.assert_array_equal(resumed.memory.previous, first.memory.previous)
+    transport = FakeTransport(resumed.clock, exact.neighbours_answer)
+    assert resumed.run(transport)
+    exact.assert_follows_simulator(resumed, transport, rounds=range(stopped_at + 1, ROUNDS + 1))
+    uninterrupted = exact.peer(FakeClock(), **settings)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, exact.neighbours_answer))
+    np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
 
 
 def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):

@@ -138,6 +138,14 @@ class GenerativeModel(ABC):
         masked = posteriors if mask is None else posteriors * mask[..., None]
         return self.labelled(theta, phi, weights - masked), posteriors
 
+    def keep_variances(self, stats: np.ndarray, reference: np.ndarray, fraction: float) -> np.ndarray:
+        """``stats`` (..., size) with every class-conditional variance raised to at least ``fraction`` times the one
+        of ``reference`` (..., size), where the model has variances in its statistics; by default unchanged.
+
+        Exact diffusion (``crc.core.acceleration``) extrapolates statistics, which can leave a sum of squares
+        below what its mean needs; this keeps a variance from collapsing in one round."""
+        return stats
+
     def _floor(self, table: np.ndarray) -> np.ndarray:
         """Per-batch count floor of shape (..., 1, 1); rejects a non-positive ESS."""
         ess = table[..., :, self.layout.columns("count")].sum(axis=(-1, -2))

@@ -11,6 +11,8 @@ from crc.core.numeric import LOG_2PI
 
 VAR_FLOOR = 1e-9
 """Smallest class-conditional variance, in standardized units."""
+COUNT_EPSILON = 1e-12
+"""Smallest observed count a variance is computed with (``keep_variances``)."""
 
 
 class NaiveBayes(LinearFamilyModel):
@@ -77,6 +79,21 @@ class NaiveBayes(LinearFamilyModel):
             "var": var,
             "log_cat": self.categorical.log_probs(table[..., :, col("cat")], floor),
         }
+
+    def _variances(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each class's observed counts (floored to stay positive) and variances of the continuous features (..., r, dc)."""
+        obs = np.maximum(table[..., self.layout.columns("obs")], COUNT_EPSILON)
+        mean = table[..., self.layout.columns("sum")] / obs
+        return obs, table[..., self.layout.columns("sumsq")] / obs - mean**2
+
+    def keep_variances(self, stats: np.ndarray, reference: np.ndarray, fraction: float) -> np.ndarray:
+        """Raise each ``sumsq`` so that its variance is at least ``fraction`` times the reference's (and the floor)."""
+        table = self.table(stats).copy()
+        obs, variance = self._variances(table)
+        wanted = np.maximum(fraction * self._variances(self.table(reference))[1], VAR_FLOOR)
+        sumsq = table[..., self.layout.columns("sumsq")]
+        np.add(sumsq, obs * np.maximum(wanted - variance, 0.0), out=sumsq)
+        return table.reshape(stats.shape)
 
     def natural(self, theta: dict) -> np.ndarray:
         """Natural parameters (..., r, k); batched, a view of a feature-major (k, ..., r) array filled block by
