@@ -1,14 +1,16 @@
-"""The 15 bundled data sets under the paper's algorithm and ``--accelerated`` (3 repeats each).
+"""The 15 bundled data sets under the paper's algorithm, ``--accelerated`` (exact diffusion with two local steps)
+and the previous preset (momentum 0.7 with its safeguard and the aggregate classifier), 3 repeats each.
 
 Settings: the default (random tree, n = 50, m_v = 50; run to 256 rounds with the per-round curve, so that the
-gap at round 64 and the first round with gap <= 0.01 are read off one run), label drift on tree+80, and message
-loss p = 0.1 and 0.3 (64 rounds); and the preset with a larger momentum on letter and chess (momentum-sweep,
-64 rounds: why the preset's β is 0.7). chess and splice are too small for the default test fraction:
+gap at round 64 and the first round with gap <= 0.01 are read off one run), label drift on tree+80, message
+loss p = 0.1 and 0.3, and a fresh random tree every round (64 rounds); and the momentum form with a larger β on
+letter and chess (momentum-sweep, 64 rounds). chess and splice are too small for the default test fraction:
 --test-size 500.
 Writes sets.json next to this file (sets-<settings>.json when only some settings are named, so that several
 processes can run at once), one entry per finished run (rerun to resume):
 
-    nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3] [momentum-sweep]
+    nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3] [tree-period1]
+        [momentum-sweep]
 """
 
 import json
@@ -22,14 +24,17 @@ from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
-VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}}
+MOMENTUM = {"momentum": 0.7, "safeguard": True, "classifier": "aggregate"}
+"""The previous preset: heavy-ball memory through the mixing, its safeguard, the classifier from the last aggregate."""
+VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}, "momentum": MOMENTUM}
 SETTINGS = {
     "default": {"rounds": 256, "curve": True},
     "label-tree+80": {"partition": "label", "topology": "tree+80", "curve": True},
     "loss0.1": {"loss": 0.1, "curve": True},
     "loss0.3": {"loss": 0.3, "curve": True},
+    "tree-period1": {"period": 1, "curve": True},
 }
-SWEEP = {f"accelerated-beta{beta}": {"accelerated": True, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
+SWEEP = {f"momentum-beta{beta}": {**MOMENTUM, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
 RUNS = [(setting, BUNDLED, VARIANTS, overrides) for setting, overrides in SETTINGS.items()] + [
     ("momentum-sweep", ("letter", "chess"), SWEEP, {"curve": True})]
 """(setting, data sets, variants, overrides) of every run."""
@@ -47,7 +52,7 @@ def main(only=None) -> None:
                     continue
                 extra = {"test_size": 500} if data in ("chess", "splice") else {}
                 config = SimulationConfig.from_settings(data=data, repeats=3, **extra, **overrides, **preset)
-                results = simulate(config, network_factory(config.topology, math.inf), cache=cache)
+                results = simulate(config, network_factory(config.topology, config.period or math.inf), cache=cache)
                 done[key] = {"config": results["config"], "rc": results["rc"], "rc_converged": results["rc_converged"],
                              "crc": results["crc"], "test_gap": results["test_gap"],
                              "test_gap_converged": results["test_gap_converged"], "rounds": results["rounds"],

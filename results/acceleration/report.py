@@ -1,8 +1,7 @@
 """Write results/acceleration.md, results/acceleration/summary.csv and .json and the figures in
 results/acceleration/plots from
-sets.json (measure.py), sets-local-classifier.json (the preset with the paper's local classifier: the preset of
-the previous version, momentum 0.7 + safeguard, measured by measure.py at commit fbbafe9), exact-diffusion.json
-(exact_diffusion.py) and the experiment tables under paper/ and accelerated/ (``crc experiment``):
+sets.json (measure.py: the paper's algorithm, the preset and the previous preset, momentum) and the experiment
+tables under paper/ and accelerated/ (``crc experiment``; momentum/ holds the previous preset's):
 
     python results/acceleration/report.py
 """
@@ -49,16 +48,16 @@ def converged_gap_at(entry, round_=AT) -> float:
 
 def set_rows(sets: dict) -> list[dict]:
     rows = []
-    for setting in ("default", "label-tree+80", "loss0.1", "loss0.3"):
+    for setting in ("default", "label-tree+80", "loss0.1", "loss0.3", "tree-period1"):
         for data in BUNDLED:
             paper, accel = sets.get(f"{setting}/{data}/paper"), sets.get(f"{setting}/{data}/accelerated")
             if paper is None or accel is None:
                 continue
-            local = sets.get(f"{setting}/{data}/accelerated-local")
+            momentum = sets.get(f"{setting}/{data}/momentum")
             row = {"setting": setting, "data": data, "rc_test_error": paper["rc"]["test_error"],
                    "rc_converged_test_error": paper["rc_converged"]["test_error"],
                    "paper_gap": gap_at(paper), "accelerated_gap": gap_at(accel),
-                   "accelerated_local_classifier_gap": None if local is None else gap_at(local),
+                   "momentum_gap": None if momentum is None else gap_at(momentum),
                    "paper_gap_converged": converged_gap_at(paper), "accelerated_gap_converged": converged_gap_at(accel)}
             if setting == "default":
                 row.update(paper_round=first_round(paper), accelerated_round=first_round(accel),
@@ -81,18 +80,18 @@ def sets_markdown(rows: list[dict]) -> list[str]:
     if default:
         out += [f"## Default setting: 15 bundled data sets (random tree, n = 50, m_v = 50, 3 repeats)", "",
                 "Gap = CRC's mean test error minus RC's (RC at 64 iterations; in the 'conv.' columns RC run to "
-                "convergence), at round 64; 'local cl.' is the preset with the paper's local classifier "
-                "(`--accelerated --classifier local`). Rounds to reach gap ≤ 0.01 read off the mean curve of a "
+                "convergence), at round 64; 'momentum' is the previous preset (`--momentum 0.7 --safeguard "
+                "--classifier aggregate`). Rounds to reach gap ≤ 0.01 read off the mean curve of a "
                 "256-round run; "
                 f"messages = rounds × {TREE_MESSAGES} (a tree of 50 peers, one message per edge and direction per "
                 "round: the same for both algorithms).", "",
-                "| data | RC test | paper gap | accel. gap | local cl. gap | accel. − paper | paper conv. gap | "
+                "| data | RC test | paper gap | accel. gap | momentum gap | accel. − paper | paper conv. gap | "
                 "accel. conv. gap | paper rounds to 0.01 | accel. rounds | paper messages | accel. messages | "
                 "paper gap @256 | accel. gap @256 |",
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in default:
             out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
-                       f"{fmt(r['accelerated_local_classifier_gap'])} | "
+                       f"{fmt(r['momentum_gap'])} | "
                        f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
                        f"{fmt(r['accelerated_gap_converged'])} | {rounds_text(r['paper_round'])} | "
                        f"{rounds_text(r['accelerated_round'])} | {messages_text(r['paper_round'])} | "
@@ -105,15 +104,16 @@ def sets_markdown(rows: list[dict]) -> list[str]:
                     f"({fmt(worst['accelerated_gap'] - worst['paper_gap'])}).", ""]
     for setting, title in (("label-tree+80", "Label drift p(y) on tree+80 (each peer one class), 64 rounds"),
                            ("loss0.1", "Message loss p = 0.1 (random tree), 64 rounds"),
-                           ("loss0.3", "Message loss p = 0.3 (random tree), 64 rounds")):
+                           ("loss0.3", "Message loss p = 0.3 (random tree), 64 rounds"),
+                           ("tree-period1", "A fresh random tree every round, 64 rounds")):
         part = [r for r in rows if r["setting"] == setting]
         if not part:
             continue
-        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | local cl. gap | accel. − paper | "
+        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | momentum gap | accel. − paper | "
                 "paper conv. gap | accel. conv. gap |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in part:
             out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
-                       f"{fmt(r['accelerated_local_classifier_gap'])} | "
+                       f"{fmt(r['momentum_gap'])} | "
                        f"{fmt(r['accelerated_gap'] - r['paper_gap'])} | {fmt(r['paper_gap_converged'])} | "
                        f"{fmt(r['accelerated_gap_converged'])} |")
         out += ["", f"Max gap: paper {max(r['paper_gap'] for r in part):.3f}, accelerated "
@@ -122,56 +122,17 @@ def sets_markdown(rows: list[dict]) -> list[str]:
 
 
 def sweep_markdown(sets: dict) -> list[str]:
-    """The preset with a larger momentum on letter and chess (measure.py's momentum-sweep), gap at round 64."""
-    betas = [ACCELERATED["momentum"], 0.75, 0.8, 0.85]
-    out = ["## Why β = 0.7: the preset with a larger momentum, round 64", "",
+    """The previous preset (momentum) with a larger β on letter and chess (measure.py's momentum-sweep), round 64."""
+    betas = [0.7, 0.75, 0.8, 0.85]
+    out = ["## The momentum form with a larger β (the previous preset used 0.7), round 64", "",
            "| data | " + " | ".join(f"β = {beta}" for beta in betas) + " |", "|---|" + "---:|" * len(betas)]
     for data in ("letter", "chess"):
         cells = []
         for beta in betas:
-            key = "default/{}/accelerated" if beta == ACCELERATED["momentum"] else f"momentum-sweep/{{}}/accelerated-beta{beta}"
+            key = "default/{}/momentum" if beta == 0.7 else f"momentum-sweep/{{}}/momentum-beta{beta}"
             entry = sets.get(key.format(data))
             cells.append("…" if entry is None else fmt(gap_at(entry)))
         out.append(f"| {data} | " + " | ".join(cells) + " |")
-    return out + [""]
-
-
-EXACT_DIFFUSION_SETTINGS = (("default", "default"), ("label-tree+80", "label drift, tree+80"), ("loss0.3", "loss p = 0.3"),
-                            ("tree-period1", "a fresh tree every round"))
-
-
-def exact_diffusion_markdown(sets: dict) -> list[str]:
-    """exact_diffusion.py's gaps at round 64 beside the paper's algorithm and the preset (from sets.json, or measured
-    by exact_diffusion.py itself for the fresh tree every round)."""
-    path = HERE / "exact-diffusion.json"
-    if not path.exists():
-        return []
-    measured = json.loads(path.read_text())
-
-    def gaps(setting: str, data: str) -> list:
-        entry = measured.get(f"{setting}/{data}", {})
-        if setting == "tree-period1":
-            return [np.mean(entry[name]) if name in entry else None for name in ("paper", "accelerated", "exact_diffusion")]
-        product = [sets.get(f"{setting}/{data}/{name}") for name in ("paper", "accelerated")]
-        return [None if e is None else gap_at(e) for e in product] + [
-            np.mean(entry["exact_diffusion"]) if entry else None]
-
-    names = " | ".join(f"{title}: paper | preset | e.d." for _, title in EXACT_DIFFUSION_SETTINGS)
-    out = ["## A lead not shipped: exact diffusion with two local steps, round 64", "",
-           "`results/acceleration/exact_diffusion.py` (its docstring gives the recursion): the same messages, one more "
-           "statistics vector per peer, twice the local steps; naive Bayes only. Gap to RC at 64 iterations, 3 repeats.",
-           "", f"| data | {names} |", "|---|" + "---:|" * 3 * len(EXACT_DIFFUSION_SETTINGS)]
-    table = {data: [g for setting, _ in EXACT_DIFFUSION_SETTINGS for g in gaps(setting, data)] for data in BUNDLED}
-    for data, row in table.items():
-        out.append(f"| {data} | " + " | ".join(fmt(g) for g in row) + " |")
-    out.append("")
-    for column, (_, title) in enumerate(EXACT_DIFFUSION_SETTINGS):
-        rows = [row[3 * column:3 * column + 3] for row in table.values() if None not in row[3 * column:3 * column + 3]]
-        if rows:
-            within = [sum(r[k] <= TARGET for r in rows) for k in range(3)]
-            worse = max(r[2] - r[0] for r in rows)
-            out.append(f"- {title}: gap ≤ 0.01 on {within[0]} / {within[1]} / {within[2]} of {len(rows)} sets (paper / "
-                       f"preset / exact diffusion); largest loss of exact diffusion against the paper {fmt(worse)}.")
     return out + [""]
 
 
@@ -213,8 +174,10 @@ def plots(sets: dict, rows: list[dict]) -> None:
     if default:
         fig, ax = plt.subplots(figsize=(9, 4))
         x = np.arange(len(default))
-        ax.bar(x - 0.2, [r["paper_gap"] for r in default], 0.4, label="paper")
-        ax.bar(x + 0.2, [r["accelerated_gap"] for r in default], 0.4, label="accelerated")
+        ax.bar(x - 0.27, [r["paper_gap"] for r in default], 0.27, label="paper")
+        ax.bar(x, [np.nan if r["momentum_gap"] is None else r["momentum_gap"] for r in default], 0.27,
+               label="momentum (previous preset)")
+        ax.bar(x + 0.27, [r["accelerated_gap"] for r in default], 0.27, label="accelerated")
         ax.axhline(TARGET, color="grey", linestyle="--", linewidth=0.8, label="gap 0.01")
         ax.set_xticks(x, [r["data"] for r in default], rotation=45, ha="right")
         ax.set_ylabel("test gap CRC − RC at round 64")
@@ -226,7 +189,7 @@ def plots(sets: dict, rows: list[dict]) -> None:
         plt.close(fig)
         fig, axes = plt.subplots(3, 5, figsize=(15, 8), sharex=True)
         for ax, data in zip(axes.ravel(), BUNDLED):
-            for variant in ("paper", "accelerated"):
+            for variant in ("paper", "momentum", "accelerated"):
                 entry = sets.get(f"default/{data}/{variant}")
                 if entry is None:
                     continue
@@ -255,18 +218,17 @@ def main() -> None:
     rows = set_rows(sets)
     preset = ", ".join(f"{k} = {v}" for k, v in ACCELERATED.items())
     lines = ["# Accelerated CRC against the paper's algorithm", "",
-             f"Accelerated = `crc ... --accelerated` ({preset}: heavy-ball memory through the mixing with the per-peer "
-             "safeguard, each peer's classifier taken from its last aggregate; see the README's 'Accelerated CRC'). "
-             "Paper = the defaults (Algorithm 2). Produced by "
+             f"Accelerated = `crc ... --accelerated` ({preset}: exact diffusion with two local steps per round; "
+             "see the README's 'Accelerated CRC'). Momentum = the previous preset (`--momentum 0.7 --safeguard "
+             "--classifier aggregate`). Paper = the defaults (Algorithm 2). Produced by "
              "`results/acceleration/measure.py` (the 15 sets), `crc experiment table3 table4 table6 table12 --repeats 3 "
              "--out results/acceleration/paper` and the same with `--accelerated --out results/acceleration/accelerated`, "
              "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "
              "CSV/JSON: `results/acceleration/summary.csv`, `summary.json`; the tables' cells under `paper/` and "
-             "`accelerated/`.", ""]
+             "`accelerated/` (the previous preset's under `momentum/`).", ""]
     lines += ["FINDINGS_PLACEHOLDER", ""]
     lines += sets_markdown(rows)
     lines += sweep_markdown(sets)
-    lines += exact_diffusion_markdown(sets)
     for name in TABLES:
         lines += table_markdown(name)
     text = "\n".join(lines) + "\n"
