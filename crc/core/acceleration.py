@@ -39,7 +39,8 @@ On a static graph the π-weighted mean of the x_v equals that of the ψ_v in eve
 weights of the mixing), so at a fixed point the peers agree and the π-weighted local steps cancel: the
 disagreement of diffusion is gone. No extra message; a peer keeps one more statistics vector (ψ_v). The correction
 assumes the same mixing every round: a peer whose neighbourhood changed (a new graph; not a lost message) restarts,
-as in its first round: the plain average, no correction. There is no identity with centralized RC (the lazy
+as in its first round, with the paper's round: the plain average, one local step, no correction (where a new graph
+comes every round, more local steps only pull each peer further towards its own data). There is no identity with centralized RC (the lazy
 mixing keeps half of a peer's own statistics even on a complete graph); what holds is tested instead.
 
 β = 0 without exact diffusion is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
@@ -227,13 +228,15 @@ def step(model: GenerativeModel, acceleration: Acceleration, aggregated: np.ndar
 def _exact_diffusion(model: GenerativeModel, own: np.ndarray, aggregated: np.ndarray, memory: Memory | None,
                      phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None, iterations: int,
                      restart: np.ndarray | None) -> tuple[np.ndarray, Memory]:
-    """``step`` with exact diffusion (module notes); a restarting peer (and every peer without memory) mixes plainly
-    and sends its calibrated statistics uncorrected."""
+    """``step`` with exact diffusion (module notes). A restarting peer (and every peer without memory) takes the
+    paper's round: the plain average and one local step, sent uncorrected."""
     batch = aggregated.shape[:-1]
     restart = np.ones(batch, dtype=bool) if memory is None else np.zeros(batch, dtype=bool) if restart is None else restart
     mixed = np.where(restart[..., None], aggregated, 0.5 * (own + aggregated))
     if memory is not None:
         mixed = model.keep_variances(mixed, memory.previous, VARIANCE_KEPT)
-    calibrated = lrc(model, mixed, phi, weights, mask, iterations=iterations)
+    calibrated = lrc(model, mixed, phi, weights, mask)
+    if iterations > 1 and not restart.all():
+        calibrated = np.where(restart[..., None], calibrated, lrc(model, calibrated, phi, weights, mask, iterations=iterations - 1))
     sent = calibrated if memory is None else np.where(restart[..., None], calibrated, calibrated + mixed - memory.previous)
     return sent, Memory(calibrated, np.zeros(batch, dtype=bool))
