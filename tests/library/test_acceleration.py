@@ -262,6 +262,10 @@ def test_keep_variances_raises_only_the_variances_below_the_kept_fraction(mixed)
     changed = np.flatnonzero(kept != shrunk)
     assert list(changed) == [model.layout.columns("sumsq").start]  # class 0's first sum of squares, nothing else
     np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+    unseen = model.table(shrunk).copy()  # class 0's first feature observed no more than the count floor
+    unseen[0, model.layout.columns("obs").start] = -0.5
+    unseen = unseen.reshape(-1)
+    np.testing.assert_array_equal(model.keep_variances(unseen, reference, 0.8), unseen)
     qda = make_model("qda", schema)  # no variances among its statistics' blocks: unchanged
     own = qda.fit_ml(qda.features(x), y)
     np.testing.assert_array_equal(qda.keep_variances(own, 2 * own, 0.8), own)

@@ -11,8 +11,6 @@ from crc.core.numeric import LOG_2PI
 
 VAR_FLOOR = 1e-9
 """Smallest class-conditional variance, in standardized units."""
-COUNT_EPSILON = 1e-12
-"""Smallest observed count a variance is computed with (``keep_variances``)."""
 
 
 class NaiveBayes(LinearFamilyModel):
@@ -81,18 +79,21 @@ class NaiveBayes(LinearFamilyModel):
         }
 
     def _variances(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each class's observed counts (floored to stay positive) and variances of the continuous features (..., r, dc)."""
-        obs = np.maximum(table[..., self.layout.columns("obs")], COUNT_EPSILON)
+        """Each class's observed counts, floored as ``theta`` floors them, and variances of the continuous features
+        (..., r, dc)."""
+        obs = np.maximum(table[..., self.layout.columns("obs")], self._floor(table))
         mean = table[..., self.layout.columns("sum")] / obs
         return obs, table[..., self.layout.columns("sumsq")] / obs - mean**2
 
     def keep_variances(self, stats: np.ndarray, reference: np.ndarray, fraction: float) -> np.ndarray:
-        """Raise each ``sumsq`` so that its variance is at least ``fraction`` times the reference's (and the floor)."""
+        """Raise each ``sumsq`` so that its variance is at least ``fraction`` times the reference's (and the floor);
+        a feature whose observed count is at the floor (a class the peers have hardly seen) is left as it is."""
         table = self.table(stats).copy()
         obs, variance = self._variances(table)
         wanted = np.maximum(fraction * self._variances(self.table(reference))[1], VAR_FLOOR)
+        seen = table[..., self.layout.columns("obs")] > self._floor(table)
         sumsq = table[..., self.layout.columns("sumsq")]
-        np.add(sumsq, obs * np.maximum(wanted - variance, 0.0), out=sumsq)
+        np.add(sumsq, np.where(seen, obs * np.maximum(wanted - variance, 0.0), 0.0), out=sumsq)
         return table.reshape(stats.shape)
 
     def natural(self, theta: dict) -> np.ndarray:
