@@ -37,11 +37,12 @@ last local steps, and in round t
 
 On a static graph the π-weighted mean of the x_v equals that of the ψ_v in every round (π: the stationary
 weights of the mixing), so at a fixed point the peers agree and the π-weighted local steps cancel: the
-disagreement of diffusion is gone. No extra message; a peer keeps one more statistics vector (ψ_v). The correction
-assumes the same mixing every round: a peer whose neighbourhood changed (a new graph; not a lost message) restarts,
-as in its first round, with the paper's round: the plain average, one local step, no correction (where a new graph
-comes every round, more local steps only pull each peer further towards its own data). There is no identity with centralized RC (the lazy
-mixing keeps half of a peer's own statistics even on a complete graph); what holds is tested instead.
+disagreement of diffusion is gone. No extra message; a peer keeps one more statistics vector (ψ_v). The
+correction assumes the same mixing every round: a peer whose neighbourhood changed (a new graph; not a lost
+message) restarts, as in its first round, with the paper's round: the plain average, one local step, no correction
+(where a new graph comes every round, more local steps only pull each peer further towards its own data). There is
+no identity with centralized RC (the lazy mixing keeps half of a peer's own statistics even on a complete graph);
+what holds is tested instead.
 
 β = 0 without exact diffusion is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
 Every function accepts leading batch axes (one per peer), so the simulator runs all peers
