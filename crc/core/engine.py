@@ -124,6 +124,14 @@ def default_ess(total_instances: int, n_nodes: int, lr: float = DEFAULT_LR) -> f
     return total_instances / (lr * n_nodes)
 
 
+def changed_neighbourhoods(before, now) -> np.ndarray | None:
+    """The nodes (n,) whose closed neighbourhood in mixing ``now`` differs from that in ``before`` (both (n, n)
+    matrices); None when nothing can have changed (no ``before``, or the same matrix)."""
+    if before is None or before is now:
+        return None
+    return np.asarray(((sp.csr_array(now) != 0) != (sp.csr_array(before) != 0)).sum(axis=1)).ravel() > 0
+
+
 class CRCEngine:
     """Runs CRC over a network.
 
@@ -163,6 +171,7 @@ class CRCEngine:
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self._mixing = mixing
         self._graph = mixing if graph is None else graph
+        self._last_graph = None  # the graph of the last round, when exact diffusion watches it for changes
         self.aggregation, self._sent, self._release = aggregation, sent, release
         self.n_nodes = local.phi.shape[0]
         self.weights = class_major_weights(local.y, model.n_classes, local.mask)
@@ -188,13 +197,14 @@ class CRCEngine:
         sent = None if self._sent is None else self._sent(self.stats)
         return neighbourhood_average(self.mixing(self.round + 1), self.stats, sent, rule=self.aggregation)
 
-    def restarts(self, round_: int) -> np.ndarray | None:
-        """Exact diffusion: the nodes (n,) whose closed neighbourhood in round ``round_`` differs from the previous
-        round's; None when no node can restart (another algorithm, or one graph for every round)."""
-        if not self.acceleration.exact_diffusion or not callable(self._graph) or round_ < 2:
+    def _restarts(self) -> np.ndarray | None:
+        """Exact diffusion: the nodes (n,) whose closed neighbourhood in the coming round differs from the last
+        round's (None: none can). Each round's graph is asked for once, so a schedule's cached graph is not redrawn."""
+        if not self.acceleration.exact_diffusion or not callable(self._graph):
             return None
-        now, before = (sp.csr_array(self._graph(r)) != 0 for r in (round_, round_ - 1))
-        return np.asarray((now != before).sum(axis=1)).ravel() > 0
+        graph = self._graph(self.round + 1)
+        before, self._last_graph = self._last_graph, graph
+        return changed_neighbourhoods(before, graph)
 
     @property
     def classifiers(self) -> np.ndarray:
@@ -212,7 +222,7 @@ class CRCEngine:
         keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
-        restart = self.restarts(self.round + 1)
+        restart = self._restarts()
         if self._block >= self.n_nodes:
             self.stats, self.memory = self._lrc(aggregated, slice(None), restart)
         else:
