@@ -72,6 +72,10 @@ ACCELERATED = {"exact_diffusion": True, "iters": 2}
 """The recommended combination (``--accelerated``): exact diffusion with two local steps per round (``iters``, the
 LRC steps per round, is a setting of the run beside those of ``Acceleration``); the rest as in the paper."""
 
+MOMENTUM_PRESET = {"momentum": 0.7, "safeguard": True, "classifier": "aggregate"}
+"""The previous preset: heavy-ball memory through the mixing with its safeguard and the aggregate classifier; the
+better choice where the graph is redrawn every round or two (results/acceleration.md)."""
+
 VARIANCE_KEPT = 0.8
 """Exact diffusion: a peer's mixed statistics keep at least this fraction of every variance of its last locally
 calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged."""

@@ -18,15 +18,14 @@ import math
 import sys
 from pathlib import Path
 
+from crc.core.acceleration import MOMENTUM_PRESET
 from crc.tables.datasets import BUNDLED
 from crc.experiments.runner import DirectoryCache
 from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
-MOMENTUM = {"momentum": 0.7, "safeguard": True, "classifier": "aggregate"}
-"""The previous preset: heavy-ball memory through the mixing, its safeguard, the classifier from the last aggregate."""
-VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}, "momentum": MOMENTUM}
+VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}, "momentum": MOMENTUM_PRESET}
 SETTINGS = {
     "default": {"rounds": 256, "curve": True},
     "label-tree+80": {"partition": "label", "topology": "tree+80", "curve": True},
@@ -34,7 +33,7 @@ SETTINGS = {
     "loss0.3": {"loss": 0.3, "curve": True},
     "tree-period1": {"period": 1, "curve": True},
 }
-SWEEP = {f"momentum-beta{beta}": {**MOMENTUM, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
+SWEEP = {f"momentum-beta{beta}": {**MOMENTUM_PRESET, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
 RUNS = [(setting, BUNDLED, VARIANTS, overrides) for setting, overrides in SETTINGS.items()] + [
     ("momentum-sweep", ("letter", "chess"), SWEEP, {"curve": True})]
 """(setting, data sets, variants, overrides) of every run."""

@@ -6,7 +6,7 @@ import pytest
 
 import crc.core.engine as engine_module
 from crc.core import metrics
-from crc.core.acceleration import PAPER, PRESET, Acceleration
+from crc.core.acceleration import MOMENTUM_PRESET, PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, blas_threads, class_major_weights, single_threaded_blas
 from crc.core.models import make_model
@@ -74,8 +74,7 @@ def test_the_thread_limit_holds_during_rounds_only(mixed):
     assert blas_threads() == default
 
 
-MOMENTUM = Acceleration(momentum=0.7, safeguard=True, classifier="aggregate")
-"""The heavy-ball form with its safeguard and the aggregate classifier (the preset before exact diffusion)."""
+MOMENTUM = Acceleration(**MOMENTUM_PRESET)
 
 
 @pytest.mark.parametrize("speedup", [PAPER, PRESET, MOMENTUM], ids=["paper", "accelerated", "momentum"])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import zmq
 
+from crc.core.acceleration import MOMENTUM_PRESET
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
@@ -45,7 +46,7 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
 @pytest.mark.parametrize("settings", [
     {"accelerated": True},
     {"accelerated": True, "start": "local", "loss": 0.3},
-    {"momentum": 0.7, "safeguard": True, "classifier": "aggregate", "loss": 0.3},
+    {**MOMENTUM_PRESET, "loss": 0.3},
 ])
 def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings):
     config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crc.core.acceleration import ACCELERATED, PRESET, Acceleration
+from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
@@ -405,8 +405,7 @@ def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_re
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
 
 
-MOMENTUM = Acceleration(momentum=0.7, safeguard=True, classifier="aggregate")
-"""The heavy-ball form with its safeguard and the aggregate classifier (the preset before exact diffusion)."""
+MOMENTUM = Acceleration(**MOMENTUM_PRESET)
 
 
 @pytest.mark.parametrize("stopped_at", [1, 3])
