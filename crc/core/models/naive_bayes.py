@@ -78,20 +78,21 @@ class NaiveBayes(LinearFamilyModel):
             "log_cat": self.categorical.log_probs(table[..., :, col("cat")], floor),
         }
 
-    def _variances(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each class's observed counts, floored as ``theta`` floors them, and variances of the continuous features
-        (..., r, dc)."""
-        obs = np.maximum(table[..., self.layout.columns("obs")], self._floor(table))
+    def _variances(self, table: np.ndarray, floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each class's observed counts, floored at ``floor`` (``_floor(table)``, as ``theta`` floors them), and
+        variances of the continuous features (..., r, dc)."""
+        obs = np.maximum(table[..., self.layout.columns("obs")], floor)
         mean = table[..., self.layout.columns("sum")] / obs
         return obs, table[..., self.layout.columns("sumsq")] / obs - mean**2
 
     def keep_variances(self, stats: np.ndarray, reference: np.ndarray, fraction: float) -> np.ndarray:
         """Raise each ``sumsq`` so that its variance is at least ``fraction`` times the reference's (and the floor);
         a feature whose observed count is at the floor (a class the peers have hardly seen) is left as it is."""
-        table = self.table(stats).copy()
-        obs, variance = self._variances(table)
-        wanted = np.maximum(fraction * self._variances(self.table(reference))[1], VAR_FLOOR)
-        seen = table[..., self.layout.columns("obs")] > self._floor(table)
+        table, reference = self.table(stats).copy(), self.table(reference)
+        floor = self._floor(table)
+        obs, variance = self._variances(table, floor)
+        wanted = np.maximum(fraction * self._variances(reference, self._floor(reference))[1], VAR_FLOOR)
+        seen = table[..., self.layout.columns("obs")] > floor
         sumsq = table[..., self.layout.columns("sumsq")]
         np.add(sumsq, np.where(seen, obs * np.maximum(wanted - variance, 0.0), 0.0), out=sumsq)
         return table.reshape(stats.shape)
