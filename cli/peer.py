@@ -112,7 +112,7 @@ def option_list(options: dict):
 @with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
               help="Communication rounds; the same on every peer.")
-@iters_option(1)
+@iters_option(PeerSettings.iters)
 @option_list(acceleration_options())
 @loss_option()
 @option_list(privacy_options())
@@ -192,7 +192,7 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
     generative = make_model(model, shared, **options)
     chosen = with_preset({"momentum": momentum, "start": start, "safeguard": safeguard, "classifier": classifier,
                           "exact_diffusion": exact_diffusion, "iters": iters, "accelerated": accelerated})
-    iters = chosen.pop("iters", 1)
+    iters = chosen.pop("iters", PeerSettings.iters)
     speedup = Acceleration(**chosen)
     privacy = _privacy(generative, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
     phi, y = load_local(data, shared, generative, clip=None if privacy is None else privacy.clip)
