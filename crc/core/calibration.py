@@ -37,11 +37,15 @@ class RCResult:
         Iteration whose statistics were returned (0 is the start).
     losses : list of float
         Training soft 0-1 loss of iterations 0 .. iterations.
+    milestone : RCResult or None
+        What RC stopped after ``milestone`` iterations would have returned (``rc(milestone=...)``), when this
+        run reached that iteration.
     """
 
     stats: np.ndarray
     best_iteration: int
     losses: list = field(default_factory=list)
+    milestone: RCResult | None = None
 
 
 def rc(
@@ -57,6 +61,7 @@ def rc(
     sample_weight: np.ndarray | None = None,
     momentum: float = 0.0,
     patience: int | None = None,
+    milestone: int | None = None,
 ) -> RCResult:
     """Algorithm 1: ``s <- s + lr s(X, Y - P; theta(s))``, i.e. ``s + lr (s(X, Y) - s(X, theta(s)))``.
 
@@ -80,12 +85,16 @@ def rc(
     patience : int, optional
         Stop early once the training soft 0-1 loss has not improved for ``patience`` iterations
         (``iterations`` is then the maximum).
+    milestone : int, optional
+        Also return, as ``milestone`` of the result, what this call with ``iterations=milestone`` and no patience
+        would have returned: its iterates are this run's first ones, so one run gives both.
     """
     if sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
     weights = labelled_weights(y, model.n_classes, sample_weight)
     stats = model.fit_ml(phi, y, mask=sample_weight) if init is None else np.array(init, dtype=np.float64)
     best, best_loss, best_iteration, losses, previous = stats, np.inf, 0, [], None
+    reached = None
     for iteration in range(iterations + 1):
         theta = model.theta(stats)
         pushed = bool(momentum) and previous is not None
@@ -99,6 +108,9 @@ def rc(
             callback(iteration, stats)
         if loss < best_loss:
             best, best_loss, best_iteration = stats, loss, iteration
+        if iteration == milestone:
+            kept, kept_iteration = (best, best_iteration) if select_best else (stats, iteration)
+            reached = RCResult(stats=kept, best_iteration=kept_iteration, losses=list(losses))
         if iteration == iterations or (patience is not None and iteration - best_iteration >= patience):
             break
         if pushed:
@@ -109,7 +121,7 @@ def rc(
         stats = stats + lr * residual
     if not select_best:
         best, best_iteration = stats, iteration
-    return RCResult(stats=best, best_iteration=best_iteration, losses=losses)
+    return RCResult(stats=best, best_iteration=best_iteration, losses=losses, milestone=reached)
 
 
 def lrc(

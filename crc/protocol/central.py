@@ -50,13 +50,19 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
             return None if progress is None else lambda iteration, _: progress(what, iteration, at_most)
 
         # One BLAS thread: the products are modest, and a threaded BLAS on a busy machine stalled them (measured).
+        # Both RC runs start from the ML statistics, fitted once; RC at rc_iterations is read off the run to
+        # convergence when that run gets that far (its first iterates are the same).
         with single_threaded_blas():
             ml_stats = split.model.fit_ml(split.phi_train, split.y_train)
-            rc_stats = rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=config.rc_iterations,
-                          callback=reporting("RC", config.rc_iterations)).stats
             converged = None if not config.rc_converged else rc(
-                split.model, split.phi_train, split.y_train, lr=config.lr, iterations=CONVERGED_MAX_ITERATIONS,
-                patience=CONVERGED_PATIENCE, callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
+                split.model, split.phi_train, split.y_train, lr=config.lr, init=ml_stats,
+                iterations=CONVERGED_MAX_ITERATIONS, patience=CONVERGED_PATIENCE, milestone=config.rc_iterations,
+                callback=reporting("RC to convergence", CONVERGED_MAX_ITERATIONS))
+            fixed = None if converged is None else converged.milestone
+            if fixed is None:
+                fixed = rc(split.model, split.phi_train, split.y_train, lr=config.lr, init=ml_stats,
+                           iterations=config.rc_iterations, callback=reporting("RC", config.rc_iterations))
+        rc_stats = fixed.stats
         central = {}
         runs = (("ml", ml_stats), ("rc", rc_stats)) + ((("rc_converged", converged.stats),) if converged is not None else ())
         for name, stats in runs:

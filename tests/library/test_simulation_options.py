@@ -108,14 +108,41 @@ def test_rare_classes_absent_from_training_are_a_warning_and_count_as_errors(tmp
     assert np.all(counts[absent] <= 0)  # the statistics keep no mass for them; theta floors them
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.5])
+@pytest.mark.parametrize("select_best", [True, False])
+def test_rc_milestone_is_what_the_shorter_run_returns(mixed, momentum, select_best):
+    from crc.core.models import make_model
+
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    for lr, milestone in ((0.05, 7), (2.0, 40)):
+        shorter = rc(model, phi, y, lr=lr, iterations=milestone, momentum=momentum, select_best=select_best)
+        longer = rc(model, phi, y, lr=lr, iterations=300, patience=10, momentum=momentum, select_best=select_best,
+                    milestone=milestone)
+        if len(longer.losses) <= milestone:  # stopped first: nothing to read off
+            assert longer.milestone is None
+            continue
+        assert np.array_equal(longer.milestone.stats, shorter.stats)
+        assert longer.milestone.best_iteration == shorter.best_iteration
+        assert longer.milestone.losses == shorter.losses
+    assert rc(model, phi, y, iterations=3, milestone=4).milestone is None
+
+
 def test_the_centralized_rc_runs_report_every_iteration():
-    calls = []
-    results = simulate(SimulationConfig(**SMALL, rc_iterations=5), network_factory("tree"),
-                       central_progress=lambda what, iteration, at_most: calls.append((what, iteration, at_most)))
-    assert [c for c in calls if c[0] == "RC"] == [("RC", i, 5) for i in range(6)]
-    converged = [c for c in calls if c[0] == "RC to convergence"]
-    assert [i for _, i, _ in converged] == list(range(int(results["rc_converged"]["iterations"]) + 1))
-    assert {at_most for *_, at_most in converged} == {4096}
+    """RC at --rc-iterations is read off the run to convergence when it gets that far; otherwise it runs apart."""
+    for rc_iterations, separate in ((5, False), (5000, True)):
+        calls = []
+        results = simulate(SimulationConfig(**SMALL, rc_iterations=rc_iterations), network_factory("tree"),
+                           central_progress=lambda *call, into=calls: into.append(call))
+        converged = [c for c in calls if c[0] == "RC to convergence"]
+        assert [i for _, i, _ in converged] == list(range(int(results["rc_converged"]["iterations"]) + 1))
+        assert {at_most for *_, at_most in converged} == {4096}
+        apart = [c for c in calls if c[0] == "RC"]
+        assert apart == ([("RC", i, rc_iterations) for i in range(rc_iterations + 1)] if separate else [])
+        alone = simulate(SimulationConfig(**SMALL, rc_iterations=rc_iterations, rc_converged=False),
+                         network_factory("tree"))
+        assert alone["rc"] == results["rc"] and alone["ml"] == results["ml"]
 
 
 def test_without_rc_to_convergence_the_results_leave_it_out_and_keep_the_rest():
