@@ -8,19 +8,14 @@ LRC step over blocks of nodes, so that its temporaries stay within
 ``BLOCK_BYTES`` whatever the number of nodes.
 
 Thread pools: every product of a round is per node and small (r x k by k x m),
-and OpenBLAS would otherwise wake its threads for each one above its size
-threshold, which on a busy machine can stall a call for tens of milliseconds.
-A round therefore runs with BLAS limited to one thread (``single_threaded_blas``,
-through threadpoolctl); the limit is taken once per round (once per run without
-a callback) rather than around each product, since taking it costs about 10 us,
-and it is released for the callback, whose evaluation products are large and
-gain from threads.
+so a round runs with BLAS limited to one thread (``crc.core.threads``); the
+limit is taken once per round (once per run without a callback) rather than
+around each product, since taking it costs about 10 us, and it is released for
+the callback, whose evaluation products are large and gain from threads.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,11 +27,7 @@ from crc.core.aggregation import neighbourhood_average
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
-
-try:
-    from threadpoolctl import ThreadpoolController
-except ImportError:  # pragma: no cover - threadpoolctl is a dependency; without it rounds use the default threads
-    ThreadpoolController = None
+from crc.core.threads import single_threaded_blas
 
 BLOCK_BYTES = 32 * 2**20
 """Bound on the LRC step's temporaries per block of nodes (a network whose step fits runs as one block)."""
@@ -79,35 +70,6 @@ class LocalData:
     @property
     def sizes(self) -> np.ndarray:
         return self.mask.sum(axis=1)
-
-
-_CONTROLLER = None
-_CONTROLLER_LOCK = threading.Lock()
-
-
-def _blas():
-    """threadpoolctl's controller of the loaded BLAS libraries, looked up once; None without threadpoolctl."""
-    global _CONTROLLER
-    if ThreadpoolController is not None and _CONTROLLER is None:
-        with _CONTROLLER_LOCK:
-            if _CONTROLLER is None:
-                _CONTROLLER = ThreadpoolController().select(user_api="blas")
-    return _CONTROLLER
-
-
-def single_threaded_blas() -> contextlib.AbstractContextManager:
-    """A context in which BLAS (OpenBLAS, MKL, BLIS) runs on one thread; a no-op without threadpoolctl.
-
-    The limit is process-wide while the context is open (BLAS thread counts are global).
-    """
-    blas = _blas()
-    return contextlib.nullcontext() if blas is None else blas.limit(limits=1)
-
-
-def blas_threads() -> int | None:
-    """The number of threads BLAS uses outside ``single_threaded_blas`` (the largest over the loaded libraries)."""
-    blas = _blas()
-    return None if blas is None else max((lib.num_threads for lib in blas.lib_controllers), default=None)
 
 
 def class_major_weights(y: np.ndarray, n_classes: int, mask: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ from crc.protocol.repeat import load_for
 from crc.report.tables import table_csv, table_markdown
 from crc.tables.datasets import BUNDLED, SYNTHETIC, load_dataset
 
-SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CRC_THREADS")
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,8 @@ def _execute(cells: list[Cell], out: Path, network_factory: Callable, jobs: int)
             yield cell, run_cell(cell, out, network_factory)["seconds"]
         return
     saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
-    os.environ.update({key: "1" for key in SINGLE_THREAD_ENV})  # one BLAS thread per worker process
+    # One BLAS thread, and one thread for a circuit's blocks (crc.core.threads), per worker process.
+    os.environ.update({key: "1" for key in SINGLE_THREAD_ENV})
     try:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, rc
 from crc.core.data import Dataset
-from crc.core.engine import single_threaded_blas
+from crc.core.threads import single_threaded_blas
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import Repeat
 

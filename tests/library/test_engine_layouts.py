@@ -8,10 +8,11 @@ import crc.core.engine as engine_module
 from crc.core import metrics
 from crc.core.acceleration import MOMENTUM_PRESET, PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
-from crc.core.engine import CRCEngine, LocalData, blas_threads, class_major_weights, single_threaded_blas
+from crc.core.engine import CRCEngine, LocalData, class_major_weights
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.core.numeric import normalise_exp
+from crc.core.threads import blas_threads, single_threaded_blas
 from crc.topologies import averaging_matrix, random_tree_graph
 from support.tables import mixed_columns, prepared
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import crc.core.models.region_graph as region_graph_module
+from crc.core import threads
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.core.numeric import normalise_exp
@@ -120,6 +121,25 @@ def test_blocks_of_instances_and_nodes_change_nothing(monkeypatch):
     monkeypatch.setattr(region_graph_module, "BLOCK_INSTANCES", 7)  # 18 blocks of instances, one node each
     np.testing.assert_allclose(model.log_joint(theta, phis), whole[0], rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(model.residual(theta, phis, weights), whole[1], rtol=0, atol=1e-11 * np.abs(whole[1]).max())
+
+
+def test_threads_change_no_bit_of_the_passes(monkeypatch):
+    """Blocks run on several threads (crc.core.threads) are added up in block order: the same numbers as one thread."""
+    model, phi, y, stats = _case(7, 2, 2, 2, 0.1)
+    theta = model.theta(stats)
+    phis, weights = np.stack([phi] * 3), np.stack([labelled_weights(y, model.n_classes)] * 3)
+    monkeypatch.setattr(region_graph_module, "BLOCK_ELEMENTS", 1)
+    monkeypatch.setattr(region_graph_module, "BLOCK_INSTANCES", 7)
+    runs, before = [], threads.threads()
+    for count in (1, 3):
+        threads.set_threads(count)
+        try:
+            runs.append((model.log_joint(theta, phis), *model.residual_and_posteriors(theta, phis, weights),
+                         model.labelled(theta, phi, labelled_weights(y, model.n_classes))))
+        finally:
+            threads.set_threads(before)
+    for one, many in zip(*runs):
+        assert np.array_equal(one, many)
 
 
 def test_padding_rows_add_nothing():

@@ -24,7 +24,8 @@ in linear space, scaled to a largest value of 1, with their log-scale apart, so
 that a layer's products, its sums and, downward, its expected edge counts are
 elementwise and batched matrix products, with no log-sum-exp per edge. Long
 inputs are processed in blocks of instances and batch entries small enough to
-stay in cache.
+stay in cache; the blocks run on ``crc.core.threads``' threads and are added up
+in block order, so results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from crc.core.models.naive_bayes import NaiveBayes
 from crc.core.models.options import Option
 from crc.core.numeric import logsumexp, normalise_exp
 from crc.core.schema import Schema
+from crc.core.threads import ordered_map
 
 DEPTH = Option("depth", int, 2, "Region-graph circuit: levels of random binary feature splits.", low=1, high=8)
 REPETITIONS = Option("repetitions", int, 2, "Region-graph circuit: independent random splits mixed at the top.",
@@ -361,12 +363,17 @@ class RegionGraphCircuit(GenerativeModel):
         batch = np.broadcast_shapes(theta["log_prior"].shape[:-1], phi.shape[:-2], *(a.shape[:-2] for a in arrays))
         return batch, self._parameters(theta, batch), _shared(phi, batch, 2)
 
-    def _passes(self, parameters: Parameters, phi: np.ndarray):
-        """Upward passes over the blocks of phi (N or 1, m, k): (batch entries, instances, their parameters,
-        leaf inputs, upward pass) per block."""
-        for nodes, instances in self._blocks(len(parameters.log_prior), phi.shape[1]):
+    def _passes(self, parameters: Parameters, phi: np.ndarray, work):
+        """``work(nodes, instances, parameters, inputs, upward)`` for every block of phi (N or 1, m, k) — its batch
+        entries, instances, their parameters, leaf inputs and upward pass — on ``crc.core.threads``' threads;
+        the results in block order."""
+
+        def one(where: tuple[slice, slice]):
+            nodes, instances = where
             block, inputs = parameters.block(nodes), self._leaf_inputs(_entries(phi, nodes)[:, instances])
-            yield nodes, instances, block, inputs, self._upward(block, inputs)
+            return work(nodes, instances, block, inputs, self._upward(block, inputs))
+
+        return ordered_map(one, self._blocks(len(parameters.log_prior), phi.shape[1]))
 
     def _leaf_inputs(self, phi: np.ndarray) -> np.ndarray:
         """Every leaf region's feature-map columns (padded), (N, L, m, c), from phi (N, m, k)."""
@@ -414,8 +421,11 @@ class RegionGraphCircuit(GenerativeModel):
     def log_joint(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         batch, parameters, phi = self._prepare(theta, phi)
         out = np.empty((len(parameters.log_prior), phi.shape[1], self.n_classes))
-        for nodes, instances, block, _, upward in self._passes(parameters, phi):
+
+        def fill(nodes, instances, block, _, upward):
             out[nodes, instances] = self._log_joint(block, upward)
+
+        self._passes(parameters, phi, fill)
         return out.reshape(batch + out.shape[1:])
 
     def _down(self, layer: Layer, flow: np.ndarray, flows: np.ndarray, left: np.ndarray | slice,
@@ -468,14 +478,18 @@ class RegionGraphCircuit(GenerativeModel):
         mask = None if mask is None else _flat(mask[..., None], batch, 2)
         table = np.zeros((len(parameters.log_prior), self.n_classes, self.layout.n_columns))
         posteriors = np.empty(weights.shape) if minus_posteriors else None
-        for nodes, instances, block, inputs, upward in self._passes(parameters, phi):
+
+        def expected(nodes, instances, block, inputs, upward):
             flow = weights[nodes, instances]
             if minus_posteriors:
                 block_posteriors = normalise_exp(np.ascontiguousarray(self._log_joint(block, upward)), axis=-1)
                 posteriors[nodes, instances] = block_posteriors
                 flow = flow - (block_posteriors if mask is None else block_posteriors * mask[nodes, instances])
             # Weighted by the constant feature, as in every model's statistics: a zero row (padding) adds nothing.
-            table[nodes] += self._table(inputs, upward, flow * _entries(phi, nodes)[:, instances, 0, None])
+            return nodes, self._table(inputs, upward, flow * _entries(phi, nodes)[:, instances, 0, None])
+
+        for nodes, part in self._passes(parameters, phi, expected):  # added in block order, whatever the threads
+            table[nodes] += part
         table = table.reshape(batch + (self.size,))
         return (table, posteriors.reshape(batch + posteriors.shape[1:])) if minus_posteriors else table
 
