@@ -51,13 +51,7 @@ def node_log_likelihood(model: GenerativeModel, stats: np.ndarray, phi: np.ndarr
     1/r of the work of all scores.
     """
     if not isinstance(model, LinearFamilyModel):
-        starts, block = _blocks(model, stats.shape[0], phi.shape[0])
-        out = np.empty(stats.shape[0])
-        for start in starts:
-            scores = model.log_joint(model.theta(stats[start:start + block]), phi)  # (b, m, r)
-            out[start:start + block] = np.take_along_axis(scores, np.broadcast_to(y[None, :, None], scores.shape[:-1] + (1,)),
-                                                          axis=-1)[..., 0].mean(axis=-1)
-        return out
+        return node_errors_and_log_likelihood(model, stats, phi, y)[1]
     order = np.argsort(y, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(y, minlength=model.n_classes))])
     grouped = phi[order]
@@ -71,6 +65,22 @@ def node_log_likelihood(model: GenerativeModel, stats: np.ndarray, phi: np.ndarr
                 total += (eta[:, c, :] @ grouped[bounds[c]:bounds[c + 1]].T).sum(axis=-1)
         out[start:start + block] = total / len(y)
     return out
+
+
+def node_errors_and_log_likelihood(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray,
+                                   y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(node_errors(...), node_log_likelihood(...))``, each (n,); outside the linear family (circuits) one
+    log-joint per block of nodes serves both, the same numbers as the two calls."""
+    if isinstance(model, LinearFamilyModel):
+        return node_errors(model, stats, phi, y), node_log_likelihood(model, stats, phi, y)
+    starts, block = _blocks(model, stats.shape[0], phi.shape[0])
+    errors, loglik = np.empty(stats.shape[0]), np.empty(stats.shape[0])
+    for start in starts:
+        scores = model.log_joint(model.theta(stats[start:start + block]), phi)  # (b, m, r)
+        errors[start:start + block] = (scores.argmax(axis=-1) != y[None, :]).mean(axis=1)
+        labelled = np.take_along_axis(scores, np.broadcast_to(y[None, :, None], scores.shape[:-1] + (1,)), axis=-1)
+        loglik[start:start + block] = labelled[..., 0].mean(axis=-1)
+    return errors, loglik
 
 
 def mixture_log_joint(model: GenerativeModel, stats: np.ndarray, weights: np.ndarray, phi: np.ndarray) -> np.ndarray:

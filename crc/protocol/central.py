@@ -66,9 +66,9 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
         central = {}
         runs = (("ml", ml_stats), ("rc", rc_stats)) + ((("rc_converged", converged.stats),) if converged is not None else ())
         for name, stats in runs:
-            train_err, test_err = rep.errors(stats[None, :])
+            train_err, test_err, test_loglik = rep.evaluate(stats[None, :])
             central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
-                             "test_loglik": float(rep.test_log_likelihood(stats[None, :])[0])}
+                             "test_loglik": float(test_loglik[0])}
         if converged is not None:
             central["rc_converged"].update(iterations=len(converged.losses) - 1, best_iteration=converged.best_iteration)
         if cache is not None:

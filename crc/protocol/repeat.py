@@ -113,10 +113,14 @@ class Repeat:
         return (metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx]),
                 metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
 
-    def test_log_likelihood(self, stats: np.ndarray) -> np.ndarray:
-        """Mean test log p(x, y) (n,) of node statistics (n, size), in standardized units."""
+    def evaluate(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Train errors, test errors and mean test log p(x, y) (in standardized units), each (n,), of node
+        statistics (n, size) on the evaluation sample."""
         split = self.split
-        return metrics.node_log_likelihood(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx])
+        train_err = metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx])
+        test_err, test_loglik = metrics.node_errors_and_log_likelihood(split.model, stats, split.phi_test[self.test_idx],
+                                                                       split.y_test[self.test_idx])
+        return train_err, test_err, test_loglik
 
     @property
     def sampled(self) -> bool:

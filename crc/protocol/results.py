@@ -38,10 +38,10 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
 
 
 def _errors(rep: Repeat, stats: np.ndarray) -> dict:
-    train_err, test_err = rep.errors(stats)
+    train_err, test_err, test_loglik = rep.evaluate(stats)
     return {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
             "train_std": float(train_err.std()), "test_std": float(test_err.std()),
-            "test_loglik": float(rep.test_log_likelihood(stats).mean())}
+            "test_loglik": float(test_loglik.mean())}
 
 
 def add_honest(result: dict, rep: Repeat, final: np.ndarray, nodes: np.ndarray, byzantine: np.ndarray) -> None:

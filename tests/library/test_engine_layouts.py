@@ -143,11 +143,16 @@ def test_local_data_zeroes_the_padding_and_the_engine_needs_no_mask(mixed):
     np.testing.assert_array_equal(CRCEngine(model, dirty, mixing, ess=500.0).run(3), CRCEngine(model, local, mixing, ess=500.0).run(3))
 
 
-@pytest.mark.parametrize("kind", ["nb", "qda", "pc"])
-def test_node_log_likelihood_is_the_mean_log_joint_of_the_labels(kind, mixed):
+@pytest.mark.parametrize("kind, options", [("nb", {}), ("qda", {}), ("pc", {}), ("pc", {"structure": "region-graph"})])
+def test_node_log_likelihood_is_the_mean_log_joint_of_the_labels(kind, options, mixed):
     schema, x, y = mixed
-    model = make_model(kind, schema)
+    model = make_model(kind, schema, **options)
     phi = model.features(x)
     stats = np.stack([model.fit_ml(phi[:150], y[:150]), model.fit_ml(phi[150:], y[150:]), model.uniform(50.0)])
-    direct = np.array([np.mean(model.log_joint(model.theta(s), phi)[np.arange(len(y)), y]) for s in stats])
+    joints = [model.log_joint(model.theta(s), phi) for s in stats]
+    direct = np.array([np.mean(joint[np.arange(len(y)), y]) for joint in joints])
     np.testing.assert_allclose(metrics.node_log_likelihood(model, stats, phi, y), direct, rtol=1e-12)
+    errors, loglik = metrics.node_errors_and_log_likelihood(model, stats, phi, y)
+    assert np.array_equal(errors, metrics.node_errors(model, stats, phi, y))
+    assert np.array_equal(loglik, metrics.node_log_likelihood(model, stats, phi, y))
+    np.testing.assert_array_equal(errors, [np.mean(joint.argmax(axis=1) != y) for joint in joints])
