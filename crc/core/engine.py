@@ -5,7 +5,9 @@ round is one sparse product with the closed-neighbourhood averaging matrix
 followed by a batched LRC step (``crc.core.calibration.lrc``) over the nodes'
 padded local data; there is no Python loop over nodes. Large networks run the
 LRC step over blocks of nodes, so that its temporaries stay within
-``BLOCK_BYTES`` whatever the number of nodes.
+``BLOCK_BYTES`` whatever the number of nodes, and networks of at least twice
+``MIN_THREAD_NODES`` nodes cut it into a block per thread (``crc.core.threads``;
+each node's step is its own, so the statistics do not depend on the blocks).
 
 Thread pools: every product of a round is per node and small (r x k by k x m),
 so a round runs with BLAS limited to one thread (``crc.core.threads``); the
@@ -27,10 +29,12 @@ from crc.core.aggregation import neighbourhood_average
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
-from crc.core.threads import single_threaded_blas
+from crc.core.threads import ordered_map, single_threaded_blas, threads
 
 BLOCK_BYTES = 32 * 2**20
 """Bound on the LRC step's temporaries per block of nodes (a network whose step fits runs as one block)."""
+MIN_THREAD_NODES = 64
+"""Fewest nodes in a block cut for a thread: smaller blocks cost more in per-call overhead than a thread gives."""
 
 Mixing = sp.spmatrix | sp.sparray | np.ndarray | Callable[[int], object]
 """A row-stochastic (n, n) averaging matrix, or a function of the round (1, 2, ...) returning one."""
@@ -185,22 +189,26 @@ class CRCEngine:
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
         restart = self._restarts()
-        if self._block >= self.n_nodes:
+        blocks = self._blocks()
+        if len(blocks) == 1:
             self.stats, self.memory = self._lrc(aggregated, slice(None), restart)
         else:
             # A block's LRC reads only its own aggregated rows, so without a caller
             # for them its results may go back into those rows: no second (n, size)
-            # array to fault in every round.
+            # array to fault in every round. Blocks write disjoint rows, so they may
+            # run on threads.
             stats = np.empty_like(aggregated) if keep_aggregated else aggregated
             reset = np.zeros(self.n_nodes, dtype=bool) if keeps_memory else None
             previous = np.empty_like(aggregated) if exact else aggregated  # momentum's memory is the aggregate
-            for start in range(0, self.n_nodes, self._block):
-                block = slice(start, start + self._block)
+
+            def calibrate(block: slice) -> None:
                 stats[block], block_memory = self._lrc(aggregated[block], block, restart)
                 if block_memory is not None:
                     reset[block] = block_memory.reset
                     if exact:
                         previous[block] = block_memory.previous
+
+            ordered_map(calibrate, blocks)
             self.stats, self.memory = stats, None if reset is None else accel.Memory(previous, reset)
         if self._release is not None:
             self.stats = self._release(self.stats)
@@ -208,6 +216,15 @@ class CRCEngine:
             self.aggregated = aggregated
         self.round += 1
         return aggregated
+
+    def _blocks(self) -> list[slice]:
+        """The blocks of nodes a round's LRC step runs over: within BLOCK_BYTES, and one per thread
+        (``crc.core.threads``) when that leaves each at least MIN_THREAD_NODES nodes."""
+        size = self._block
+        per_thread = -(-self.n_nodes // threads())
+        if per_thread >= MIN_THREAD_NODES:
+            size = min(size, per_thread)
+        return [slice(start, start + size) for start in range(0, self.n_nodes, size)]
 
     def _lrc(self, aggregated: np.ndarray, block: slice, restart: np.ndarray | None) -> tuple[np.ndarray, accel.Memory | None]:
         mask = None if self._padding is None else self._padding[block]

@@ -123,9 +123,9 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _forget_pool_in_child() -> None:
-    """A forked child has none of its parent's threads: it starts a pool of its own when it needs one."""
-    global _pool
-    _pool = None
+    """A forked child has none of its parent's threads: it starts a pool (and a lock) of its own when it needs one."""
+    global _pool, _LOCK
+    _pool, _LOCK = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

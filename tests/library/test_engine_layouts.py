@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import crc.core.engine as engine_module
-from crc.core import metrics
+from crc.core import metrics, threads
 from crc.core.acceleration import MOMENTUM_PRESET, PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, class_major_weights
@@ -101,6 +101,22 @@ def test_node_blocks_give_the_same_statistics(kind, speedup, missing, monkeypatc
         if speedup.has_momentum:  # the memory is the aggregate itself: two statistics arrays, not three
             assert stepped.memory.previous is aggregated
     assert np.array_equal(stepped.classifiers, expected)
+
+
+@pytest.mark.parametrize("speedup", [PAPER, PRESET, MOMENTUM], ids=["paper", "accelerated", "momentum"])
+@pytest.mark.parametrize("kind", ["nb", "pc"])
+def test_node_blocks_on_threads_give_the_same_statistics(kind, speedup, mixed, monkeypatch):
+    model, _, _, local, mixing = _setup(kind, mixed)
+    expected = CRCEngine(model, local, mixing, ess=700.0, acceleration=speedup).run(5)
+    monkeypatch.setattr(engine_module, "MIN_THREAD_NODES", 1)
+    before = threads.threads()
+    threads.set_threads(3)
+    try:
+        engine = CRCEngine(model, local, mixing, ess=700.0, acceleration=speedup)
+        assert [(b.start, b.stop) for b in engine._blocks()] == [(0, 2), (2, 4), (4, 6)]
+        assert np.array_equal(engine.run(5), expected)
+    finally:
+        threads.set_threads(before)
 
 
 @pytest.mark.parametrize("kind", ["nb", "qda"])
