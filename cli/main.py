@@ -9,6 +9,7 @@ import click
 
 from crc.cli.output import VERBOSITY_KEY, configure_logging
 from crc.core.errors import CRCError
+from crc.core.threads import threads
 
 COMMANDS = {
     "simulate": "crc.cli.simulate:simulate",
@@ -71,7 +72,12 @@ def main(ctx, verbose, quiet):
 
     Run `crc COMMAND --help` for a command's options. Verbosity applies to the
     command that follows: `crc -q simulate`, `crc -v launch`.
+
+    CRC_THREADS=N in the environment sets the threads that circuits and
+    networks of 128 peers or more compute on (default: the CPUs, at most 4;
+    1 for none); results do not depend on it.
     """
+    threads()  # a bad CRC_THREADS is one clear error before any work, not one in the middle of it
     level = verbose - quiet
     ctx.meta[VERBOSITY_KEY] = level
     configure_logging(logging.WARNING - 10 * level)

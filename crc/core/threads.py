@@ -141,8 +141,9 @@ def ordered_map(work: Callable[[Item], Result], items: Iterable[Item]) -> list[R
     items = list(items)
     if threads() == 1 or len(items) < 2 or threading.current_thread().name.startswith(_PREFIX):
         return [work(item) for item in items]
+    pool = _executor()
     with single_threaded_blas():
-        futures = [_executor().submit(work, item) for item in items]
+        futures = [pool.submit(work, item) for item in items]
         try:
             return [future.result() for future in futures]
         finally:

@@ -1,5 +1,6 @@
 """Every command answers --help in a fresh process started outside the checkout (an import cycle once broke one)."""
 
+import os
 import subprocess
 import sys
 
@@ -15,3 +16,11 @@ def test_help_in_a_fresh_process(command, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: ")
     assert "Traceback" not in done.stderr
+
+
+def test_a_bad_thread_count_is_one_line_before_any_work(tmp_path):
+    env = {**os.environ, "CRC_THREADS": "many"}
+    done = subprocess.run([sys.executable, "-m", "crc", "datasets"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == "Error: CRC_THREADS must be a whole number from 1 to 256, got 'many'"
