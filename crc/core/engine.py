@@ -5,9 +5,10 @@ round is one sparse product with the closed-neighbourhood averaging matrix
 followed by a batched LRC step (``crc.core.calibration.lrc``) over the nodes'
 padded local data; there is no Python loop over nodes. Large networks run the
 LRC step over blocks of nodes, so that its temporaries stay within
-``BLOCK_BYTES`` whatever the number of nodes, and networks of at least twice
-``MIN_THREAD_NODES`` nodes cut it into a block per thread (``crc.core.threads``;
-each node's step is its own, so the statistics do not depend on the blocks).
+``BLOCK_BYTES`` whatever the number of nodes, and networks of at least
+``MIN_THREAD_NODES`` nodes per thread cut it into a block per thread
+(``crc.core.threads``; each node's step is its own, so the statistics do not
+depend on the blocks).
 
 Thread pools: every product of a round is per node and small (r x k by k x m),
 so a round runs with BLAS limited to one thread (``crc.core.threads``); the
@@ -220,10 +221,9 @@ class CRCEngine:
     def _blocks(self) -> list[slice]:
         """The blocks of nodes a round's LRC step runs over: within BLOCK_BYTES, and one per thread
         (``crc.core.threads``) when that leaves each at least MIN_THREAD_NODES nodes."""
-        size = self._block
-        per_thread = -(-self.n_nodes // threads())
-        if per_thread >= MIN_THREAD_NODES:
-            size = min(size, per_thread)
+        size, count = self._block, threads()
+        if self.n_nodes // count >= MIN_THREAD_NODES:
+            size = min(size, -(-self.n_nodes // count))
         return [slice(start, start + size) for start in range(0, self.n_nodes, size)]
 
     def _lrc(self, aggregated: np.ndarray, block: slice, restart: np.ndarray | None) -> tuple[np.ndarray, accel.Memory | None]:
