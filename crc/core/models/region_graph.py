@@ -157,12 +157,13 @@ class Layer(NamedTuple):
 class Upward(NamedTuple):
     """An upward pass: the channels' values of every slot, as ``scaled`` (N, slots, r, S, m), largest 1, times
     exp(``log_scale``) (N, slots, r, 1, m); the sum layer of every level, the top layer (one sum per
-    repetition and class: S_out = 1) and log p(x | y) (N, r, 1, m)."""
+    repetition and class: S_out = 1), the top sums' log-values (N, T, r, 1, m) and log p(x | y) (N, r, 1, m)."""
 
     scaled: np.ndarray
     log_scale: np.ndarray
     levels: list[Layer]
     top: Layer
+    log_top: np.ndarray
     log_marginal: np.ndarray
 
 
@@ -412,7 +413,8 @@ class RegionGraphCircuit(GenerativeModel):
             scale += layer.shift
             levels.append(layer)
         top = self._layer(scaled, log_scale, plan.top_left, plan.top_right, parameters.top)  # mass (N, T, r, 1, m)
-        return Upward(scaled, log_scale, levels, top, logsumexp(np.log(top.mass) + top.shift, axis=-4))
+        log_top = np.log(top.mass) + top.shift
+        return Upward(scaled, log_scale, levels, top, log_top, logsumexp(log_top, axis=-4))
 
     def _log_joint(self, parameters: Parameters, upward: Upward) -> np.ndarray:
         """log p(x, y) (N, m, r) of an upward pass."""
@@ -444,7 +446,7 @@ class RegionGraphCircuit(GenerativeModel):
         """``s(X, W; theta)`` as a table (N, r, columns): the downward pass of the class weights (N, m, r)."""
         plan, top = self._plan, upward.top
         top_flow = np.swapaxes(weights, -1, -2)[:, None, :, None, :] * np.exp(
-            np.log(top.mass) + top.shift - upward.log_marginal[:, None])  # (N, T, r, 1, m)
+            upward.log_top - upward.log_marginal[:, None])  # (N, T, r, 1, m)
         flows = np.empty_like(upward.scaled)
         top_counts = self._down(top, top_flow, flows, plan.top_left, plan.top_right)  # (N, T, r, 1, S^2)
         inner = np.empty(flows.shape[:1] + (len(self._inner), self.n_classes, self.sums, self.sums ** 2))
