@@ -87,9 +87,9 @@ def _default_threads() -> int:
     text = os.environ.get("CRC_THREADS")
     if text is not None and text.strip():
         try:
-            count = int(text.strip())
+            count = int(text)
         except ValueError:
-            raise CRCError(f"CRC_THREADS must be a whole number from 1 to {MAX_THREADS}, got {text!r}") from None
+            count = text  # not a whole number: _checked refuses it, quoting it as given
         return _checked(count, "CRC_THREADS")
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(DEFAULT_MAX_THREADS, usable))
