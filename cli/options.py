@@ -8,7 +8,7 @@ from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
-from crc.core.calibration import DEFAULT_LR
+from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
@@ -74,8 +74,9 @@ def _all_options(base: SimulationConfig) -> dict:
                           "reported as well (see --rc-converged)."),
         click.option("--rc-converged/--no-rc-converged", default=base.rc_converged, show_default=True,
                      help="Also run centralized RC to convergence (until its training soft 0-1 loss has not improved "
-                          "for 64 iterations, at most 4,096) and report CRC's gap to it. Most of a repeat's time, "
-                          "minutes for circuits: --no-rc-converged leaves it out of the results."),
+                          f"for {CONVERGED_PATIENCE} iterations, at most {CONVERGED_MAX_ITERATIONS:,}) and report CRC's "
+                          "gap to it. Most of a repeat's time, minutes for circuits: --no-rc-converged leaves it out "
+                          "of the results."),
         iters_option(base.iters),
         *acceleration_options().values(),
         loss_option(),
