@@ -74,8 +74,8 @@ def main(ctx, verbose, quiet):
     command that follows: `crc -q simulate`, `crc -v launch`.
 
     CRC_THREADS=N in the environment sets the threads that circuits and
-    networks of 128 peers or more compute on (default: the CPUs, at most 4;
-    1 for none); results do not depend on it.
+    networks of at least 64 peers per thread compute on (default: the CPUs,
+    at most 4; 1 for none); results do not depend on it.
     """
     threads()  # a bad CRC_THREADS is one clear error before any work, not one in the middle of it
     level = verbose - quiet
