@@ -3,8 +3,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import crc.core.models.base as base_module
+from crc.core import threads
 from crc.core.errors import CRCError
 from crc.core.models import MODELS, make_model, one_hot
+from crc.core.models.base import GenerativeModel, labelled_weights
 from support.tables import mixed_columns, prepared
 
 KINDS = sorted(MODELS)
@@ -144,3 +147,38 @@ def test_schema_id_depends_on_model_and_schema(mixed):
     assert make_model("nb", schema).schema_id != make_model("qda", schema).schema_id
     other = prepared(mixed_columns(300, seed=9))[0]
     assert make_model("nb", other).schema_id != make_model("nb", schema).schema_id
+
+
+@pytest.mark.parametrize("kind", ["nb", "qda"])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_a_pooled_residual_by_blocks_of_instances_is_the_whole_one_on_any_threads(kind, with_mask, mixed, monkeypatch):
+    """A large pooled phi goes by blocks of instances (``POOLED_BLOCK_ELEMENTS``), on threads: the same posteriors
+    and, up to the order of the additions, the same residual as one product; bit for bit on 1 and 3 threads."""
+    schema, x, y = mixed
+    model = make_model(kind, schema)
+    phi = model.features(x)
+    weights = labelled_weights(y, schema.n_classes)
+    theta = model.theta(model.fit_ml(phi, y))
+    mask = np.random.default_rng(1).random(len(y)) if with_mask else None
+    whole = GenerativeModel.residual_and_posteriors(model, theta, phi, weights, mask)
+    monkeypatch.setattr(base_module, "POOLED_BLOCK_ELEMENTS", 7 * phi.shape[1])  # blocks of 7 instances
+    starts = []
+
+    def recording_map(work, items):
+        items = list(items)
+        starts.append(items)
+        return threads.ordered_map(work, items)
+
+    monkeypatch.setattr(base_module, "ordered_map", recording_map)
+    runs, before = [], threads.threads()
+    for count in (1, 3):
+        threads.set_threads(count)
+        try:
+            runs.append(model.residual_and_posteriors(theta, phi, weights, mask))
+        finally:
+            threads.set_threads(before)
+    assert all(np.array_equal(one, many) for one, many in zip(*runs))
+    residual, posteriors = runs[0]
+    np.testing.assert_allclose(posteriors, whole[1], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(residual, whole[0], rtol=0, atol=1e-12 * np.abs(whole[0]).max())
+    assert starts == 2 * [list(range(0, len(y), 7))]
