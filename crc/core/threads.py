@@ -5,9 +5,10 @@ otherwise wake its threads for each one above its size threshold, which on a
 busy machine can stall a call for tens of milliseconds; ``single_threaded_blas``
 (threadpoolctl) limits BLAS to one thread while it is open.
 
-Blocks: the circuits' passes (``crc.core.models.region_graph``) cut their
-instances and batch entries into blocks that are independent until their
-results are added up. ``ordered_map`` runs such blocks on up to ``threads()``
+Blocks: the circuits' passes (``crc.core.models.region_graph``), a large
+pooled residual of the other models (``crc.core.models.base``) and the rounds
+of a large network (``crc.core.engine``) cut their work into blocks that are
+independent until their results are added up. ``ordered_map`` runs such blocks on up to ``threads()``
 threads (numpy releases the GIL inside its array operations) and hands the
 results back in block order, so that whoever adds them up does so in the same
 order as a serial run: results do not depend on the thread count. While blocks
