@@ -182,8 +182,8 @@ class GenerativeModel(ABC):
         instance can move the statistics (``crc.core.privacy`` derives the sensitivity from it)."""
 
 
-POOLED_BLOCK_ELEMENTS = 2**19
-"""Feature-map elements (4 MB) from which a pooled residual (one phi (m, k) and one theta, as centralized RC
+POOLED_BLOCK_ELEMENTS = 2**20
+"""Feature-map elements (8 MB) from which a pooled residual (one phi (m, k) and one theta, as centralized RC
 computes it) runs over blocks of instances, on ``crc.core.threads``' threads."""
 DIRECT_CLASSES = 8
 """From this many classes on, the batched residual writes the class-major scores straight from the product
