@@ -228,7 +228,8 @@ class LinearFamilyModel(GenerativeModel):
         if phi.ndim != 2 or eta.ndim != 2 or phi.size < POOLED_BLOCK_ELEMENTS:
             return super().residual_and_posteriors(theta, phi, weights, mask)
         m = phi.shape[0]
-        rows = -(-m // -(-phi.size // POOLED_BLOCK_ELEMENTS))
+        n_blocks = -(-phi.size // POOLED_BLOCK_ELEMENTS)
+        rows = -(-m // n_blocks)
         posteriors = np.empty((m, eta.shape[0]))
 
         def block(start: int) -> np.ndarray:
