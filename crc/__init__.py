@@ -13,13 +13,19 @@ Layers, each importing only those before it (``tests/architecture`` checks it):
 * ``crc.estimators``  scikit-learn estimators on the core and the topologies (scikit-learn is optional:
                       ``crc.NaiveBayesClassifier`` and the others import it on first use);
 * ``crc.bench``       benchmarks, and ``crc.cli`` the ``crc`` command, on top; nothing imports ``crc.cli``.
+
+``crc.source_tree`` lets Python run from a checkout's root find ``crc.topologies``, ``crc.nodes`` and ``crc.cli``.
 """
 
 import importlib
+from pathlib import Path
 
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.schema import Schema
+from crc.source_tree import find_folders
+
+find_folders(Path(__file__).parent)
 
 __version__ = "0.1.0"
 

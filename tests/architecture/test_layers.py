@@ -24,6 +24,7 @@ ALLOWED = {
     "crc.estimators": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
     "crc.bench": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes", "crc.bench"}, {"numpy"}),
     "crc.keel": (set(), set()),
+    "crc.source_tree": (set(), set()),
 }
 """Every module of the project but ``crc`` itself, ``crc.__main__`` and ``crc.cli`` (which may import anything)."""
 
