@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_mapped_folders_are_those_of_pyproject():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-    assert MAPPED_FOLDERS == {name: folder for name, folder in package_dir.items() if name != "crc"}
+    mapped = {name: folder for name, folder in package_dir.items() if name != "crc"}
+    assert mapped == MAPPED_FOLDERS
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").is_file(), reason="needs the checkout")
