@@ -39,7 +39,7 @@ def acceleration_options() -> dict:
             help="Exact diffusion: a peer mixes half its own statistics with its neighbourhood average and sends its "
                  "calibrated statistics corrected by its previous ones, which removes the disagreement a constant "
                  "local step leaves between peers; one more statistics vector per peer, no extra messages; not "
-                 "with --momentum, --safeguard or --classifier aggregate [default: off; on with --accelerated]."),
+                 "with --momentum, --safeguard, --classifier aggregate or --dp-epsilon [default: off; on with --accelerated]."),
         "accelerated": click.option(
             "--accelerated", is_flag=True, default=False,
             help=f"Recommended acceleration preset: {_PRESET} (options given explicitly win)."),

@@ -159,7 +159,7 @@ class Progress:
             return
         if self.terminal:
             self._rewrite(self._bar_text(now))
-        else:
+        elif self._printed_fraction < 1:  # once 100 % is printed, later updates (a caller polling) add nothing
             fraction, since = self.done / self.total, now - self._printed_at
             step = fraction - self._printed_fraction >= PROGRESS_EVERY_FRACTION and since >= PROGRESS_MIN_GAP_S
             last = self.done == self.total and self._printed_fraction > 0

@@ -7,6 +7,7 @@ import textwrap
 import click
 
 from crc.cli.output import tiny_test_set_warning, warn
+from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
 ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
@@ -34,6 +35,13 @@ def summary_lines(results: dict) -> list[str]:
     extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
     if extras:
         lines.append("accelerated/varied: " + ", ".join(extras))
+    privacy, masked = results.get("privacy"), results.get("secure_aggregation")
+    if privacy:
+        lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
+                     f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release")
+    if masked:
+        lines.append(f"secure aggregation: {masked['protected_fraction']:.0%} of messages protected "
+                     f"({masked['messages_per_round']} messages a round against {masked['plain_messages_per_round']} in plain)")
     if network:
         lines.append(f"{network['finished']} of {cfg['nodes']} peers finished in {network['wall_s']:.1f} s")
     lines.append(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>15}")
@@ -51,8 +59,9 @@ def summary_lines(results: dict) -> list[str]:
     lines.append(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
     if "rc_converged" in results:
         conv = results["rc_converged"]
+        capped = " (the cap: RC was still improving)" if conv["best_iteration"] >= CONVERGED_MAX_ITERATIONS else ""
         lines.append(f"gap CRC - RC run to convergence ({conv['iterations']:.0f} iterations, best "
-                     f"{conv['best_iteration']:.0f}; mean over repeats): test {results['test_gap_converged']:+.4f}")
+                     f"{conv['best_iteration']:.0f}{capped}; mean over repeats): test {results['test_gap_converged']:+.4f}")
     ev = results["evaluation"]
     if ev["sampled"]:
         lines.append(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")

@@ -24,7 +24,7 @@ try:
     from sklearn.utils.multiclass import check_classification_targets, unique_labels
     from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 except ModuleNotFoundError as exc:
-    raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]'") from exc
+    raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]' (or '.[sklearn]' from a clone)") from exc
 
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
 from crc.core.columns import as_column

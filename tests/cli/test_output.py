@@ -98,6 +98,24 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
 
 
+def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_its_cap():
+    results = fake_results()
+    results["privacy"] = {"epsilon": 4.0, "delta": 1e-5, "clip": 1.0, "rounds": 4, "sensitivity": 22.0,
+                          "noise_multiplier": 3.3, "sigma": 72.33, "epsilon_spent": 3.9997}
+    results["secure_aggregation"] = {"protected_fraction": 0.75, "single_neighbour_peers": 2, "messages_per_round": 40,
+                                     "plain_messages_per_round": 8}
+    results["rc_converged"] = {"train_error": 0.0, "test_error": 0.2, "test_loglik": -20.0, "iterations": 4096,
+                               "best_iteration": 4096}
+    results["test_gap_converged"] = 0.01
+    lines = summary_lines(results)
+    assert "differential privacy: epsilon 4 (spent 4), delta 1e-05, clip 1, noise sigma 72.33 per release" in lines
+    assert "secure aggregation: 75% of messages protected (40 messages a round against 8 in plain)" in lines
+    assert "(4096 iterations, best 4096 (the cap: RC was still improving); mean over repeats)" in lines[-1]
+    results["rc_converged"]["best_iteration"] = 1200
+    assert "best 1200; mean over repeats" in summary_lines(results)[-1]
+    assert not any(line.startswith(("differential privacy", "secure aggregation")) for line in summary_lines(fake_results()))
+
+
 def test_out_writes_the_json_and_datasets_has_json(tmp_path):
     result = run("simulate", *SMALL, "--out", tmp_path / "run.json")
     assert result.exit_code == 0 and "gap CRC - RC" in result.stdout
@@ -147,6 +165,21 @@ def test_progress_without_a_terminal_prints_a_line_every_ten_percent_or_five_sec
     assert lines[1].startswith("working: 20% (20/100 steps, 10 s")
     assert lines[-1] == "working: 100% (100/100 steps, 11 s)"
     assert len(lines) == 3
+
+
+def test_progress_prints_its_last_line_once_however_often_it_is_told_it_is_done():
+    """``crc launch`` polls the peers' rounds while it waits for their results: 100 % was printed at every poll."""
+    clock = Clock()
+
+    @click.command()
+    def work():
+        bar = Progress(16, "launching", "peer-rounds", terminal=False, enabled=True, clock=clock)
+        for _ in range(12):
+            clock.now += 6.0  # slow enough for a line at every update if nothing stopped it
+            bar.update(16)
+
+    lines = CliRunner().invoke(work, []).stderr.splitlines()
+    assert lines == ["launching: 100% (16/16 peer-rounds, 6.0 s)"]
 
 
 def test_a_long_phase_reports_how_far_it_has_got_at_most_every_five_seconds():
