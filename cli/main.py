@@ -52,6 +52,8 @@ class CRCGroup(click.Group):
             return super().invoke(ctx)
         except CRCError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:  # a file or the system refused (no space, no file descriptor left): one line too
+            raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(INTERRUPTED)

@@ -151,17 +151,44 @@ class Metrics:
     or a mask could not be removed), so that the peer kept its own statistics."""
     reveals_refused: int = 0
     """Secure aggregation: unmasking requests this peer refused (they would have revealed more than a sum)."""
+    checkpoint_failures: int = 0
+    """Checkpoint writes that failed (the previous checkpoint was kept)."""
+    aggregate_fallbacks: int = 0
+    """Rounds whose neighbourhood average gave statistics the neighbours would reject, so that the round started
+    from the peer's own statistics (``Peer._calibrate``)."""
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, obj: dict) -> Metrics:
+        """Metrics from a checkpoint; a known field of another type than its default's is a CRCError."""
         metrics = cls()
         for key, value in obj.items():
             if hasattr(metrics, key):
+                if not _same_kind(getattr(metrics, key), value, seconds=key == "downtime_s"):
+                    raise CRCError(f"metric {key!r} is not what a peer writes there")
                 setattr(metrics, key, value)
         return metrics
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _same_kind(default, value, *, seconds: bool) -> bool:
+    """Whether ``value`` is a metric of the kind of ``default``: a count; a list of numbers; a map of names to
+    counts (to numbers of seconds if ``seconds``)."""
+    if isinstance(default, list):
+        return isinstance(value, list) and all(map(_number, value))
+    if isinstance(default, dict):
+        valid = (lambda v: _number(v) and v >= 0) if seconds else _count
+        return isinstance(value, dict) and all(isinstance(k, str) and valid(v) for k, v in value.items())
+    return _count(value)
 
 
 class Peer:
@@ -186,6 +213,9 @@ class Peer:
         self._final_asked: set[str] = set()
         self.round, self.metrics, self.memory = 0, Metrics(), None
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
+        problem = self._own_problem(self.stats)
+        if problem is not None:
+            raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
         self.metrics.missing = {peer: 0 for peer in settings.peers}
         self.metrics.down_rounds = {peer: 0 for peer in settings.peers}
@@ -198,6 +228,7 @@ class Peer:
         self._logged_causes: set[str] = set()
         self.stop = threading.Event()
         self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
+        self._checkpoint_failing = False
         self._resume()
         self._refused_before = dict(self.metrics.refused)
 
@@ -255,13 +286,35 @@ class Peer:
                 self.memory = acceleration.Memory(self.aggregated, np.array(reset == 1.0))
         if speedup.exact_diffusion and self.round > 0:
             self.memory = acceleration.Memory(state[size:2 * size], np.array(False))
-        self.metrics = Metrics.from_json(metrics)
+        kept = [self.stats] + ([state[size:2 * size]] if self.round > 0 and len(state) >= 2 * size else [])
+        for part in kept:
+            problem = self._own_problem(part)
+            if problem is not None:
+                raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: its statistics would be rejected ({problem})")
+        try:
+            self.metrics = Metrics.from_json(metrics)
+        except CRCError as exc:
+            raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: {exc}") from None
         self.log.info("resumed from checkpoint at round %d", self.round)
 
     def _checkpoint(self) -> None:
+        """Write the checkpoint; a write that fails (a full disk, no file descriptor left) keeps the previous one,
+        which ``checkpoint.save`` replaces only whole, and is counted and logged (an error when the last write
+        succeeded, then quietly until one succeeds again): the run goes on."""
         if self.settings.checkpoint_dir:
-            checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round, stats=self._state(),
-                            metrics=self.metrics.to_json())
+            failing = self._checkpoint_failing
+            try:
+                checkpoint.save(self.settings.checkpoint_dir, identity=self.identity, round_=self.round,
+                                stats=self._state(), metrics=self.metrics.to_json())
+            except OSError as exc:
+                self._checkpoint_failing = True
+                self.metrics.checkpoint_failures += 1
+                self.log.log(logging.DEBUG if failing else logging.ERROR,
+                             "round %d: checkpoint not written (%s); the previous one is kept", self.round, exc)
+                return
+            self._checkpoint_failing = False
+            if failing:
+                self.log.warning("round %d: checkpoint written again", self.round)
 
     def _send(self, transport: PeerTransport) -> None:
         stats = self.stats if self.settings.attack is None else poison(self.model, self.stats, self.settings.attack,
@@ -440,6 +493,48 @@ class Peer:
             return self.stats.copy()
         return (self.stats + total) / (1 + len(survivors))
 
+    def _own_problem(self, stats: np.ndarray) -> str | None:
+        """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""
+        try:
+            check_statistics(stats, self.model, self.ess, secure=self.secure is not None)
+        except Rejected as rejection:
+            return f"{rejection.cause}: {rejection.detail}"
+        return None
+
+    def _local_step(self, aggregated: np.ndarray) -> tuple[np.ndarray, acceleration.Memory | None]:
+        """The local calibration steps from ``aggregated`` (size,), then the privacy release if any."""
+        stats, memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
+                                          self.weights, iterations=self.settings.iters, own=self.stats)
+        if self.settings.privacy is not None:
+            stats = release(self.model, stats, self.settings.privacy.sigma, self._privacy_rng)
+        return stats, memory
+
+    def _calibrate(self, aggregated: np.ndarray, wanted: int) -> tuple[np.ndarray, np.ndarray, acceleration.Memory | None]:
+        """(the aggregate used, the new statistics, the memory) of the round from ``aggregated``.
+
+        Each neighbour's statistics passed the wire's checks, but their average with this peer's can still give
+        statistics that the neighbours would reject (rounding against values at the edge of what the wire accepts,
+        a sum beyond what secure aggregation encodes): then the round starts from this peer's own statistics
+        instead, so that a neighbour can neither stop this peer nor get it rejected by the others. A peer whose own
+        statistics fail too has a problem of its own: that is a CRCError.
+        """
+        try:
+            stats, memory = self._local_step(aggregated)
+            problem = self._own_problem(stats)
+        except CRCError as exc:
+            problem = str(exc)
+        if problem is None:
+            return aggregated, stats, memory
+        self.metrics.aggregate_fallbacks += 1
+        self.log.warning("round %d: the neighbourhood's average gave statistics the neighbours would reject (%s): "
+                         "this round starts from this peer's own", wanted + 1, problem)
+        aggregated = self.stats.copy()
+        stats, memory = self._local_step(aggregated)
+        problem = self._own_problem(stats)
+        if problem is not None:
+            raise CRCError(f"round {wanted + 1}: this peer's statistics after its local step would be rejected ({problem})")
+        return aggregated, stats, memory
+
     def _serve_final(self, transport: PeerTransport) -> None:
         """After the last round: answer the neighbours' unmasking requests for it (they unmask after this peer's
         last message), until every protected neighbour has sent its request (every contributor gets one, a notice
@@ -469,12 +564,9 @@ class Peer:
                 return False
         else:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
-        self.stats, self.memory = acceleration.step(self.model, self.settings.acceleration, aggregated, self.memory, self.phi,
-                                                    self.weights, iterations=self.settings.iters, own=self.stats)
+        aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
-        if self.settings.privacy is not None:
-            self.stats = release(self.model, self.stats, self.settings.privacy.sigma, self._privacy_rng)
         self.round += 1
         loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
         self.metrics.rounds_done = self.round

@@ -52,10 +52,9 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
-from crc.nodes.wire import MAX_ENTRIES, SEED_BYTES, SHARE_BYTES, encode_secure
+from crc.nodes.wire import MAX_ENTRIES, SECURE_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure
 
 SCALE_BITS = 20
-TERM_LIMIT = 2.0**34
 PRIME = 2**521 - 1
 """The Shamir field: a Mersenne prime above every 256-bit seed."""
 
@@ -70,10 +69,10 @@ def threshold_for(contributors: int) -> int:
 
 
 def to_fixed(x: np.ndarray) -> np.ndarray:
-    """Statistics (size,) -> fixed-point words (size,) uint64; a value beyond ±TERM_LIMIT is a ValueError."""
+    """Statistics (size,) -> fixed-point words (size,) uint64; a value beyond ±SECURE_TERM_LIMIT is a ValueError."""
     x = np.asarray(x, dtype=np.float64)
-    if not np.all(np.abs(x) < TERM_LIMIT):
-        raise ValueError(f"statistics beyond ±{TERM_LIMIT:g} cannot be aggregated securely")
+    if not np.all(np.abs(x) < SECURE_TERM_LIMIT):
+        raise ValueError(f"statistics beyond ±{SECURE_TERM_LIMIT:g} cannot be aggregated securely")
     return np.rint(x * 2.0**SCALE_BITS).astype(np.int64).view(np.uint64)
 
 

@@ -18,6 +18,7 @@ deliver a frame; a monitor of the inbox counts them by cause.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Protocol
 
@@ -34,8 +35,8 @@ REFUSAL_CAUSES = ("unknown-key", "plaintext", "handshake")
 neighbour's; a client without CURVE, seen by the inbox; any other failed handshake (garbage, a client that expects
 another server key, or a plaintext client that hung up before the inbox saw its mechanism: the two greetings race)."""
 HANDSHAKE_MS = 5000
-"""A connection must finish its handshake within this time (ZeroMQ's default is 30 s): half-open connections of a
-flood are dropped sooner."""
+"""A connection must finish its handshake within this time (ZeroMQ's default is 30 s), with CURVE or in plaintext:
+half-open connections of a flood are dropped sooner."""
 MONITOR_QUEUE_EVENTS = 10_000
 """Handshake failures the inbox's monitor may hold between two receives (about 100 bytes each)."""
 _REFUSAL_EVENTS = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -85,6 +86,23 @@ def _refusal_cause(event: dict) -> str:
     return "handshake"
 
 
+def raise_descriptor_limit() -> None:
+    """Raise this process's soft limit of open files to its hard limit (POSIX; elsewhere nothing).
+
+    Every connection to the inbox holds a file descriptor, a stranger's too until its handshake times out
+    (HANDSHAKE_MS): under the common soft limit of 1,024, about a thousand idle connections left a peer unable to
+    write its checkpoint. The hard limit is what the administrator allows; nothing beyond it is asked for.
+    """
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if resource.RLIM_INFINITY not in (soft, hard) and soft < hard:
+        with contextlib.suppress(ValueError, OSError):  # some systems cap it below the hard limit (macOS: OPEN_MAX)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 class Transport:
     """The ZeroMQ PeerTransport: an inbox (PULL) bound at ``bind`` and one outbox (PUSH) per neighbour address.
 
@@ -99,6 +117,7 @@ class Transport:
     def __init__(self, bind: str, neighbours: list[str], *, max_frame_bytes: int, queue_messages: int,
                  poll_slice_s: float, keys: PeerKeys | None = None, max_frames: int = 64):
         self.poll_slice_s, self.max_frames, self.keys = poll_slice_s, max_frames, keys
+        raise_descriptor_limit()
         self.context = zmq.Context()
         self.inbox = self.authenticator = self.monitor = None
         self._refused = dict.fromkeys(REFUSAL_CAUSES, 0)
@@ -110,6 +129,7 @@ class Transport:
             self.inbox.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes + CURVE_BOX_BYTES)
             self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
             self.inbox.setsockopt(zmq.LINGER, 0)
+            self.inbox.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
             if keys is not None:
                 self._secure_inbox(keys, neighbours)
             try:
@@ -148,7 +168,6 @@ class Transport:
         self.inbox.curve_server = True
         self.inbox.zap_domain = ZAP_DOMAIN.encode()
         self.inbox.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
-        self.inbox.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
         endpoint = f"inproc://crc-monitor-{id(self)}"
         self.inbox.monitor(endpoint, _REFUSAL_EVENTS)
         self.monitor = self.context.socket(zmq.PAIR)

@@ -31,7 +31,9 @@ with tight limits, every field is type-checked, and the payload must be finite
 and of the expected length. Given the model, the statistics themselves must
 then have the peer's ESS (class-count total m0, which CRC preserves exactly),
 values within ``MAX_RELATIVE_MAGNITUDE`` x m0 (so that averaging a
-neighbourhood cannot overflow), and parameters that ``theta`` computes and
+neighbourhood cannot overflow), class counts within ``MAX_COUNT_MAGNITUDE`` x
+m0 (so that it cannot round the receiver's own counts away), values within
+``SECURE_TERM_LIMIT`` where secure aggregation is on, and parameters that ``theta`` computes and
 that are finite. A rejection names its cause (see ``CAUSES``). Statistics may
 be negative after calibration, so the sign is not checked.
 """
@@ -61,6 +63,13 @@ STATS_ESS_TOLERANCE = 1e-9
 MAX_RELATIVE_MAGNITUDE = 1e30
 """Largest |value| accepted, as a multiple of m0: honest statistics of standardized data are within a few powers of
 ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares in theta) could overflow."""
+MAX_COUNT_MAGNITUDE = 1e4
+"""Largest |class count| accepted, as a multiple of m0. Counts total m0, and honest ones stay within a few m0 (the
+privacy noise included); far larger ones of opposite signs would cancel in a neighbourhood's average and take the
+receiver's own counts with them in rounding (2^57 m0 moved a peer's ESS by 2 %)."""
+SECURE_TERM_LIMIT = 2.0**34
+"""Largest |value| secure aggregation's fixed point encodes (``crc.nodes.secure_aggregation``); a peer that
+aggregates securely accepts no statistics beyond it, so that its own stay within it too."""
 
 SECURE_FIELDS = {
     "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
@@ -201,7 +210,7 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     if not np.all(np.isfinite(stats)):
         raise Rejected("non-finite", "statistics contain NaN or infinity", sender)
     if expect.model is not None:
-        check_statistics(stats, expect.model, expect.ess, sender)
+        check_statistics(stats, expect.model, expect.ess, sender, secure=expect.secure)
     return Message(sender=sender, round=obj["round"], stats=stats)
 
 
@@ -279,12 +288,22 @@ def _decode_secure(obj: dict, expect: Expectation, key: str | None) -> Masked | 
                   pair_shares)
 
 
-def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None) -> None:
-    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values and finite parameters."""
+def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None, *,
+                     secure: bool = False) -> None:
+    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values (within SECURE_TERM_LIMIT
+    too if ``secure``) and finite parameters."""
     largest = float(np.abs(stats).max(initial=0.0))
     if largest > MAX_RELATIVE_MAGNITUDE * ess:
         raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, more than {MAX_RELATIVE_MAGNITUDE:g} x the ESS",
                        sender)
+    if secure and not largest < SECURE_TERM_LIMIT:
+        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, beyond the {SECURE_TERM_LIMIT:g} that secure "
+                       "aggregation encodes", sender)
+    counts = model.table(stats)[..., :, model.layout.columns("count")]
+    largest_count = float(np.abs(counts).max(initial=0.0))
+    if largest_count > MAX_COUNT_MAGNITUDE * ess:
+        raise Rejected("magnitude", f"a class count of magnitude {largest_count:.3g}, more than {MAX_COUNT_MAGNITUDE:g} "
+                       "x the ESS", sender)
     total = float(model.ess(stats))
     if not abs(total - ess) <= STATS_ESS_TOLERANCE * ess:
         raise Rejected("stats-ess", f"class counts total {total!r}, the ESS is {ess!r}", sender)

@@ -29,9 +29,9 @@ from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
-from crc.nodes import checkpoint
+from crc.nodes import checkpoint, wire
 from crc.nodes.peer import Peer, PeerSettings
-from crc.nodes.wire import encode
+from crc.nodes.wire import decode, encode
 from crc.topologies import averaging_matrix
 from support.tables import mixed_columns, prepared
 
@@ -663,3 +663,80 @@ def test_with_known_keys_a_frame_must_come_with_the_key_of_its_sender(setup):
 def test_known_keys_must_cover_every_neighbour():
     with pytest.raises(ValueError, match="known key"):
         PeerSettings(bind=ADDRESS[ME], peers=(ADDRESS[0], ADDRESS[2]), known_keys={ADDRESS[0]: KEYS[ADDRESS[0]]})
+
+
+def cancelling_counts(setup: Setup, size: float) -> np.ndarray:
+    """Statistics whose class counts are +size, -size and m0 (total m0 exactly, added in that order), every other
+    value 0."""
+    stats = np.zeros(setup.model.size)
+    setup.model.table(stats)[:, setup.model.layout.columns("count")] = np.array([[size], [-size], [setup.ess]])
+    return stats
+
+
+@pytest.mark.parametrize("acceleration", [Acceleration(), PRESET], ids=["paper", "accelerated"])
+def test_an_aggregate_the_neighbours_would_reject_is_not_kept_the_round_starts_from_the_peers_own(
+        setup, acceleration, monkeypatch, caplog):
+    """Frames with class counts of ±2^57 m0 and ±2^109 m0 that total m0 (a hostile-input pass: they crashed a peer,
+    its own counts rounded away). With the wire's count bound lifted they are accepted, and the peer still runs to
+    the end: the rounds whose aggregate would be rejected start from its own statistics, and all it sends passes."""
+    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e300)
+    hostile = {0: setup.frame(NEIGHBOURS[0], 0, stats=cancelling_counts(setup, 1.02 * 2.0**57)),
+               1: setup.frame(NEIGHBOURS[0], 1, stats=cancelling_counts(setup, 2.0**109))}
+
+    def answer(round_):
+        return ([(0.0, hostile[round_])] if round_ in hostile else []) + setup.neighbours_answer(round_)
+
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=acceleration)
+    transport = FakeTransport(clock, answer)
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        assert peer.run(transport) is True
+    assert peer.metrics.aggregate_fallbacks >= 1 and "starts from this peer's own" in caplog.text
+    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e4)
+    expect = peer.expect
+    for frame in transport.sent:  # every neighbour takes every frame the peer sent
+        decode(frame, expect.__class__(**{**expect.__dict__, "neighbours": frozenset({ADDRESS[ME]})}))
+    assert abs(setup.model.ess(peer.stats) - setup.ess) <= 1e-9 * setup.ess
+
+
+def test_the_fallback_of_a_round_is_its_own_statistics_local_step(setup):
+    peer = setup.peer(FakeClock())
+    own = peer.stats.copy()
+    broken = own.copy()
+    setup.model.table(broken)[0, setup.model.layout.columns("count")] += 0.5 * setup.ess  # ESS off by half
+    aggregated, stats, _ = peer._calibrate(broken, 0)
+    assert np.array_equal(aggregated, own) and peer.metrics.aggregate_fallbacks == 1
+    np.testing.assert_array_equal(stats, lrc_of(setup, own, []))
+
+
+def test_a_checkpoint_with_statistics_the_neighbours_would_reject_is_refused(setup, tmp_path):
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), rounds=2)
+    assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
+    checkpoint.save(tmp_path, identity=peer.identity, round_=2, stats=peer.stats * 1e300, metrics=peer.metrics.to_json())
+    with pytest.raises(CRCError, match="damaged checkpoint: its statistics would be rejected"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), rounds=2)
+
+
+@pytest.mark.parametrize("metric, value", [("rejected", []), ("rejected", {"stale": "x"}), ("soft_loss", {}),
+                                           ("round_ms", "x"), ("missing", []), ("messages_received", "many"),
+                                           ("messages_sent", True), ("downtime_s", {"a": -1.0})])
+def test_a_checkpoint_whose_metrics_are_not_what_a_peer_writes_is_refused_in_one_line(setup, tmp_path, metric, value):
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), rounds=2)
+    assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
+    metrics = {**peer.metrics.to_json(), metric: value}
+    checkpoint.save(tmp_path, identity=peer.identity, round_=2, stats=peer.stats, metrics=metrics)
+    with pytest.raises(CRCError, match=rf"damaged checkpoint: metric(s\.| '){metric}"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), rounds=2)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_logged_and_the_run_goes_on(setup, tmp_path, monkeypatch, caplog):
+    def no_descriptor_left(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(checkpoint, "save", no_descriptor_left)
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+    with caplog.at_level(logging.ERROR, logger="crc.node"):
+        assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer)) is True
+    assert peer.metrics.checkpoint_failures == ROUNDS + 1  # every round, and the final write
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == ["round 1: checkpoint not written ([Errno 24] Too many open files); the previous one is kept"]

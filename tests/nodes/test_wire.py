@@ -1,5 +1,6 @@
 import contextlib
 import math
+from dataclasses import replace
 
 import msgpack
 import numpy as np
@@ -103,6 +104,31 @@ def test_statistics_must_have_the_ess_and_bounded_values(monkeypatch):
             decode(model_frame(stats), MODEL_EXPECT)
         assert info.value.cause == cause, (cause, info.value)
     decode(model_frame(shifted), MODEL_EXPECT)  # negative counts are legitimate after calibration
+
+
+def test_huge_class_counts_that_keep_the_ess_are_rejected():
+    """Counts of ±2^57 m0 total m0 exactly, but averaging them rounds the receiver's own counts away (a peer's
+    ESS moved by 2 %, found by a hostile-input pass): beyond MAX_COUNT_MAGNITUDE x m0 they are rejected."""
+    def cancelling(size: float) -> np.ndarray:
+        stats = MODEL.uniform(400.0)
+        MODEL.table(stats)[:, MODEL.layout.columns("count")] = np.array([[size], [-size], [400.0]])
+        assert MODEL.ess(stats) == 400.0
+        return stats
+
+    for size in (1.02 * 2.0**57, 1.01 * wire.MAX_COUNT_MAGNITUDE * 400.0):
+        with pytest.raises(Rejected) as info:
+            decode(model_frame(cancelling(size)), MODEL_EXPECT)
+        assert info.value.cause == "magnitude" and "class count" in info.value.detail
+    decode(model_frame(cancelling(0.99 * wire.MAX_COUNT_MAGNITUDE * 400.0)), MODEL_EXPECT)
+
+
+def test_a_peer_that_aggregates_securely_rejects_what_its_fixed_point_cannot_encode():
+    large = MODEL.uniform(400.0)
+    large[-1] = wire.SECURE_TERM_LIMIT  # within MAX_RELATIVE_MAGNITUDE x m0: plain peers take it
+    decode(model_frame(large), MODEL_EXPECT)
+    with pytest.raises(Rejected) as info:
+        decode(model_frame(large), replace(MODEL_EXPECT, secure=True))
+    assert info.value.cause == "magnitude" and "secure aggregation" in info.value.detail
 
 
 def test_statistics_whose_parameters_overflow_are_rejected(monkeypatch):
