@@ -17,7 +17,7 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
     standardized continuous values are clipped to [-clip, clip] first (differential privacy).
 
     Raises CRCError naming the file for a wrong or missing column, an unknown
-    class or category, an unparsable number, or an empty file.
+    class or category, an unparsable number, a value whose features overflow, or an empty file.
     """
     columns = read_csv(path)
     if schema.label not in columns:
@@ -26,4 +26,10 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
     if len(y) == 0:
         raise CRCError(f"{path}: no instances")
     x = standardize(schema, x)
-    return model.features(x if clip is None else clip_standardized(schema, x, clip)), y
+    with np.errstate(over="ignore", invalid="ignore"):
+        phi = model.features(x if clip is None else clip_standardized(schema, x, clip))
+    if not np.all(np.isfinite(phi[~np.isnan(phi)])):
+        row = int(np.flatnonzero(np.isinf(phi).any(axis=1))[0])
+        raise CRCError(f"{path}: instance {row + 1} has a value too large for the schema's standardization "
+                       "(its square, or its product with another, is beyond float64)")
+    return phi, y

@@ -63,6 +63,20 @@ def test_node_checks_its_data_before_any_network_activity(deployment, edit, mess
     assert not (deployment / "m.json").exists()
 
 
+def test_node_refuses_a_value_whose_features_overflow_naming_the_file_and_instance(tmp_path):
+    result = run("split", "--data", "twonorm", "--nodes", "2", "--local-size", "30", "--test-size", "100",
+                 "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    lines = (tmp_path / "node-0.csv").read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[0] = "1e200"  # finite, but its square (naive Bayes' second moment) is not
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines[:2] + [",".join(cells)] + lines[3:]) + "\n")
+    result = run(*node_args(tmp_path, bad))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{bad}: instance 2 has a value too large" in result.output
+
+
 def test_node_refuses_a_label_other_than_the_schemas(deployment):
     result = run(*node_args(deployment, deployment / "node-0.csv"), "--label", "other")
     assert result.exit_code == 1 and "differs from the schema's label 'class'" in result.output
