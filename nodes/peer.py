@@ -226,6 +226,7 @@ class Peer:
         self._privacy_rng = np.random.default_rng(settings.privacy_seed)
         self._inbox: dict[int, dict[str, Message | Masked]] = {}  # round -> sender -> its statistics message
         self._logged_causes: set[str] = set()
+        self._refused_senders: set[str] = set()  # neighbours whose unmasking requests were refused (logged once each)
         self.stop = threading.Event()
         self._startup_deadline = -math.inf  # on self.clock: no wait of a fresh run gives up before it
         self._checkpoint_failing = False
@@ -388,7 +389,8 @@ class Peer:
             self._mark_up(message.sender)
 
     def _answer(self, request: Unmask, transport: PeerTransport) -> None:
-        """Answer a neighbour's unmasking request with this peer's reveal, or refuse it (counted and logged)."""
+        """Answer a neighbour's unmasking request with this peer's reveal, or refuse it (counted; logged as a
+        warning the first time for each neighbour)."""
         from crc.nodes.secure_aggregation import Refused
 
         if request.round == self.settings.rounds - 1:
@@ -397,7 +399,9 @@ class Peer:
             frame = self.secure.reveal_frame(request)
         except Refused as refusal:
             self.metrics.reveals_refused += 1
-            self.log.warning("refused %s's unmasking request for round %d: %s", request.sender, request.round, refusal)
+            level = logging.DEBUG if request.sender in self._refused_senders else logging.WARNING  # a flood logs once
+            self._refused_senders.add(request.sender)
+            self.log.log(level, "refused %s's unmasking request for round %d: %s", request.sender, request.round, refusal)
             return
         if frame is not None:
             self._send_to(transport, request.sender, frame)

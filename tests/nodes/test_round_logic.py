@@ -30,8 +30,9 @@ from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.nodes import checkpoint, wire
-from crc.nodes.peer import Peer, PeerSettings
-from crc.nodes.wire import decode, encode
+from crc.nodes.keys import new_key_pair
+from crc.nodes.peer import Peer, PeerSettings, SecureKeys
+from crc.nodes.wire import Unmask, decode, encode
 from crc.topologies import averaging_matrix
 from support.tables import mixed_columns, prepared
 
@@ -740,3 +741,19 @@ def test_a_checkpoint_that_cannot_be_written_is_logged_and_the_run_goes_on(setup
     assert peer.metrics.checkpoint_failures == ROUNDS + 1  # every round, and the final write
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == ["round 1: checkpoint not written ([Errno 24] Too many open files); the previous one is kept"]
+
+
+def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbour(setup, caplog):
+    """A neighbour flooding requests that would reveal more than a sum fills neither the log nor anything else."""
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
+                      for u in NEIGHBOURS}
+    peer = setup.peer(FakeClock(), secure=SecureKeys(keys[ADDRESS[ME]].secret, neighbourhoods))
+    transport = FakeTransport(peer.clock, setup.neighbours_answer)
+    stranger = "tcp://127.0.0.1:9999"
+    request = Unmask(sender=ADDRESS[NEIGHBOURS[0]], round=0, survivors=(ADDRESS[ME], stranger), shares={})
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        for _ in range(50):
+            peer._answer(request, transport)
+    assert peer.metrics.reveals_refused == 50 and not transport.sent
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
