@@ -319,7 +319,8 @@ def test_crc_imports_without_scikit_learn():
             "try:\n    crc.NaiveBayesClassifier\n"
             "except ImportError as exc:\n    print(exc)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]'"
+    assert result.stdout.strip() == ("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]' "
+                                     "(or '.[sklearn]' from a clone)")
 
 
 def test_prepared_tables_fit_like_the_estimator():
