@@ -156,6 +156,8 @@ class Metrics:
     aggregate_fallbacks: int = 0
     """Rounds whose neighbourhood average gave statistics the neighbours would reject, so that the round started
     from the peer's own statistics (``Peer._calibrate``)."""
+    rounds_kept: int = 0
+    """Of those, rounds whose local step from the peer's own statistics failed too, so that it kept its last ones."""
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -519,25 +521,32 @@ class Peer:
         Each neighbour's statistics passed the wire's checks, but their average with this peer's can still give
         statistics that the neighbours would reject (rounding against values at the edge of what the wire accepts,
         a sum beyond what secure aggregation encodes): then the round starts from this peer's own statistics
-        instead, so that a neighbour can neither stop this peer nor get it rejected by the others. A peer whose own
-        statistics fail too has a problem of its own: that is a CRCError.
+        instead. Should that fail too (a neighbour walked this peer's statistics to the edge of a bound, where its
+        own local step crosses it), the peer keeps its statistics and memory of the last round, which passed: a
+        neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
         """
-        try:
-            stats, memory = self._local_step(aggregated)
-            problem = self._own_problem(stats)
-        except CRCError as exc:
-            problem = str(exc)
+        stats, memory, problem = self._checked_step(aggregated)
         if problem is None:
             return aggregated, stats, memory
         self.metrics.aggregate_fallbacks += 1
-        self.log.warning("round %d: the neighbourhood's average gave statistics the neighbours would reject (%s): "
+        self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
-        aggregated = self.stats.copy()
-        stats, memory = self._local_step(aggregated)
-        problem = self._own_problem(stats)
-        if problem is not None:
-            raise CRCError(f"round {wanted + 1}: this peer's statistics after its local step would be rejected ({problem})")
-        return aggregated, stats, memory
+        own = self.stats.copy()
+        stats, memory, problem = self._checked_step(own)
+        if problem is None:
+            return own, stats, memory
+        self.metrics.rounds_kept += 1
+        self.log.warning("round %d: this peer's own local step would give statistics the neighbours reject (%s): "
+                         "it keeps its statistics of the last round", wanted + 1, problem)
+        return own, self.stats.copy(), self.memory
+
+    def _checked_step(self, start: np.ndarray) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
+        """``_local_step(start)`` and why the neighbours would reject its statistics (None: they would not)."""
+        try:
+            stats, memory = self._local_step(start)
+        except CRCError as exc:
+            return None, None, str(exc)
+        return stats, memory, self._own_problem(stats)
 
     def _serve_final(self, transport: PeerTransport) -> None:
         """After the last round: answer the neighbours' unmasking requests for it (they unmask after this peer's

@@ -37,6 +37,11 @@ another server key, or a plaintext client that hung up before the inbox saw its 
 HANDSHAKE_MS = 5000
 """A connection must finish its handshake within this time (ZeroMQ's default is 30 s), with CURVE or in plaintext:
 half-open connections of a flood are dropped sooner."""
+HEARTBEAT_MS = 5000
+HEARTBEAT_TIMEOUT_MS = 15_000
+"""The inbox pings every connection every HEARTBEAT_MS and closes one silent for HEARTBEAT_TIMEOUT_MS (ZeroMQ's
+sockets answer pings by themselves): a connection that finished its handshake and then holds its file descriptor
+without answering (a plaintext stranger's, a dead host's half-open one) does not stay for ever."""
 MONITOR_QUEUE_EVENTS = 10_000
 """Handshake failures the inbox's monitor may hold between two receives (about 100 bytes each)."""
 _REFUSAL_EVENTS = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -130,6 +135,8 @@ class Transport:
             self.inbox.setsockopt(zmq.RCVHWM, min(queue_messages, INBOX_FRAMES_PER_CONNECTION))
             self.inbox.setsockopt(zmq.LINGER, 0)
             self.inbox.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
+            self.inbox.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_MS)
+            self.inbox.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
             if keys is not None:
                 self._secure_inbox(keys, neighbours)
             try:

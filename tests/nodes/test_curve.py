@@ -217,3 +217,20 @@ def test_insecure_peers_still_work_and_say_so_once(tmp_path):
             assert net.log_path(index).read_text().count("insecure: no keys") == 1
             assert not any(load_model(net.model_path(index)).metrics["refused"].values())
     assert not (tmp_path / "keys").exists()
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["plaintext", "curve"])
+def test_the_inbox_times_out_handshakes_and_silent_connections_with_or_without_curve(secure):
+    """A stranger that completes a plaintext handshake and then holds its connection (a hostile-input pass held
+    21,000 and used up the peer's file descriptors) is closed by the heartbeat; unfinished handshakes time out."""
+    import crc.nodes.transport as transport_module
+
+    bind = f"tcp://127.0.0.1:{free_ports(1)[0]}"
+    keys = PeerKeys(own=new_key_pair(), known={}) if secure else None
+    inbox = transport(bind, [], keys)
+    try:
+        assert inbox.inbox.getsockopt(zmq.HANDSHAKE_IVL) == transport_module.HANDSHAKE_MS
+        assert inbox.inbox.getsockopt(zmq.HEARTBEAT_IVL) == transport_module.HEARTBEAT_MS
+        assert inbox.inbox.getsockopt(zmq.HEARTBEAT_TIMEOUT) == transport_module.HEARTBEAT_TIMEOUT_MS
+    finally:
+        inbox.close(0)

@@ -757,3 +757,16 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
             peer._answer(request, transport)
     assert peer.metrics.reveals_refused == 50 and not transport.sent
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
+
+
+def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):
+    """A neighbour can walk a peer's statistics to the edge of a bound, where the peer's own local step crosses it
+    (a second hostile-input pass: the peer then exited at every restart). It keeps its last statistics instead."""
+    peer = setup.peer(FakeClock(), acceleration=MOMENTUM)
+    start = peer.stats.copy()
+    monkeypatch.setattr(peer, "_own_problem", lambda stats: None if np.array_equal(stats, start) else "magnitude: edge")
+    transport = FakeTransport(peer.clock, setup.neighbours_answer)
+    assert peer.run(transport) is True
+    assert np.array_equal(peer.stats, start) and peer.memory is None
+    assert peer.metrics.rounds_kept == peer.metrics.aggregate_fallbacks == ROUNDS
+    assert all(np.array_equal(sent, start) for sent in transport.sent_stats().values())
