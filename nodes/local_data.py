@@ -28,8 +28,9 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
     x = standardize(schema, x)
     with np.errstate(over="ignore", invalid="ignore"):
         phi = model.features(x if clip is None else clip_standardized(schema, x, clip))
-    if not np.all(np.isfinite(phi[~np.isnan(phi)])):
-        row = int(np.flatnonzero(np.isinf(phi).any(axis=1))[0])
+    overflowed = np.isinf(phi).any(axis=1)  # NaN is a missing value, not an overflow
+    if overflowed.any():
+        row = int(np.flatnonzero(overflowed)[0])
         raise CRCError(f"{path}: instance {row + 1} has a value too large for the schema's standardization "
                        "(its square, or its product with another, is beyond float64)")
     return phi, y

@@ -289,8 +289,8 @@ class Peer:
                 self.memory = acceleration.Memory(self.aggregated, np.array(reset == 1.0))
         if speedup.exact_diffusion and self.round > 0:
             self.memory = acceleration.Memory(state[size:2 * size], np.array(False))
-        kept = [self.stats] + ([state[size:2 * size]] if self.round > 0 and len(state) >= 2 * size else [])
-        for part in kept:
+        held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous]
+        for part in (statistics for statistics in held if statistics is not None):
             problem = self._own_problem(part)
             if problem is not None:
                 raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: its statistics would be rejected ({problem})")

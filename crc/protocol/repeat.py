@@ -107,20 +107,23 @@ class Repeat:
     train_idx: np.ndarray
     test_idx: np.ndarray
 
+    def _train_errors(self, stats: np.ndarray) -> np.ndarray:
+        split = self.split
+        return metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx])
+
     def errors(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Train and test errors (n,) of node statistics (n, size) on the evaluation sample."""
         split = self.split
-        return (metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx]),
+        return (self._train_errors(stats),
                 metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
 
     def evaluate(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Train errors, test errors and mean test log p(x, y) (in standardized units), each (n,), of node
         statistics (n, size) on the evaluation sample."""
         split = self.split
-        train_err = metrics.node_errors(split.model, stats, split.phi_train[self.train_idx], split.y_train[self.train_idx])
         test_err, test_loglik = metrics.node_errors_and_log_likelihood(split.model, stats, split.phi_test[self.test_idx],
                                                                        split.y_test[self.test_idx])
-        return train_err, test_err, test_loglik
+        return self._train_errors(stats), test_err, test_loglik
 
     @property
     def sampled(self) -> bool:
