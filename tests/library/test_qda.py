@@ -3,18 +3,12 @@
 import numpy as np
 import pytest
 
-from crc.core.models.qda import EIG_FLOOR, _floored_eigen, _lower_inverse, _precision_and_logdet
+from crc.core.models.qda import EIG_FLOOR, _floored_eigen, _precision_and_logdet
 
 
 def _covariances(rng, batch, d):
     a = rng.standard_normal(batch + (d, d + 5))
     return a @ np.swapaxes(a, -1, -2) / (d + 5)
-
-
-@pytest.mark.parametrize("d", [1, 5, 17, 40])
-def test_lower_inverse_inverts(d):
-    lower = np.linalg.cholesky(_covariances(np.random.default_rng(d), (3, 2), d))
-    np.testing.assert_allclose(_lower_inverse(lower) @ lower, np.broadcast_to(np.eye(d), lower.shape), atol=1e-10)
 
 
 def test_cholesky_path_equals_the_eigendecomposition_on_positive_definite_batches():
@@ -28,9 +22,12 @@ def test_cholesky_path_equals_the_eigendecomposition_on_positive_definite_batche
 def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
     rng = np.random.default_rng(1)
     cov = _covariances(rng, (5,), 6)
-    cov[2] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, 1e-12])  # positive definite, one eigenvalue under the floor
+    rotation = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    small = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1e-12])
+    cov[2] = (rotation * small) @ rotation.T  # positive definite, one eigenvalue under the floor, no small variance
+    assert np.diagonal(cov[2]).min() > EIG_FLOOR
     precision, logdet = _precision_and_logdet(cov)
-    assert precision[2, 5, 5] == pytest.approx(1 / EIG_FLOOR)
+    np.testing.assert_allclose(precision[2], (rotation / np.maximum(small, EIG_FLOOR)) @ rotation.T, rtol=1e-6)
     assert logdet[2] == pytest.approx(np.log(EIG_FLOOR))
     np.testing.assert_allclose(precision[[0, 1, 3, 4]], np.linalg.inv(cov[[0, 1, 3, 4]]), rtol=1e-9, atol=1e-9)
     before_precision, before_logdet = precision, logdet
@@ -44,26 +41,60 @@ def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
     np.testing.assert_array_equal(logdet[:4], before_logdet[:4])
 
 
-def test_a_feature_constant_within_a_class_takes_the_eigen_path_without_a_per_matrix_loop(monkeypatch):
+def test_a_feature_constant_within_a_class_is_independent_with_the_floored_variance(monkeypatch):
     import crc.core.models.qda as qda
 
     rng = np.random.default_rng(2)
     cov = _covariances(rng, (6,), 8)
     alone_precision, alone_logdet = _precision_and_logdet(cov[[0, 2, 3, 5]])
-    for i in (1, 4):  # feature 3 constant within classes 1 and 4: zero variance and covariances
-        cov[i, 3, :] = cov[i, :, 3] = 0.0
+    exact = cov[1].copy()
+    exact[3, :] = exact[:, 3] = 0.0  # feature 3 constant within class 1: zero variance and covariances
+    noise = rng.standard_normal(8) * 1e-15
+    noise[3] = 3e-16
+    for i in (1, 4):  # the same within class 4 up to rounding noise
+        cov[i, 3, :] = cov[i, :, 3] = exact[3] if i == 1 else noise
 
-    def no_loop(_):
-        raise AssertionError("the batch went down the one-by-one path")
+    def no_eigen(_):
+        raise AssertionError("a constant feature sent its matrix to the eigendecomposition")
 
-    monkeypatch.setattr(qda, "_one_by_one", no_loop)
+    monkeypatch.setattr(qda, "_floored_eigen", no_eigen)
     precision, logdet = _precision_and_logdet(cov)
+    monkeypatch.undo()
+    others = [0, 1, 2, 4, 5, 6, 7]
     for i in (1, 4):
-        ref_precision, ref_logdet = _floored_eigen(cov[i])
-        np.testing.assert_array_equal(precision[i], ref_precision)
-        assert logdet[i] == ref_logdet and precision[i, 3, 3] == pytest.approx(1 / EIG_FLOOR)
+        assert precision[i, 3, 3] == 1 / EIG_FLOOR
+        assert not precision[i, 3, others].any() and not precision[i, others, 3].any()
+        rest = cov[i][np.ix_(others, others)]
+        np.testing.assert_allclose(precision[i][np.ix_(others, others)], np.linalg.inv(rest), rtol=1e-9, atol=1e-9)
+        assert logdet[i] == pytest.approx(np.linalg.slogdet(rest)[1] + np.log(EIG_FLOOR), abs=1e-9)
+    # with exact zeros this is the floored eigendecomposition of the whole matrix
+    ref_precision, ref_logdet = _floored_eigen(exact)
+    np.testing.assert_allclose(precision[1], ref_precision, rtol=0, atol=1e-10 * np.abs(ref_precision).max())
+    assert logdet[1] == pytest.approx(ref_logdet, abs=1e-9)
     np.testing.assert_array_equal(precision[[0, 2, 3, 5]], alone_precision)
     np.testing.assert_array_equal(logdet[[0, 2, 3, 5]], alone_logdet)
+
+
+@pytest.mark.parametrize("d", [6, 20])  # numpy's batched calls, LAPACK per matrix
+def test_a_batch_whose_factorisation_fails_sends_only_the_failing_matrix_to_the_eigendecomposition(monkeypatch, d):
+    import crc.core.models.qda as qda
+
+    assert 6 < qda.LAPACK_LOOP_ORDER <= 20
+    cov = _covariances(np.random.default_rng(3), (7,), d)
+    alone_precision, alone_logdet = _precision_and_logdet(cov)
+    cov[5] = np.eye(d)
+    cov[5, 0, 1] = cov[5, 1, 0] = 3.0  # eigenvalues 4, -2 and 1: indefinite, its factorisation fails
+    assert np.linalg.eigvalsh(cov[5]).min() < 0
+    seen = []
+    floored_eigen = qda._floored_eigen
+    monkeypatch.setattr(qda, "_floored_eigen", lambda m: seen.append(len(m)) or floored_eigen(m))
+    precision, logdet = _precision_and_logdet(cov)
+    assert seen == [1]
+    ref_precision, ref_logdet = floored_eigen(cov[5:6])
+    np.testing.assert_array_equal(precision[5], ref_precision[0])
+    others = [0, 1, 2, 3, 4, 6]
+    np.testing.assert_array_equal(precision[others], alone_precision[others])
+    np.testing.assert_array_equal(logdet[others], alone_logdet[others])
 
 
 def test_no_continuous_feature_gives_empty_precisions():
