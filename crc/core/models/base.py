@@ -223,28 +223,27 @@ class LinearFamilyModel(GenerativeModel):
         Both products stream phi, and with few classes they are bound by reading it (QDA's quadratic map is
         28.8 MB on ``optdigits``): a block's posteriors and its residual are taken while the block is in cache,
         and blocks run on threads. The blocks depend on phi's shape only and their tables are added in block
-        order, so results do not depend on the thread count."""
+        order, so results do not depend on the thread count. The posteriors come back as a (m, r) view of a
+        class-major array."""
         eta = self.natural(theta)
         if phi.ndim != 2 or eta.ndim != 2 or phi.size < POOLED_BLOCK_ELEMENTS:
             return super().residual_and_posteriors(theta, phi, weights, mask)
         m = phi.shape[0]
         n_blocks = -(-phi.size // POOLED_BLOCK_ELEMENTS)
         rows = -(-m // n_blocks)
-        posteriors = np.empty((m, eta.shape[0]))
 
-        def block(start: int) -> np.ndarray:
+        def block(start: int) -> tuple[np.ndarray, np.ndarray]:
+            # class-major posteriors (r, rows): the softmax reduces across rows, and W^T - P feeds the product as is
             part = slice(start, start + rows)
-            block_posteriors = posteriors[part]
-            np.matmul(phi[part], eta.T, out=block_posteriors)
-            normalise_exp(block_posteriors, axis=-1)
-            masked = block_posteriors if mask is None else block_posteriors * mask[part, None]
-            return np.matmul((weights[part] - masked).T, phi[part])
+            block_posteriors = normalise_exp(np.matmul(eta, phi[part].T), axis=0)
+            masked = block_posteriors if mask is None else block_posteriors * mask[part]
+            return np.matmul(weights[part].T - masked, phi[part]), block_posteriors
 
-        tables = ordered_map(block, range(0, m, rows))
+        tables, posteriors = zip(*ordered_map(block, range(0, m, rows)))
         table = tables[0]
         for part in tables[1:]:
             table += part
-        return table.reshape(self.size), posteriors
+        return table.reshape(self.size), np.concatenate(posteriors, axis=1).T
 
     def _batched_residual(self, eta: np.ndarray, phi: np.ndarray, weights: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
         """The residual of ``b`` batch entries (phi (b, m, k), eta (b, r, k), weights (b, m, r)) through one
