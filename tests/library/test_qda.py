@@ -31,25 +31,27 @@ def test_eigenvalues_below_the_floor_are_floored_in_a_batch():
     assert logdet[2] == pytest.approx(np.log(EIG_FLOOR))
     np.testing.assert_allclose(precision[[0, 1, 3, 4]], np.linalg.inv(cov[[0, 1, 3, 4]]), rtol=1e-9, atol=1e-9)
     before_precision, before_logdet = precision, logdet
-    cov[4] = np.diag([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])  # not positive definite: it takes the eigenvalues ...
+    cov[4] = np.eye(6)
+    cov[4, 0, 1] = cov[4, 1, 0] = 3.0  # eigenvalues 4, -2 and 1: not positive definite, it takes the eigenvalues ...
     precision, logdet = _precision_and_logdet(cov)
     ref_precision, ref_logdet = _floored_eigen(cov[4])
     np.testing.assert_array_equal(precision[4], ref_precision)
-    assert logdet[4] == ref_logdet and precision[4, 5, 5] == pytest.approx(1 / EIG_FLOOR)
+    assert logdet[4] == ref_logdet == pytest.approx(np.log(4.0) + np.log(EIG_FLOOR))
     # ... and the others keep what they had in a batch without it, bit for bit
     np.testing.assert_array_equal(precision[:4], before_precision[:4])
     np.testing.assert_array_equal(logdet[:4], before_logdet[:4])
 
 
-def test_a_feature_constant_within_a_class_is_independent_with_the_floored_variance(monkeypatch):
+@pytest.mark.parametrize("d", [8, 20])  # numpy's batched calls, LAPACK per matrix
+def test_a_feature_constant_within_a_class_is_independent_with_the_floored_variance(monkeypatch, d):
     import crc.core.models.qda as qda
 
     rng = np.random.default_rng(2)
-    cov = _covariances(rng, (6,), 8)
+    cov = _covariances(rng, (6,), d)
     alone_precision, alone_logdet = _precision_and_logdet(cov[[0, 2, 3, 5]])
     exact = cov[1].copy()
     exact[3, :] = exact[:, 3] = 0.0  # feature 3 constant within class 1: zero variance and covariances
-    noise = rng.standard_normal(8) * 1e-15
+    noise = rng.standard_normal(d) * 1e-15
     noise[3] = 3e-16
     for i in (1, 4):  # the same within class 4 up to rounding noise
         cov[i, 3, :] = cov[i, :, 3] = exact[3] if i == 1 else noise
@@ -60,7 +62,7 @@ def test_a_feature_constant_within_a_class_is_independent_with_the_floored_varia
     monkeypatch.setattr(qda, "_floored_eigen", no_eigen)
     precision, logdet = _precision_and_logdet(cov)
     monkeypatch.undo()
-    others = [0, 1, 2, 4, 5, 6, 7]
+    others = [j for j in range(d) if j != 3]
     for i in (1, 4):
         assert precision[i, 3, 3] == 1 / EIG_FLOOR
         assert not precision[i, 3, others].any() and not precision[i, others, 3].any()
@@ -73,6 +75,44 @@ def test_a_feature_constant_within_a_class_is_independent_with_the_floored_varia
     assert logdet[1] == pytest.approx(ref_logdet, abs=1e-9)
     np.testing.assert_array_equal(precision[[0, 2, 3, 5]], alone_precision)
     np.testing.assert_array_equal(logdet[[0, 2, 3, 5]], alone_logdet)
+
+
+def test_a_constant_feature_beside_a_singular_rest_is_independent_of_it_and_leaves_its_accuracy():
+    """The rest goes to the eigendecomposition; the constant feature (in the middle) keeps exact zeros, and its
+    stand-in variance, on the rest's scale, leaves the rest's floored precision as accurate as alone."""
+    rng = np.random.default_rng(4)
+    rest = _covariances(rng, (), 7) * 1e-8  # variances near the floor
+    rest[:, 6] = rest[6, :] = rest[:, 5]  # features 5 and 6 equal: singular
+    rest[6, 6] = rest[5, 5]
+    assert np.diagonal(rest).min() > 2 * EIG_FLOOR
+    cov = np.zeros((8, 8))
+    others = [0, 1, 2, 4, 5, 6, 7]
+    cov[np.ix_(others, others)] = rest
+    cov[3, 3], cov[3, others] = 1e-12, 1e-20
+    cov[others, 3] = 1e-20
+    precision, logdet = _precision_and_logdet(cov)
+    ref_precision, ref_logdet = _floored_eigen(rest)
+    assert precision[3, 3] == 1 / EIG_FLOOR and not precision[3, others].any() and not precision[others, 3].any()
+    np.testing.assert_allclose(precision[np.ix_(others, others)], ref_precision, rtol=0, atol=1e-12 * np.abs(ref_precision).max())
+    assert logdet == pytest.approx(ref_logdet + np.log(EIG_FLOOR), abs=1e-9)
+
+
+def test_the_factorisation_takes_numpy_below_the_loop_order_and_lapack_from_it(monkeypatch):
+    import crc.core.models.qda as qda
+
+    def refuse(_):
+        raise AssertionError("the other factorisation path")
+
+    for d, other in ((6, "_looped_factors"), (20, "_batched_factors")):
+        cov = _covariances(np.random.default_rng(d), (3,), d)
+        with monkeypatch.context() as patch:
+            patch.setattr(qda, other, refuse)
+            precision, logdet = _precision_and_logdet(cov)
+        np.testing.assert_allclose(precision, np.linalg.inv(cov), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(logdet, np.linalg.slogdet(cov)[1], atol=1e-9)
+    # LAPACK works in place only on float64: other inputs are converted first, not factorised in a lost copy
+    single = cov.astype(np.float32)
+    np.testing.assert_allclose(_precision_and_logdet(single)[0], np.linalg.inv(single.astype(np.float64)), rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("d", [6, 20])  # numpy's batched calls, LAPACK per matrix
@@ -95,6 +135,19 @@ def test_a_batch_whose_factorisation_fails_sends_only_the_failing_matrix_to_the_
     others = [0, 1, 2, 3, 4, 6]
     np.testing.assert_array_equal(precision[others], alone_precision[others])
     np.testing.assert_array_equal(logdet[others], alone_logdet[others])
+
+
+
+@pytest.mark.parametrize("d", [8, 20])
+def test_memory_order_changes_no_bit_of_a_batch_with_a_failing_matrix(d):
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        cov = _covariances(rng, (4,), d)
+        cov[2] = np.eye(d)
+        cov[2, 0, 1] = cov[2, 1, 0] = 3.0
+        c_order, fortran = _precision_and_logdet(cov), _precision_and_logdet(np.asfortranarray(cov))
+        np.testing.assert_array_equal(fortran[0], c_order[0])
+        np.testing.assert_array_equal(fortran[1], c_order[1])
 
 
 def test_no_continuous_feature_gives_empty_precisions():
