@@ -225,8 +225,10 @@ class LinearFamilyModel(GenerativeModel):
         and blocks run on threads. The blocks depend on phi's shape only and their tables are added in block
         order, so results do not depend on the thread count. The posteriors come back as a (m, r) view of a
         class-major array."""
+        if phi.ndim != 2 or phi.size < POOLED_BLOCK_ELEMENTS:  # before eta: the plain path computes its own
+            return super().residual_and_posteriors(theta, phi, weights, mask)
         eta = self.natural(theta)
-        if phi.ndim != 2 or eta.ndim != 2 or phi.size < POOLED_BLOCK_ELEMENTS:
+        if eta.ndim != 2:  # a batch of parameters over one large phi: no caller does this, the plain path serves it
             return super().residual_and_posteriors(theta, phi, weights, mask)
         m = phi.shape[0]
         n_blocks = -(-phi.size // POOLED_BLOCK_ELEMENTS)
