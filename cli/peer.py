@@ -105,7 +105,8 @@ def option_list(options: dict):
 @click.command(short_help="Run one real peer over ZeroMQ.")
 @click.option("--bind", required=True,
               help="Address this peer listens on, tcp://HOST:PORT (e.g. tcp://10.0.0.5:7000); also its name on the wire.")
-@click.option("--peers", default="", help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours.")
+@click.option("--peers", default="", help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours. "
+                                         "Without any the peer trains alone, on its own data (it says so).")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
@@ -202,6 +203,8 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
                  privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
     if attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
+    if not neighbours:
+        log.warning("no --peers: this peer has no neighbours and trains alone, on its own data only")
     try:
         settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
                                 first_round_timeout_s=first_round_timeout, start_at=_start_time(start_at),

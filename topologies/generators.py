@@ -116,6 +116,18 @@ def _first_connected(draw, seed, what: str) -> nx.Graph:
     raise TopologyError(f"no connected {what} in {MAX_CONNECT_ATTEMPTS} draws")
 
 
+def check_edge_probability(p: float) -> None:
+    """Raise a TopologyError unless ``p`` is an Erdos-Renyi edge probability, in (0, 1]."""
+    if not 0 < p <= 1:
+        raise TopologyError(f"edge probability must be in (0, 1], got {p}")
+
+
+def check_rewiring_probability(p: float) -> None:
+    """Raise a TopologyError unless ``p`` is a small world's rewiring probability, in [0, 1]."""
+    if not 0 <= p <= 1:
+        raise TopologyError(f"small world needs 2 <= k < n and 0 <= p <= 1, got p={p}")
+
+
 def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
     """A connected G(n, p) graph: draws until connected.
 
@@ -128,8 +140,7 @@ def erdos_renyi_graph(n: int, p: float | None = None, *, seed=None) -> nx.Graph:
     """
     _check_nodes(n)
     p = min(1.0, 2 * np.log(max(n, 2)) / n) if p is None else p
-    if not 0 < p <= 1:
-        raise TopologyError(f"edge probability must be in (0, 1], got {p}")
+    check_edge_probability(p)
     return _first_connected(lambda s: nx.gnp_random_graph(n, p, seed=s), seed, f"G({n}, {p}) graph (raise p)")
 
 
@@ -157,8 +168,9 @@ def small_world_graph(n: int, k: int = 4, p: float = 0.1, *, seed=None) -> nx.Gr
         If ``k`` is not in [2, n) or ``p`` is not in [0, 1].
     """
     _check_nodes(n, minimum=3)
-    if not 2 <= k < n or not 0 <= p <= 1:
-        raise TopologyError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}, p={p}")
+    check_rewiring_probability(p)
+    if not 2 <= k < n:
+        raise TopologyError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}")
     rng = np.random.default_rng(seed)
     return nx.connected_watts_strogatz_graph(n, k, p, tries=MAX_CONNECT_ATTEMPTS, seed=int(rng.integers(2**63)))
 

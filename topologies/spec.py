@@ -26,6 +26,8 @@ KINDS = {
     "regular": (g.random_regular_graph, (int,)),
     "small-world": (g.small_world_graph, (int, float)),
 }
+PROBABILITY_CHECKS = {("er", 1): g.check_edge_probability, ("small-world", 2): g.check_rewiring_probability}
+"""(kind, number of parameters given) -> the check of the last one, a probability."""
 HELP = ("tree, tree+K (K extra random edges), chain, star, ring, complete, grid, "
         "er[:P] (connected Erdos-Renyi), regular[:D] (random D-regular), small-world[:K[:P]], file:PATH (a graph file)")
 
@@ -49,9 +51,16 @@ def parse(spec: str) -> tuple[str, tuple]:
     if len(raw) > len(types):
         raise TopologyError(f"topology {kind!r} takes at most {len(types)} parameter(s), got {len(raw)}")
     try:
-        return kind, tuple(convert(value) for convert, value in zip(types, raw))
+        params = tuple(convert(value) for convert, value in zip(types, raw))
     except ValueError:
         raise TopologyError(f"topology {spec!r}: parameters must be {', '.join(t.__name__ for t in types)}") from None
+    probability = PROBABILITY_CHECKS.get((kind, len(params)))
+    if probability is not None:  # a range that does not depend on the number of nodes: checked with the spec
+        try:
+            probability(params[-1])
+        except TopologyError as exc:
+            raise TopologyError(f"topology {spec!r}: {exc}") from None
+    return kind, params
 
 
 def build(spec: str, n: int, *, seed=None) -> nx.Graph:

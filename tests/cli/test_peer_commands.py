@@ -178,6 +178,8 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
     alone = run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", deployment / "schema.json",
                 "--out", deployment / "solo.json", "--rounds", "2", "--insecure")  # no neighbours configured: nothing to miss
     assert alone.exit_code == 0, alone.output
+    assert "no --peers: this peer has no neighbours and trains alone, on its own data only" in alone.stderr
+    assert "no --peers" not in result.stderr
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])

@@ -46,6 +46,14 @@ def test_simulate_graph_and_launch_refuse_an_impossible_topology_in_one_line(arg
     one_line_failure(run("launch", *args, *nodes, *SMALL, "--data", "twonorm"), message)
 
 
+@pytest.mark.parametrize("spec", ["er:5", "er:0", "small-world:4:1.5"])
+def test_a_probability_out_of_range_is_a_malformed_topology_option(spec):
+    for command in ("simulate", "graph", "launch"):
+        result = run(command, "--topology", spec, *([] if command == "graph" else ["--data", "twonorm"]))
+        assert result.exit_code == 2, result.output
+        assert f"Error: Invalid value for '--topology': topology '{spec}': " in result.output
+
+
 @pytest.mark.parametrize("content, message", [
     (b"[1,", "not valid JSON"),
     (b"\xff\xfe", "not UTF-8 text"),
