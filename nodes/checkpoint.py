@@ -70,7 +70,7 @@ def save(directory, *, identity: dict, round_: int, stats: np.ndarray, metrics: 
     directory = Path(directory)
     name = file_name(round_)
     atomic_write_bytes(directory / name, encode(identity=identity, round_=round_, stats=stats, metrics=metrics),
-                       durable=DURABLE)
+                       durable=DURABLE, private=True)
     for other in _checkpoints(directory):
         if other.name != name:
             other.unlink(missing_ok=True)

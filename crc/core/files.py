@@ -41,16 +41,31 @@ _OPENING = np.frombuffer(b"[{", dtype=np.uint8)
 _DEPTH_CHUNK = 2**20
 
 
-def atomic_write_bytes(path, data: bytes, *, durable: bool = True) -> None:
+def _process_umask() -> int:
+    """The process's file-creation mask. Reading it means setting it: done once, at import, before any thread
+    writes a file (and set to 0o077 meanwhile, so that a file created in between would only be more private)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+NEW_FILE_MODE = 0o666 & ~_process_umask()
+"""Permissions of a new output file, as ``open`` would give it; ``mkstemp`` alone gives 0o600."""
+
+
+def atomic_write_bytes(path, data: bytes, *, durable: bool = True, private: bool = False) -> None:
     """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part.
 
     ``durable`` also flushes the data to the disk before the replace (fsync), so that the new file
     survives a power cut, not only a crash of the process; it costs milliseconds on most disks.
+    The file gets the permissions the process's umask gives new files; ``private`` keeps it to its owner (0o600).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if not private:
+            os.chmod(handle, NEW_FILE_MODE)
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             if durable:

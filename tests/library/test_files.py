@@ -1,5 +1,6 @@
 import json
 import os
+import stat
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,3 +132,12 @@ def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path):
         atomic_write_bytes(tmp_path / "d" / "f", b"two", durable=durable)
         assert (tmp_path / "d" / "f").read_bytes() == b"two"
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["f"]
+
+
+def test_atomic_writes_get_the_umask_permissions_unless_private(tmp_path):
+    mask = os.umask(0o077)
+    os.umask(mask)
+    atomic_write_bytes(tmp_path / "shared", b"x")
+    atomic_write_bytes(tmp_path / "private", b"x", private=True)
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o666 & ~mask
+    assert stat.S_IMODE((tmp_path / "private").stat().st_mode) == 0o600

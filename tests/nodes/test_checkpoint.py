@@ -37,6 +37,7 @@ def header(**changes) -> dict:
 
 def test_a_checkpoint_round_trips_exactly_and_is_compact(tmp_path):
     path = written(tmp_path)
+    assert path.stat().st_mode & 0o777 == 0o600  # the peer's state: its owner's only, whatever the umask
     round_, stats, metrics = checkpoint.load(tmp_path, identity=IDENTITY, size=STATS.size)
     assert round_ == 4 and metrics == METRICS
     np.testing.assert_array_equal(stats, STATS)
