@@ -180,7 +180,9 @@ class Progress:
     def _counts(self, now: float) -> str:
         eta = self.eta(now) if self.done < self.total else None
         eta_text = "" if eta is None else f", about {_seconds(eta)} left"
-        return f"{self.done}/{self.total} {self.unit}, {_seconds(now - self.started)}{eta_text}"
+        set_up = sum(self.phase_s) + (0.0 if self._phase_started is None else now - self._phase_started)
+        set_up_text = f", {_seconds(set_up)} of it set-up" if set_up > 0 else ""  # else a long set-up makes the ETA look wrong
+        return f"{self.done}/{self.total} {self.unit}, {_seconds(now - self.started)} elapsed{set_up_text}{eta_text}"
 
     def _bar_text(self, now: float) -> str:
         width = 24
