@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, options, out_option, plots_option
+from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, check_partition_options, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -99,6 +99,7 @@ def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots,
     """
     config = SimulationConfig.from_settings(**settings)
     config.validate()
+    check_partition_options(ctx, config, real_peers=True)
     if insecure and config.secure_aggregation:
         raise click.UsageError("--secure-aggregation derives its masks from the peers' keys: drop --insecure")
     # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.

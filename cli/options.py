@@ -10,6 +10,7 @@ from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
 from crc.core.errors import CRCError
+from crc.core.feature_partition import FEATURE_PARTITION_HELP, is_feature_partition, parse_feature_partition, read_blocks_file
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
@@ -30,6 +31,45 @@ def _check_topology(ctx, param, value: str) -> str:
         except CRCError as exc:
             raise click.BadParameter(str(exc)) from None
     return value
+
+
+def _check_partition(ctx, param, value: str) -> str:
+    """A horizontal partition's name, or a vertical or hybrid spec that parses."""
+    if value not in PARTITIONS and not is_feature_partition(value):
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(PARTITIONS)}, vertical[:K], hybrid[:GxK]")
+    if value not in PARTITIONS:
+        try:
+            parse_feature_partition(value)
+        except CRCError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _read_blocks(ctx, param, value: str | None):
+    """``--blocks FILE``: the blocks file, read and checked up front."""
+    if value is None:
+        return None
+    try:
+        return read_blocks_file(value)
+    except CRCError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def check_partition_options(ctx: click.Context, config: SimulationConfig, *, real_peers: bool = False) -> None:
+    """A UsageError for options a vertical or hybrid partition does not take: its peers and training set follow
+    from the partition and the data set. ``real_peers``: the command starts real peers, which take horizontal
+    partitions only so far."""
+    if config.feature_partition is None:
+        return
+    if real_peers:
+        raise click.UsageError(f"--partition {config.partition}: real peers take horizontal partitions only so far; "
+                               "run vertical and hybrid partitions with `crc simulate`")
+    given = [f"--{name.replace('_', '-')}" for name in ("nodes", "local_size", "start")
+             if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{' and '.join(given)}: not with --partition {config.partition}, whose "
+                               f"{config.feature_partition.peers} peers follow from the partition (use --train-size "
+                               "for fewer training instances) and whose groups start from their own ML statistics")
 
 
 def out_option(what: str = "the results JSON"):
@@ -61,8 +101,14 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Training instances per peer m_v."),
         click.option("--train-size", "pooled_size", type=click.IntRange(min=1), default=None,
                      help="Pooled training size m, shared out over the peers (fragmentation); overrides --local-size."),
-        click.option("--partition", type=click.Choice(PARTITIONS), default=base.partition, show_default=True,
-                     help=f"How the pooled training set is shared out: {PARTITION_HELP}."),
+        click.option("--partition", default=base.partition, show_default=True, callback=_check_partition,
+                     metavar="|".join(PARTITIONS) + "|vertical[:K]|hybrid[:GxK]",
+                     help=f"How the pooled training set is shared out, by instances: {PARTITION_HELP}; or by features "
+                          f"too: {FEATURE_PARTITION_HELP}. Vertical and hybrid runs take every instance the test set "
+                          "leaves, and their number of peers from the partition (not --nodes)."),
+        click.option("--blocks", "feature_blocks", type=click.Path(dir_okay=False), default=None, callback=_read_blocks,
+                     help='Vertical and hybrid partitions: a JSON file {"blocks": [[names of block 0], ...]} naming '
+                          "each block's features [default: a seeded cut into blocks of near-equal size]."),
         click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=base.alpha, show_default=True,
                      help="Dirichlet concentration of --partition dirichlet (small = more skewed)."),
         click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
@@ -93,7 +139,7 @@ def _all_options(base: SimulationConfig) -> dict:
         secure_aggregation_option(),
     ]
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
-             "local_size", "pooled_size", "partition", "alpha", "size_skew", "rounds", "rc_iterations", "rc_converged",
+             "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew", "rounds", "rc_iterations", "rc_converged",
              "iters", *acceleration_options(), "loss", *privacy_options(), "lr", "ess", "test_size", "seed", "aggregate",
              "secure_aggregation"]
     return dict(zip(names, options))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import out_option, plots_option, run_options
+from crc.cli.options import check_partition_options, out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
 from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -33,7 +33,8 @@ from crc.topologies import network_factory
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON to standard output and nothing else there.")
 @out_option()
 @plots_option("the convergence figure (CRC's test error by round, with RC and ML; turns --curve on)")
-def simulate(as_json: bool, out: str | None, plots: str | None, **options):
+@click.pass_context
+def simulate(ctx, as_json: bool, out: str | None, plots: str | None, **options):
     """Simulate CRC on one machine and compare it with centralized ML and RC.
 
     With no options: naive Bayes, 50 peers on a random tree, 50 instances each,
@@ -44,6 +45,7 @@ def simulate(as_json: bool, out: str | None, plots: str | None, **options):
     if plots:
         options["curve"] = True
     config = SimulationConfig.from_settings(**options)
+    check_partition_options(ctx, config)
     warned = _warn_tiny_count(config.test_size)
     network = network_factory(config.topology, config.period or math.inf)
     started = time.perf_counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from crc.cli.options import options
+from crc.cli.options import check_partition_options, options
 from crc.cli.output import tiny_test_set_warning, warn
 from crc.cli.peer import check_address
 from crc.core.errors import CRCError
@@ -22,7 +22,8 @@ from crc.protocol.repeat import load_for, make_split, repeat_seeds
                    "(tcp://HOST:PORT, one per node, in node order): a key pair per peer, OUT/keys/node-<i>.key and "
                    ".key_secret, and OUT/known-peers-<i>.json with every other peer's address and public key. "
                    "Existing keys are replaced.")
-def split(out, addresses, **settings):
+@click.pass_context
+def split(ctx, out, addresses, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
     and OUT/schema.json (standardized on the pooled training set).
 
@@ -33,6 +34,7 @@ def split(out, addresses, **settings):
     """
     config = SimulationConfig.from_settings(**settings)
     config.validate()
+    check_partition_options(ctx, config, real_peers=True)
     if addresses is not None:
         addresses = [check_address(a.strip(), "--keys-for") for a in addresses.split(",") if a.strip()]
         if len(addresses) != config.nodes or len(set(addresses)) != len(addresses):

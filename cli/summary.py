@@ -22,8 +22,11 @@ def summary_lines(results: dict) -> list[str]:
     dynamic = f", redrawn every {cfg['period']} rounds" if cfg.get("period") else ""
     peers = "real peers on 127.0.0.1" if network else "peers"
     repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
-    lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} instances "
-             f"each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
+    if cfg.get("feature_blocks"):
+        lines = _feature_partition_head(cfg, per_peer, repeats)
+    else:
+        lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
+                 f"instances each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
                      f"aggregation '{cfg['aggregate']}'")
@@ -33,7 +36,7 @@ def summary_lines(results: dict) -> list[str]:
     extras += ["exact diffusion"] if cfg.get("exact_diffusion") else []
     extras += [f"{cfg['iters']} local steps per round"] if cfg.get("iters", 1) != 1 else []
     extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
-    if extras:
+    if extras and not cfg.get("feature_blocks"):
         lines.append("accelerated/varied: " + ", ".join(extras))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     if privacy:
@@ -73,6 +76,21 @@ def summary_lines(results: dict) -> list[str]:
     if marked:
         lines.extend(textwrap.wrap(DEGENERATE_NOTE, width=100))
     return lines
+
+
+def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str]:
+    """The first lines of a vertical or hybrid run: who holds which features of which instances."""
+    blocks = cfg["feature_blocks"]
+    widths = ", ".join(str(len(block)) for block in blocks)
+    if cfg["groups"] == 1:
+        head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
+                f"hold the same {per_group} training instances, {widths} features each; {cfg['rounds']} rounds of "
+                f"centralized RC run by the peers{repeats}")
+    else:
+        head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
+                f"instances ({cfg['partition']}): {cfg['peers']} peers, {widths} features per block; each block's "
+                f"statistics averaged on a {cfg['topology']} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
+    return textwrap.wrap(head, width=120)
 
 
 def print_summary(results: dict) -> None:

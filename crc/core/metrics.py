@@ -37,6 +37,25 @@ def node_errors(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: n
     return (node_predictions(model, stats, phi) != y[None, :]).mean(axis=1)
 
 
+def f1_scores(predictions: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """F1 of each row of predicted codes (n, m) against labels (m,), shape (n,): of class 1 for two classes (the
+    positive class, as scikit-learn's binary F1), else the mean over classes (macro F1). A class neither
+    predicted nor present scores 0, as scikit-learn's ``zero_division=0``."""
+    classes = [1] if n_classes == 2 else range(n_classes)
+    scores = []
+    for k in classes:
+        predicted, actual = predictions == k, (y == k)[None, :]
+        true_positive = np.sum(predicted & actual, axis=1)
+        denominator = predicted.sum(axis=1) + actual.sum()
+        scores.append(np.divide(2 * true_positive, denominator, out=np.zeros(len(predictions)), where=denominator > 0))
+    return np.mean(scores, axis=0)
+
+
+def node_f1(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """F1 (``f1_scores``) of each node's classifier, shape (n,)."""
+    return f1_scores(node_predictions(model, stats, phi), y, model.n_classes)
+
+
 def _blocks(model: GenerativeModel, n: int, m: int):
     block = max(1, EVAL_BLOCK_BYTES // max(1, 8 * m * model.n_classes))
     return range(0, n, block), block

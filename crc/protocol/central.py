@@ -22,11 +22,13 @@ class CentralCache(Protocol):
 
 def central_key(dataset: Dataset, config: SimulationConfig, repeat: int) -> dict:
     """Everything the centralized errors of one repeat depend on."""
-    return {"version": 3, "data": config.data, "label": config.label, "model_options": config.model_options,
+    feature_partition = {} if config.feature_partition is None else {
+        "partition": config.partition, "feature_blocks": config.feature_blocks}
+    return {"version": 4, "data": config.data, "label": config.label, "model_options": config.model_options,
             "schema": dataset.schema.fingerprint, "instances": len(dataset), "model": config.model,
             "train_size": config.train_size, "test_size": config.test_size, "lr": config.lr, "iterations": config.rc_iterations,
             "seed": config.seed, "repeat": repeat, "eval_instances": config.eval_instances,
-            **({} if config.rc_converged else {"rc_converged": False})}
+            **({} if config.rc_converged else {"rc_converged": False}), **feature_partition}
 
 
 CentralProgress = Callable[[str, int, int], None]
@@ -68,7 +70,7 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
         for name, stats in runs:
             train_err, test_err, test_loglik = rep.evaluate(stats[None, :])
             central[name] = {"train_error": float(train_err[0]), "test_error": float(test_err[0]),
-                             "test_loglik": float(test_loglik[0])}
+                             "test_loglik": float(test_loglik[0]), "test_f1": float(rep.test_f1(stats[None, :])[0])}
         if converged is not None:
             central["rc_converged"].update(iterations=len(converged.losses) - 1, best_iteration=converged.best_iteration)
         if cache is not None:

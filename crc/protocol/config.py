@@ -10,6 +10,7 @@ from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
 from crc.core.errors import CRCError
+from crc.core.feature_partition import FeaturePartition, is_feature_partition, parse_feature_partition
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
@@ -38,6 +39,8 @@ class SimulationConfig:
     local_size: int = 50
     pooled_size: int | None = None
     partition: str = "iid"
+    feature_blocks: tuple | None = None
+    """Vertical and hybrid partitions: each block's feature names (default: a seeded cut)."""
     alpha: float = 1.0
     size_skew: float = 0.0
     rounds: int = 64
@@ -108,7 +111,8 @@ class SimulationConfig:
             (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
             (self.pooled_size is None or self.pooled_size >= self.nodes,
              f"--train-size {self.pooled_size} leaves some of the {self.nodes} nodes without data"),
-            (self.partition in PARTITIONS, f"--partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}"),
+            (self.partition in PARTITIONS or is_feature_partition(self.partition),
+             f"--partition must be one of {', '.join(PARTITIONS)}, vertical[:K] or hybrid[:GxK], got {self.partition!r}"),
             (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
             (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
             (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
@@ -130,6 +134,10 @@ class SimulationConfig:
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+        if self.feature_blocks is not None and self.feature_partition is None:
+            raise CRCError("--blocks needs a vertical or hybrid --partition")
+        if self.feature_partition is not None and self.byzantine:
+            raise CRCError("--byzantine is not available with a vertical or hybrid partition")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
                        acceleration=acceleration)
@@ -141,6 +149,11 @@ class SimulationConfig:
         from crc.protocol.accountant import plan
 
         return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, releases=self.rounds)
+
+    @property
+    def feature_partition(self) -> FeaturePartition | None:
+        """The vertical or hybrid partition (``crc.core.feature_partition``), None for a horizontal one."""
+        return parse_feature_partition(self.partition) if is_feature_partition(self.partition) else None
 
     @property
     def acceleration(self) -> Acceleration:

@@ -20,6 +20,7 @@ from crc.core.engine import default_ess
 from crc.core.models import GenerativeModel, make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
+from crc.protocol.vertical import make_feature_split
 from crc.tables.datasets import load_dataset
 
 
@@ -56,8 +57,11 @@ def load_for(config: SimulationConfig) -> Dataset:
 def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     """Draw the training and test sets and share the training set out over the nodes.
 
-    A class without training instance is allowed (``Split.absent`` names it; callers warn).
+    A class without training instance is allowed (``Split.absent`` names it; callers warn). A vertical or hybrid
+    partition shares out features too (``crc.protocol.vertical``).
     """
+    if config.feature_partition is not None:
+        return make_feature_split(dataset, config, seed)
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
@@ -116,6 +120,11 @@ class Repeat:
         split = self.split
         return (self._train_errors(stats),
                 metrics.node_errors(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx]))
+
+    def test_f1(self, stats: np.ndarray) -> np.ndarray:
+        """F1 on the test sample (``crc.core.metrics.f1_scores``) of node statistics (n, size), shape (n,)."""
+        split = self.split
+        return metrics.node_f1(split.model, stats, split.phi_test[self.test_idx], split.y_test[self.test_idx])
 
     def evaluate(self, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Train errors, test errors and mean test log p(x, y) (in standardized units), each (n,), of node

@@ -41,7 +41,7 @@ def _errors(rep: Repeat, stats: np.ndarray) -> dict:
     train_err, test_err, test_loglik = rep.evaluate(stats)
     return {"train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
             "train_std": float(train_err.std()), "test_std": float(test_err.std()),
-            "test_loglik": float(test_loglik.mean())}
+            "test_loglik": float(test_loglik.mean()), "test_f1": float(rep.test_f1(stats).mean())}
 
 
 def add_honest(result: dict, rep: Repeat, final: np.ndarray, nodes: np.ndarray, byzantine: np.ndarray) -> None:
@@ -76,6 +76,8 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
                         "max": max(r["local_sizes"]["max"] for r in repeats)},
         "repeats": repeats,
     }
+    if "feature_partition" in repeats[0]:
+        summary["config"].update(repeats[0]["feature_partition"])
     if "rc_converged" in repeats[0]:
         summary["rc_converged"] = _mean_of([r["rc_converged"] for r in repeats])
         summary["test_gap_converged"] = float(np.mean([r["test_gap_converged"] for r in repeats]))

@@ -22,6 +22,7 @@ from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
+from crc.protocol.vertical import BestIterate, describe, resolve
 
 BYZANTINE_STREAM = 0xB1A5
 """Seeds the choice of Byzantine nodes and their noise apart from the split, graph and evaluation seeds."""
@@ -78,8 +79,12 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     privacy = config.privacy(rep.split.model)
     engine, mixing = make_engine(rep, config, network, privacy)
     curve = []
+    vertical = config.feature_partition is not None and config.feature_partition.kind == "vertical"
+    best = BestIterate(rep.split.model, rep.split.phi_train, rep.split.y_train, rep.split.parts, engine.stats) if vertical else None
 
     def on_round(round_: int, stats: np.ndarray) -> None:
+        if best is not None:
+            best.offer(stats)
         if config.curve:
             train_err, test_err = rep.errors(stats[rep.eval_nodes])
             curve.append({"round": round_, "train_error": float(train_err.mean()), "test_error": float(test_err.mean()),
@@ -88,8 +93,12 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
             progress(round_)
 
     final = engine.run(config.rounds, on_round)
+    if best is not None:
+        final = best.best
     result = repeat_results(rep, central, final[rep.eval_nodes], ess=engine.ess)
     result["rounds"] = curve
+    if config.feature_partition is not None:
+        result["feature_partition"] = describe(config, rep.split.model)
     if privacy is not None:
         result["privacy"] = privacy.to_json()
     if config.secure_aggregation:
@@ -113,6 +122,8 @@ def simulate(config: SimulationConfig, network: Network, *, dataset: Dataset | N
     """
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
+    if config.feature_partition is not None:
+        config = resolve(config, dataset)
     repeats = []
     for index in range(config.repeats):
         hook = (lambda round_, index=index: progress(index, round_)) if progress else None

@@ -14,7 +14,7 @@ from crc.tables.reader import read_csv
 
 BUNDLED = (
     "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",
-    "phoneme", "ring", "satimage", "spambase", "splice", "texture", "twonorm",
+    "phoneme", "ring", "satimage", "spambase", "splice", "texture", "twonorm", "wdbc", "german",
 )
 BUNDLED_LABEL = "class"
 SYNTHETIC = "synthetic"

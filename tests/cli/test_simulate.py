@@ -30,8 +30,9 @@ def test_simulate_json_on_bundled_data_has_the_contract_fields():
     out = json.loads(result.stdout)
     assert out["config"]["nodes"] == 5 and out["config"]["ess"] == pytest.approx(20 / 0.05)
     for name in ("ml", "rc"):
-        assert set(out[name]) == {"train_error", "test_error", "test_loglik"}
-    assert set(out["crc"]) == {"train_error", "test_error", "train_std", "test_std", "test_loglik"}
+        assert set(out[name]) == {"train_error", "test_error", "test_loglik", "test_f1"}
+    assert set(out["crc"]) == {"train_error", "test_error", "train_std", "test_std", "test_loglik", "test_f1"}
+    assert all(0 <= out[k]["test_f1"] <= 1 for k in ("ml", "rc", "crc"))
     assert out["test_gap"] == pytest.approx(out["crc"]["test_error"] - out["rc"]["test_error"])
     assert len(out["repeats"]) == 2 and [r["round"] for r in out["rounds"]] == [1, 2, 3, 4]
     assert all(0 <= out[k]["test_error"] <= 1 for k in ("ml", "rc", "crc"))

@@ -68,11 +68,12 @@ def test_split_is_seeded_disjoint_and_checks_size():
 
 
 def test_every_bundled_data_set_loads_with_documented_shape():
-    expected = {"letter": (20000, 16, 26), "mushroom": (5644, 22, 2), "optdigits": (5620, 64, 10), "splice": (3190, 60, 3)}
+    expected = {"letter": (20000, 16, 26), "mushroom": (5644, 22, 2), "optdigits": (5620, 64, 10), "splice": (3190, 60, 3),
+                "wdbc": (569, 30, 2), "german": (1000, 20, 2)}
     for name, (m, d, r) in expected.items():
         ds = load_bundled(name)
         assert ds.x.shape == (m, d) and ds.schema.n_classes == r
-    assert len(BUNDLED) == 15
+    assert len(BUNDLED) == 17
 
 
 def test_load_dataset_errors(tmp_path):

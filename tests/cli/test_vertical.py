@@ -1,0 +1,72 @@
+"""``crc simulate --partition vertical:K|hybrid…``: defaults that follow from the partition, clear refusals."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from crc.cli.main import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize("partition, peers, groups", [("vertical:2", 2, 1), ("vertical:3", 3, 1), ("hybrid", 4, 2)])
+def test_a_feature_partition_runs_on_wdbc_with_no_other_option(partition, peers, groups):
+    result = run("-q", "simulate", "--data", "wdbc", "--partition", partition, "--no-rc-converged", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["config"]["peers"] == peers and out["config"]["groups"] == groups == out["config"]["nodes"]
+    assert out["config"]["pooled_size"] == 427 and out["evaluation"]["test_instances"] == 142
+    assert 1 - out["crc"]["test_error"] > 0.85
+
+
+def test_the_summary_says_who_holds_what():
+    result = run("-q", "simulate", "--data", "wdbc", "--partition", "vertical:3", "--no-rc-converged", "--rounds", "4")
+    assert result.exit_code == 0, result.output
+    assert "3 peers hold the same 427 training instances, 10, 10, 10 features each" in " ".join(result.stdout.split())
+
+
+def test_a_blocks_file_names_the_features_of_each_peer(tmp_path):
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(json.dumps({"blocks": [["x1", "x2"], [f"x{j}" for j in range(3, 31)]]}))
+    result = run("-q", "simulate", "--data", "wdbc", "--partition", "vertical:2", "--blocks", str(blocks),
+                 "--no-rc-converged", "--rounds", "4", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["config"]["feature_blocks"][0] == ["x1", "x2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--partition", "vertical:2", "--nodes", "4"], "--nodes: not with --partition vertical:2"),
+    (["--partition", "hybrid", "--start", "uniform"], "--start: not with --partition hybrid"),
+    (["--partition", "vertical:2x3"], "a vertical partition has one group"),
+    (["--partition", "sideways"], "'sideways' is not one of"),
+    (["--partition", "vertical:40"], "cannot cut 30 features into 40 blocks"),
+    (["--partition", "vertical:2", "--model", "pc"], "factorises over feature blocks"),
+])
+def test_options_that_do_not_fit_the_partition_are_one_clear_line(args, message):
+    result = run("simulate", "--data", "wdbc", "--no-rc-converged", "--rounds", "2", *args)
+    assert result.exit_code in (1, 2)
+    assert message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{}", "expected"), ('{"blocks": [["x1"], []]}', "expected"), ('{"blocks": [["x1", "zz"]]}', "unknown feature"),
+    ("[1,", "not valid JSON"),
+])
+def test_a_bad_blocks_file_is_refused_naming_the_file(tmp_path, content, message):
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(content)
+    result = run("simulate", "--data", "wdbc", "--partition", "vertical:1", "--blocks", str(blocks), "--rounds", "2",
+                 "--no-rc-converged")
+    assert result.exit_code in (1, 2) and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", ["launch", "split"])
+def test_real_peers_refuse_a_feature_partition_until_they_take_one(command, tmp_path):
+    extra = ["--out", str(tmp_path / "d")] if command == "split" else []
+    result = run(command, "--data", "wdbc", "--partition", "vertical:2", *extra)
+    assert result.exit_code == 2 and "real peers take horizontal partitions only so far" in result.output
