@@ -28,7 +28,7 @@ from crc.core.calibration import soft_zero_one
 from crc.core.data import Dataset, split_indices, standardize
 from crc.core.errors import CRCError
 from crc.core.feature_partition import blocks_from_names, feature_blocks
-from crc.core.models.blocks import BlockProduct
+from crc.core.models.blocks import block_model
 from crc.core.partition import local_sizes, partition
 from crc.protocol.config import SimulationConfig
 
@@ -80,7 +80,7 @@ def make_feature_split(dataset: Dataset, config: SimulationConfig, seed):
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
                                                             - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
-    model = BlockProduct(config.model, schema, blocks_for(config, schema.feature_names), **config.model_options)
+    model = block_model(config.model, schema, blocks_for(config, schema.feature_names), **config.model_options)
     x_train = standardize(schema, dataset.x[train])
     groups = config.feature_partition.groups
     parts = partition("iid", dataset.y[train], local_sizes(config.train_size, groups, rng=rng))
@@ -110,7 +110,7 @@ class BestIterate:
         self.best[better], self.loss[better] = stats[better], losses[better]
 
 
-def describe(config: SimulationConfig, model: BlockProduct) -> dict:
+def describe(config: SimulationConfig, model) -> dict:
     """What a vertical or hybrid run adds to the results' ``config``: the partition's shape and every block's
     feature names (block ``b`` is held by peer ``group * blocks + b`` of each group)."""
     fp = config.feature_partition

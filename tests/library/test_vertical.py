@@ -61,7 +61,7 @@ def assert_same_statistics(actual, desired):
 
 
 @pytest.mark.parametrize("data, model", [("wdbc", "nb"), ("wdbc", "qda"), ("german", "nb"), ("german", "qda"),
-                                         ("penbased", "nb"), ("penbased", "qda"), ("magic", "qda")])
+                                         ("penbased", "nb"), ("penbased", "qda"), ("magic", "qda"), ("wdbc", "pc")])
 def test_a_vertical_group_runs_centralized_rc_of_the_block_model_round_by_round(data, model):
     config, rep, engine = _engine_and_reference(data, model, "vertical:3", 400)
     split = rep.split
@@ -112,6 +112,6 @@ def test_blocks_can_be_named_and_must_match_the_partition():
 def test_vertical_options_that_do_not_apply_are_refused():
     with pytest.raises(CRCError, match="needs a vertical or hybrid"):
         SimulationConfig.from_settings(feature_blocks=(("x1",),)).validate()
-    with pytest.raises(CRCError, match="factorises"):
-        simulate(SimulationConfig.from_settings(data="wdbc", model="pc", partition="vertical:2", rc_converged=False),
-                 network_factory("tree"))
+    with pytest.raises(CRCError, match="products split by feature block"):
+        simulate(SimulationConfig.from_settings(data="wdbc", model="pc", structure="region-graph", partition="vertical:2",
+                                                rc_converged=False), network_factory("tree"))

@@ -26,8 +26,11 @@ from dataclasses import replace
 import numpy as np
 
 from crc.core.errors import CRCError
-from crc.core.models.base import LinearFamilyModel
+from crc.core.models.base import GenerativeModel, LinearFamilyModel
+from crc.core.models.circuit import SPREAD, MixtureCircuit, seeded_leaves
 from crc.core.models.layout import Layout
+from crc.core.models.naive_bayes import NaiveBayes
+from crc.core.models.qda import QDA
 from crc.core.schema import Schema
 
 BLOCK_KINDS = ("nb", "qda")
@@ -147,3 +150,73 @@ class BlockProduct(LinearFamilyModel):
     def record_bound(self, clip: float) -> float:
         """||phi(x)|| of the joined map: the blocks' bounds add in squares."""
         return float(np.sqrt(sum(part.record_bound(clip) ** 2 for part in self.parts)))
+
+    def seeded_rows(self, count: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` table rows (n, n_columns) of weight ``count`` whose leaves are drawn from ``rng`` block by block
+        (``seeded_block_rows``): the symmetry-breaking start of a mixture over block products."""
+        return np.concatenate([seeded_block_rows(part, count, n, rng) for part in self.parts], axis=1)
+
+
+def seeded_block_rows(part: GenerativeModel, count: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` rows (n, part's n_columns) of one block's statistics of weight ``count``, count column included:
+    Gaussian leaves of mean ``SPREAD * z`` (z standard normal) and unit (co)variance, seeded category probabilities
+    (``crc.core.models.circuit.seeded_leaves`` for naive Bayes)."""
+    counts = np.full((n, 1), count)
+    if isinstance(part, NaiveBayes):
+        return np.concatenate([counts, seeded_leaves(part, count, n, rng)], axis=1)
+    if not isinstance(part, QDA):
+        raise CRCError(f"no seeded start for {part.kind!r} blocks")
+    dc, categorical = len(part.continuous), part.categorical
+    rows = []
+    for _ in range(n):
+        mean = SPREAD * rng.standard_normal(dc)
+        outer = (np.eye(dc) + np.outer(mean, mean))[part.upper]
+        raw = 1.0 + rng.random(categorical.width)
+        totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
+        rows.append(np.concatenate([[count], count * mean, count * outer, count * raw / totals]))
+    return np.array(rows)
+
+
+class BlockMixture(MixtureCircuit):
+    """A latent mixture of block products: p(x, y) = sum_k p(y, k) prod_b p_b(x_b | y, k).
+
+    The product over blocks of FedPC's vertical circuits, with a latent component that couples the blocks: given
+    (y, k) the blocks are independent, so a group of peers sums its blocks' scores of every (y, k) sub-class exactly
+    like a block product's class scores, and the component responsibilities q(k | x, y) come from those sums.
+    Its statistics are those of a block product over the r K sub-classes (``MixtureCircuit`` with block-product
+    leaves); EM gives the ML start, RC steps calibrate it.
+    """
+
+    structure = "block-mixture"
+
+    def __init__(self, kind: str, schema: Schema, blocks: list[list[int]], **options):
+        self.block_kind, self.blocks = kind, [list(block) for block in blocks]
+        super().__init__(schema, **options)
+
+    def _leaves(self, subclasses: Schema) -> GenerativeModel:
+        return BlockProduct(self.block_kind, subclasses, self.blocks)
+
+    def _structure_digest(self) -> str:
+        return f"{super()._structure_digest()}:{self.leaves._structure_digest()}"
+
+    def _seeded_rows(self, count: float, rng: np.random.Generator) -> np.ndarray:
+        return self.leaves.seeded_rows(count, self.components, rng)
+
+    def ess(self, s: np.ndarray) -> np.ndarray:
+        return self.leaves.ess(s)
+
+    def block_scores(self, theta: dict, phi: np.ndarray, b: int) -> np.ndarray:
+        """log p_b(x_b | y, k) of shape (..., m, r K): what the peer holding block ``b`` contributes."""
+        return self.leaves.block_scores(theta, phi, b)
+
+
+def block_model(kind: str, schema: Schema, blocks: list[list[int]], **options) -> GenerativeModel:
+    """The model of a vertical or hybrid run of ``--model kind``: a block product for naive Bayes and QDA; for
+    ``pc`` (the mixture structure) a latent mixture of naive-Bayes block products with its ``components``."""
+    if kind == "pc":
+        structure = options.pop("structure", "mixture")
+        if structure != "mixture":
+            raise CRCError(f"a vertical partition needs a circuit whose products split by feature block: the mixture "
+                           f"structure, not {structure!r}")
+        return BlockMixture("nb", schema, blocks, **options)
+    return BlockProduct(kind, schema, blocks, **options)

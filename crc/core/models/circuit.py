@@ -49,9 +49,12 @@ class MixtureCircuit(GenerativeModel):
     def __init__(self, schema: Schema, *, components: int = COMPONENTS.default, structure_seed: int = STRUCTURE_SEED.default):
         self.components = COMPONENTS.check(components)
         self.structure_seed = STRUCTURE_SEED.check(structure_seed)
-        subclasses = tuple(f"{c}\x1f{k}" for c in schema.classes for k in range(components))
-        self.leaves = NaiveBayes(replace(schema, classes=subclasses))
+        self.leaves = self._leaves(subclass_schema(schema, self.components))
         super().__init__(schema)
+
+    def _leaves(self, subclasses: Schema) -> GenerativeModel:
+        """The leaves' model over the (y, k) sub-classes: naive Bayes, every product covering all features."""
+        return NaiveBayes(subclasses)
 
     def _layout(self) -> Layout:
         return self.leaves.layout
@@ -115,9 +118,18 @@ class MixtureCircuit(GenerativeModel):
         if self.components == 1:
             return self.leaves.uniform(m0)
         per_component = m0 / (self.n_classes * self.components)
-        leaves = seeded_leaves(self.leaves, per_component, self.components, np.random.default_rng(self.structure_seed))
-        rows = np.concatenate([np.full((self.components, 1), per_component), leaves], axis=1)
+        rows = self._seeded_rows(per_component, np.random.default_rng(self.structure_seed))
         return np.tile(rows.reshape(-1), self.n_classes)
+
+    def _seeded_rows(self, count: float, rng: np.random.Generator) -> np.ndarray:
+        """The ``components`` rows (K, n_columns) of every class's start: count ``count`` each, seeded leaves."""
+        leaves = seeded_leaves(self.leaves, count, self.components, rng)
+        return np.concatenate([np.full((self.components, 1), count), leaves], axis=1)
+
+
+def subclass_schema(schema: Schema, components: int) -> Schema:
+    """``schema`` with each class y split into the sub-classes (y, 0) … (y, components - 1), class-major."""
+    return replace(schema, classes=tuple(f"{c}\x1f{k}" for c in schema.classes for k in range(components)))
 
 
 def seeded_leaves(leaves: NaiveBayes, count: float, n: int, rng: np.random.Generator) -> np.ndarray:
