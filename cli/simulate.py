@@ -24,7 +24,8 @@ from crc.topologies import network_factory
               help="Independent repeats (fresh split and graph); figures are their means.")
 @click.option("--curve", is_flag=True, help="Record the per-round errors (the results' 'rounds' list); on with --plots.")
 @click.option("--baseline", is_flag=True,
-              help="Also evaluate the mixture of the peers' own ML models weighted by local sizes (federated-circuits baseline).")
+              help="Also evaluate the federated-circuits (FedPC) one-pass baseline: the mixture of the peers' own ML models "
+                   "weighted by local sizes; with a vertical or hybrid partition, FedPC's Algorithm 1 (crc.protocol.fedpc).")
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many seeded peers send poisoned (ESS-valid) statistics every round; the results "
                    "add the honest peers' errors ('honest').")

@@ -11,7 +11,7 @@ from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
 ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
-        ("mixture of nodes", "mixture_of_nodes"))
+        ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
 
 
 def summary_lines(results: dict) -> list[str]:
@@ -22,7 +22,7 @@ def summary_lines(results: dict) -> list[str]:
     dynamic = f", redrawn every {cfg['period']} rounds" if cfg.get("period") else ""
     peers = "real peers on 127.0.0.1" if network else "peers"
     repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
-    if cfg.get("feature_blocks"):
+    if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
     else:
         lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
@@ -36,7 +36,7 @@ def summary_lines(results: dict) -> list[str]:
     extras += ["exact diffusion"] if cfg.get("exact_diffusion") else []
     extras += [f"{cfg['iters']} local steps per round"] if cfg.get("iters", 1) != 1 else []
     extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
-    if extras and not cfg.get("feature_blocks"):
+    if extras and not cfg.get("block_features"):
         lines.append("accelerated/varied: " + ", ".join(extras))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     if privacy:
@@ -80,7 +80,7 @@ def summary_lines(results: dict) -> list[str]:
 
 def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str]:
     """The first lines of a vertical or hybrid run: who holds which features of which instances."""
-    blocks = cfg["feature_blocks"]
+    blocks = cfg["block_features"]
     widths = ", ".join(str(len(block)) for block in blocks)
     if cfg["groups"] == 1:
         head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from crc.report.kinds import CONVERGENCE, FIRST_ROUND, GAP, LEARNING_CURVE, MODEL_COMPARISON, TableKind
+from crc.report.kinds import CONVERGENCE, FIRST_ROUND, GAP, LEARNING_CURVE, MODEL_COMPARISON, PARTITIONS, TableKind
 
 DEFAULT_DATASETS = ("letter", "magic", "penbased", "satimage", "optdigits", "twonorm", "ring", "texture", "marketing", "mushroom")
 TEST_INSTANCES = 2000
@@ -31,6 +31,8 @@ class Column:
     header: str
     overrides: dict = field(default_factory=dict)
     paper_letter: tuple = ()
+    all_training: bool = False
+    """The pooled training set is every instance the table's test set leaves (``pooled_size`` set per data set)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,10 @@ class Table:
     note: str = ""
     in_all: bool = True
     """Whether ``crc experiment all`` runs it (the paper's tables and the circuits do; the privacy study does not)."""
+    test_size: float = TEST_INSTANCES
+    """Every cell's test set: a count, or a fraction of the data set below 1."""
+    datasets: tuple = DEFAULT_DATASETS
+    """The data sets ``crc experiment`` runs without ``--datasets``."""
 
     @property
     def needs_curve(self) -> bool:
@@ -108,6 +114,26 @@ TABLES = {
               note="Every peer clips its standardized continuous values to [-B, B] (--clip, default 1) and releases each "
                    "round's statistics with Gaussian noise solved for (ε, δ) over the 64 rounds by the RDP accountant; "
                    "ε=∞ is the paper's algorithm (no clipping, no noise). Not a table of the paper.", in_all=False),
+        Table("fedpc", "Horizontal, vertical and hybrid partitions: accuracy and F1 of CRC, centralized RC and FedPC's "
+              "one-pass baseline, beside the federated-circuits paper's Table 6", PARTITIONS,
+              tuple(Column(f"{key}-{model}", f"{header}, {model.upper()}",
+                           {"model": model, "partition": partition, "baseline": True, "rc_converged": False, **extra},
+                           all_training=True)
+                    for key, header, partition, extra in (("h5", "horizontal, 5 peers", "iid", {"nodes": 5}),
+                                                          ("h10", "horizontal, 10 peers", "iid", {"nodes": 10}),
+                                                          ("v2", "vertical, 2 peers", "vertical:2", {}),
+                                                          ("v3", "vertical, 3 peers", "vertical:3", {}),
+                                                          ("y2", "hybrid 2x2, 4 peers", "hybrid:2", {}),
+                                                          ("y3", "hybrid 3x3, 9 peers", "hybrid:3", {}))
+                    for model in ("nb", "qda", "pc")),
+              note="Every cell trains on all the instances its test set (20 %) leaves. Horizontal: the peers on a "
+                   "random tree, the default algorithm; the baseline is FedPC's horizontal one-pass circuit, a sum "
+                   "node over the peers' own ML models (the mixture of nodes). Vertical: one group of peers holds "
+                   "every training instance, each a block of the features; CRC is centralized RC of the block model, "
+                   "run by the peers. Hybrid GxG: G groups of instances x G blocks of features. PC: the mixture of "
+                   "K = 2 block products. FedPC one-pass: Algorithm 1 of the paper with naive-Bayes leaf circuits "
+                   "(crc.protocol.fedpc). german stands in for the paper's credit data.",
+              in_all=False, test_size=0.2, datasets=("wdbc", "german")),
         Table("table12", "Test gap by period of a dynamic network (a fresh random tree every period rounds)", GAP,
               tuple(Column(f"period{p}", "∞" if p == math.inf else str(p), {} if p == math.inf else {"period": p}, (letter,))
                     for p, letter in zip((math.inf, 8, 4, 2, 1), (0.59, 0.57, 0.57, 0.57, 0.57)))),

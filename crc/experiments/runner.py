@@ -31,10 +31,11 @@ from crc.core.data import Dataset
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, atomic_write_text, read_json
 from crc.core.models import all_options
-from crc.experiments.grids import REFERENCE_SIZE, TABLES, TEST_INSTANCES, Table
+from crc.experiments.grids import REFERENCE_SIZE, TABLES, Table
 from crc.experiments.summary import assemble
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.protocol.repeat import load_for
+from crc.protocol.vertical import held_out_count, resolve
 from crc.report.tables import table_csv, table_markdown
 from crc.tables.datasets import BUNDLED, SYNTHETIC, load_dataset
 
@@ -117,20 +118,26 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
     set has carry ``skip``; the synthetic set is drawn at the size each cell needs.
     """
     cells = []
-    for data in datasets:
+    for data in datasets if datasets is not None else table.datasets:
         csv_label = None if data in BUNDLED or data == SYNTHETIC else label
-        available = math.inf if data == SYNTHETIC else len(_stored_dataset(data, csv_label)) - TEST_INSTANCES
+        size = math.inf if data == SYNTHETIC else len(_stored_dataset(data, csv_label))
+        n_test = held_out_count(size, table.test_size) if size != math.inf else table.test_size
+        available = size - n_test
         for column in table.columns:
             overrides = {**(defaults or {}), **column.overrides}
             if column.key == "reference":
                 overrides["local_size"] = int(min(REFERENCE_SIZE, available))
+            if column.all_training:
+                overrides["pooled_size"] = int(available)
             settings = {"model": model, **overrides}
-            config = SimulationConfig.from_settings(data=data, label=csv_label, repeats=repeats, seed=seed, test_size=TEST_INSTANCES,
-                                      curve=table.needs_curve, **settings)
+            config = SimulationConfig.from_settings(data=data, label=csv_label, repeats=repeats, seed=seed,
+                                                    test_size=table.test_size, curve=table.needs_curve, **settings)
             config.validate()
+            if config.feature_partition is not None:  # its cell files record the resolved configuration
+                config = resolve(config, _dataset_for(config))
             skip = ""
             if config.train_size > available:
-                skip = f"needs {config.train_size} training + {TEST_INSTANCES} test instances, has {available + TEST_INSTANCES}"
+                skip = f"needs {config.train_size} training + {n_test} test instances, has {available + n_test}"
             elif table.central_only and column.key != "reference" and config.train_size >= min(REFERENCE_SIZE, available):
                 skip = f"not below the reference size {int(min(REFERENCE_SIZE, available))}"
             cells.append(Cell(table.name, short_name(data), column.key, config, skip))

@@ -5,7 +5,7 @@ Each finished cell is summarised by the table's kind (``TableKind.summarise``).
 
 from __future__ import annotations
 
-from crc.experiments.grids import TEST_INSTANCES, Table
+from crc.experiments.grids import Table
 
 
 def assemble(table: Table, datasets: list[str], records: dict) -> dict:
@@ -25,7 +25,7 @@ def assemble(table: Table, datasets: list[str], records: dict) -> dict:
             config = record["results"]["config"]
             seconds += record["seconds"]
             settings = {"model": "per column" if table.kind.columns_choose_model else config["model"],
-                        "repeats": config["repeats"], "seed": config["seed"], "test_instances": TEST_INSTANCES}
+                        "repeats": config["repeats"], "seed": config["seed"], "test_instances": table.test_size}
             summary = table.kind.summarise(column.key, record["results"], finished)
             cells[column.key] = {"pending": True} if summary is None else {**summary, "seconds": record["seconds"]}
         rows.append({"data": data, "cells": cells})

@@ -22,4 +22,5 @@ def mixture_of_nodes(rep: Repeat) -> dict:
         result[f"{name}_error"] = float(np.mean(scores.argmax(axis=1) != y))
         if name == "test":
             result["test_loglik"] = float(np.take_along_axis(scores, y[:, None], axis=1).mean())
+            result["test_f1"] = float(metrics.f1_scores(scores.argmax(axis=1)[None, :], y, split.model.n_classes)[0])
     return result

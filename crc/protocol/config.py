@@ -72,6 +72,8 @@ class SimulationConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "model_options", model_options(self.model, self.model_options))
+        if self.feature_blocks is not None:
+            object.__setattr__(self, "feature_blocks", tuple(tuple(block) for block in self.feature_blocks))
 
     @classmethod
     def from_settings(cls, **settings) -> SimulationConfig:
@@ -100,6 +102,8 @@ class SimulationConfig:
             value = getattr(self, f.name)
             if f.name == "model_options":
                 out.update(value)
+            elif f.name == "feature_blocks" and value is not None:
+                out[f.name] = [list(block) for block in value]
             else:
                 out[f.name] = value
         return out

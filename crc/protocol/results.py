@@ -83,8 +83,9 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
         summary["test_gap_converged"] = float(np.mean([r["test_gap_converged"] for r in repeats]))
     if "honest" in repeats[0]:
         summary["honest"] = _mean_of([r["honest"] for r in repeats])
-    if "mixture_of_nodes" in repeats[0]:
-        summary["mixture_of_nodes"] = _mean_of([r["mixture_of_nodes"] for r in repeats])
+    for baseline in ("mixture_of_nodes", "fedpc"):
+        if baseline in repeats[0]:
+            summary[baseline] = _mean_of([r[baseline] for r in repeats])
     absent = sorted({label for r in repeats for label in r.get("absent_classes", [])})
     if absent:
         summary["absent_classes"] = absent

@@ -18,6 +18,7 @@ from crc.core.privacy import Privacy, clip_standardized, release
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, CentralProgress, central_results
 from crc.protocol.config import SimulationConfig
+from crc.protocol.fedpc import fedpc_results
 from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
@@ -108,7 +109,10 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
     if config.baseline:
-        result["mixture_of_nodes"] = mixture_of_nodes(rep)
+        if config.feature_partition is None:
+            result["mixture_of_nodes"] = mixture_of_nodes(rep)
+        else:
+            result["fedpc"] = fedpc_results(rep, dataset, seed=config.seed)
     return result
 
 

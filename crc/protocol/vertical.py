@@ -115,5 +115,5 @@ def describe(config: SimulationConfig, model) -> dict:
     feature names (block ``b`` is held by peer ``group * blocks + b`` of each group)."""
     fp = config.feature_partition
     names = model.schema.feature_names
-    return {"partition": fp.spec, "groups": fp.groups, "peers": fp.peers,
-            "feature_blocks": [[names[j] for j in block] for block in model.blocks]}
+    return {"groups": fp.groups, "blocks": fp.blocks, "peers": fp.peers,
+            "block_features": [[names[j] for j in block] for block in model.blocks]}

@@ -72,8 +72,10 @@ def heading(table: dict) -> list[str]:
     lines = [f"# {table['table']}: {table['title']}", ""]
     settings = table.get("settings") or {}
     if settings:
+        test = settings["test_instances"]
+        test = f"{test:g} test instances" if test >= 1 else f"{test:.0%} of each data set as test instances"
         lines += [f"Model {settings['model']}, {settings['repeats']} repeat(s) (seed {settings['seed']}), "
-                  f"{settings['test_instances']} test instances per repeat; compute time {table['seconds']:.0f} s.", ""]
+                  f"{test} per repeat; compute time {table['seconds']:.0f} s.", ""]
     if table.get("note"):
         lines += [table["note"], ""]
     return lines

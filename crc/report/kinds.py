@@ -14,6 +14,7 @@ from crc.report.convergence import ConvergenceKind, FirstRoundKind
 from crc.report.gap import GapKind
 from crc.report.learning_curve import LearningCurveKind
 from crc.report.model_comparison import ModelComparisonKind
+from crc.report.partitions import PartitionsKind
 from crc.report.table_kind import Plot, TableKind
 
 GAP = GapKind()
@@ -21,8 +22,9 @@ CONVERGENCE = ConvergenceKind()
 LEARNING_CURVE = LearningCurveKind()
 FIRST_ROUND = FirstRoundKind()
 MODEL_COMPARISON = ModelComparisonKind()
+PARTITIONS = PartitionsKind()
 
-KINDS = {kind.name: kind for kind in (GAP, CONVERGENCE, LEARNING_CURVE, FIRST_ROUND, MODEL_COMPARISON)}
+KINDS = {kind.name: kind for kind in (GAP, CONVERGENCE, LEARNING_CURVE, FIRST_ROUND, MODEL_COMPARISON, PARTITIONS)}
 
 
 def kind_of(table: dict) -> TableKind:
@@ -34,4 +36,5 @@ def kind_of(table: dict) -> TableKind:
     return kind
 
 
-__all__ = ["CONVERGENCE", "FIRST_ROUND", "GAP", "KINDS", "LEARNING_CURVE", "MODEL_COMPARISON", "Plot", "TableKind", "kind_of"]
+__all__ = ["CONVERGENCE", "FIRST_ROUND", "GAP", "KINDS", "LEARNING_CURVE", "MODEL_COMPARISON", "PARTITIONS", "Plot", "TableKind",
+           "kind_of"]

@@ -34,7 +34,7 @@ def test_a_blocks_file_names_the_features_of_each_peer(tmp_path):
     result = run("-q", "simulate", "--data", "wdbc", "--partition", "vertical:2", "--blocks", str(blocks),
                  "--no-rc-converged", "--rounds", "4", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["config"]["feature_blocks"][0] == ["x1", "x2"]
+    assert json.loads(result.stdout)["config"]["block_features"][0] == ["x1", "x2"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -138,3 +138,20 @@ def test_acceleration_settings_are_columns_of_every_cell_and_key_them(tmp_path):
     assert fast["rows"][0]["cells"]["period1"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
     assert fast["rows"][0]["cells"]["period1"]["converged_gap"] == pytest.approx(direct["test_gap_converged"], abs=1e-12)
     assert "(" in table_markdown(fast)  # the gap to converged RC in brackets
+
+
+def test_the_partitions_table_runs_resumably_on_its_own_data_sets_beside_the_paper(tmp_path):
+    """fedpc: every cell trains on all that its 20 % test set leaves; vertical cells record their resolved
+    configuration, so a second run finds every cell done; the Markdown cites the paper's Table 6."""
+    quick = {"rounds": 8, "rc_iterations": 8}
+    (table,), calls = run(["fedpc"], tmp_path, datasets=None, repeats=1, defaults=quick)
+    assert [row["data"] for row in table["rows"]] == ["wdbc", "german"]
+    assert len(calls["finished"]) == 2 * len(TABLES["fedpc"].columns)
+    _, again = run(["fedpc"], tmp_path, datasets=None, repeats=1, defaults=quick)
+    assert again["pending"] == []
+    wdbc = table["rows"][0]["cells"]
+    assert wdbc["v2-nb"]["crc_accuracy"] == pytest.approx(wdbc["v2-nb"]["rc_accuracy"], abs=1e-12)
+    assert all(0.5 < cell["baseline_accuracy"] <= 1 and 0 <= cell["crc_f1"] <= 1 for cell in wdbc.values())
+    text = (tmp_path / "fedpc.md").read_text()
+    assert "| vertical, 2 peers | FC [PC] (paper, cited) | 0.96 | 0.96 | 0.92 | 0.67 |" in text
+    assert "20% of each data set as test instances" in text

@@ -91,9 +91,9 @@ def test_a_vertical_run_is_centralized_rc_and_names_its_blocks():
     results = simulate(config, network_factory(config.topology))
     assert results["crc"]["test_error"] == pytest.approx(results["rc"]["test_error"], abs=1e-12)
     assert results["crc"]["train_error"] == pytest.approx(results["rc"]["train_error"], abs=1e-12)
-    assert results["config"]["partition"] == "vertical:3" and results["config"]["peers"] == 3
+    assert results["config"]["partition"] == "vertical:3" and results["config"]["peers"] == 3 == results["config"]["blocks"]
     assert results["config"]["nodes"] == 1 and results["config"]["pooled_size"] == 569 - 142
-    blocks = results["config"]["feature_blocks"]
+    blocks = results["config"]["block_features"]
     assert sorted(name for block in blocks for name in block) == sorted(f"x{j}" for j in range(1, 31))
     assert 1 - results["crc"]["test_error"] > 0.9 and 0.85 < results["crc"]["test_f1"] <= 1
 
@@ -102,7 +102,7 @@ def test_blocks_can_be_named_and_must_match_the_partition():
     names = (tuple(f"x{j}" for j in range(1, 11)), tuple(f"x{j}" for j in range(11, 31)))
     config = SimulationConfig.from_settings(data="wdbc", partition="vertical:2", feature_blocks=names, rc_converged=False)
     results = simulate(config, network_factory(config.topology))
-    assert results["config"]["feature_blocks"] == [list(block) for block in names]
+    assert results["config"]["block_features"] == [list(block) for block in names]
     with pytest.raises(CRCError, match="lists 2 blocks, partition vertical:3 has 3"):
         simulate(config.with_settings(partition="vertical:3"), network_factory(config.topology))
     with pytest.raises(CRCError, match="unknown feature"):
