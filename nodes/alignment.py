@@ -1,0 +1,136 @@
+"""Aligning the instances of a vertical group by their ids, with a private set intersection (PSI) and no coordinator.
+
+The peers of a group each hold some instance ids. The label holder runs an ECDH-based PSI (OpenMined's
+``openmined.psi``: both sides blind hashed ids with secret exponents on an elliptic curve) as the client with every
+other member, over their encrypted channels, and learns its overlap with each; it intersects those overlaps, and
+sends the group's ids, sorted, to every member. Then every member orders its rows by that list.
+
+What is revealed: each member learns the size of the label holder's id set and the group's intersection (ids it
+holds itself); the label holder learns, for every member, which of its own ids that member holds (with three or
+more members this can be more than the group's intersection). Nobody learns an id it does not hold.
+
+The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, and a message that does
+not parse or does not fit is a ``Rejected`` with cause ``psi``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crc.core.errors import CRCError
+
+PSI_FALSE_POSITIVE_RATE = 0.0
+"""The server's setup is sent raw (no Bloom or Golomb filter): the intersection is exact."""
+BYTES_PER_ID = 80
+"""Bound on a PSI message's bytes per id (a compressed curve point is 33 bytes; protobuf adds a few)."""
+MESSAGE_OVERHEAD = 4096
+MAX_ID_BYTES = 256
+"""Longest instance id accepted (UTF-8 bytes)."""
+
+
+class PSIUnavailable(CRCError):
+    """The PSI library is not installed."""
+
+
+def _psi():
+    try:
+        import private_set_intersection.python as psi
+    except ModuleNotFoundError:
+        raise PSIUnavailable("aligning a vertical group's ids needs OpenMined's PSI library: "
+                             "pip install 'crc-p2p[vertical]' (or '.[vertical]' from a clone)") from None
+    return psi
+
+
+class AlignmentError(CRCError):
+    """A PSI message that does not parse or fit (one line: who sent what)."""
+
+
+def check_ids(ids: list[str], what: str) -> list[str]:
+    """Instance ids as a peer holds them: non-empty strings of at most MAX_ID_BYTES, no duplicates; a CRCError
+    naming ``what`` and the first offender otherwise."""
+    seen: set[str] = set()
+    for row, value in enumerate(ids, start=1):
+        if not isinstance(value, str) or not value or len(value.encode()) > MAX_ID_BYTES:
+            raise CRCError(f"{what}: row {row}: an instance id must be a non-empty text of at most {MAX_ID_BYTES} bytes")
+        if value in seen:
+            raise CRCError(f"{what}: row {row}: instance id {value!r} appears twice")
+        seen.add(value)
+    if not ids:
+        raise CRCError(f"{what}: no instance ids")
+    return list(ids)
+
+
+def _limit(n_ids: int) -> int:
+    return MESSAGE_OVERHEAD + BYTES_PER_ID * n_ids
+
+
+def _parse(kind, raw: bytes, n_ids: int, what: str):
+    if not isinstance(raw, bytes) or len(raw) > _limit(n_ids):
+        raise AlignmentError(f"{what}: a PSI message of {len(raw) if isinstance(raw, bytes) else '?'} bytes, more than "
+                             f"{n_ids} ids need")
+    message = kind()
+    try:
+        message.ParseFromString(raw)
+    except Exception as exc:  # protobuf's DecodeError and its kin: anything that does not parse
+        raise AlignmentError(f"{what}: a PSI message that does not parse ({type(exc).__name__})") from None
+    return message
+
+
+@dataclass
+class LabelHolderPSI:
+    """The label holder's side: one PSI client (a fresh secret key) and its request, sent to every member.
+
+    ``request`` -> bytes for each member; ``overlap(setup, response, member_size, member)`` -> the label holder's
+    ids that member holds; ``intersection(overlaps)`` -> the group's ids, sorted.
+    """
+
+    ids: list[str]
+
+    def __post_init__(self):
+        self._psi = _psi()
+        self._client = self._psi.client.CreateWithNewKey(True)
+        self.request = self._client.CreateRequest(self.ids).SerializeToString()
+
+    def overlap(self, setup: bytes, response: bytes, member_size: int, member: str) -> set[str]:
+        psi = self._psi
+        parsed_setup = _parse(psi.ServerSetup, setup, member_size, f"PSI setup from {member}")
+        parsed_response = _parse(psi.Response, response, len(self.ids), f"PSI response from {member}")
+        try:
+            indices = self._client.GetIntersection(parsed_setup, parsed_response)
+        except Exception as exc:  # the library raises its own errors on inconsistent messages
+            raise AlignmentError(f"PSI answer from {member} is inconsistent ({type(exc).__name__})") from None
+        if any(not 0 <= i < len(self.ids) for i in indices):
+            raise AlignmentError(f"PSI answer from {member} names rows the label holder does not have")
+        return {self.ids[i] for i in indices}
+
+    def intersection(self, overlaps: list[set[str]]) -> list[str]:
+        common = set(self.ids)
+        for overlap in overlaps:
+            common &= overlap
+        return sorted(common)
+
+
+def answer_request(ids: list[str], request: bytes, holder_size: int, holder: str) -> tuple[bytes, bytes]:
+    """A member's side: (setup, response) bytes answering the label holder's request, with a fresh secret key.
+    ``holder_size`` bounds the request (the label holder's number of ids, which it announces)."""
+    psi = _psi()
+    server = psi.server.CreateWithNewKey(True)
+    parsed = _parse(psi.Request, request, holder_size, f"PSI request from {holder}")
+    try:
+        response = server.ProcessRequest(parsed)
+    except Exception as exc:
+        raise AlignmentError(f"PSI request from {holder} is malformed ({type(exc).__name__})") from None
+    setup = server.CreateSetupMessage(PSI_FALSE_POSITIVE_RATE, holder_size, ids, psi.DataStructure.RAW)
+    return setup.SerializeToString(), response.SerializeToString()
+
+
+def rows_in_order(ids: list[str], group_ids: list[str], what: str) -> list[int]:
+    """The row of each of the group's ids in a member's ``ids`` (the member's rows in the group's order); a CRCError
+    when the group names an id the member does not hold (a label holder that lies) or repeats one."""
+    position = {value: row for row, value in enumerate(ids)}
+    if len(set(group_ids)) != len(group_ids):
+        raise AlignmentError(f"{what}: the group's id list repeats an id")
+    missing = [value for value in group_ids if value not in position]
+    if missing:
+        raise AlignmentError(f"{what}: the group's id list names {len(missing)} id(s) this peer does not hold")
+    return [position[value] for value in group_ids]

@@ -1,0 +1,54 @@
+"""Aligning a vertical group's instances by a private set intersection (crc.nodes.alignment), in-process."""
+
+import pytest
+
+from crc.core.errors import CRCError
+from crc.nodes.alignment import AlignmentError, LabelHolderPSI, answer_request, check_ids, rows_in_order
+
+
+def _align(holder_ids, members):
+    holder = LabelHolderPSI(holder_ids)
+    overlaps = []
+    for name, ids in members.items():
+        setup, response = answer_request(ids, holder.request, len(holder_ids), "holder")
+        overlaps.append(holder.overlap(setup, response, len(ids), name))
+    return holder, overlaps, holder.intersection(overlaps)
+
+
+def test_the_group_learns_exactly_the_ids_every_member_holds_and_orders_its_rows_by_them():
+    holder_ids = [f"p{i}" for i in range(0, 300)]
+    members = {"a": [f"p{i}" for i in range(100, 400)][::-1], "b": [f"p{i}" for i in range(0, 600, 2)]}
+    _, overlaps, group = _align(holder_ids, members)
+    assert overlaps[0] == {f"p{i}" for i in range(100, 300)}  # the holder's overlap with member a
+    assert group == sorted(f"p{i}" for i in range(100, 300, 2))
+    for ids in (holder_ids, *members.values()):
+        rows = rows_in_order(ids, group, "peer")
+        assert [ids[row] for row in rows] == group
+
+
+def test_no_overlap_gives_an_empty_group():
+    assert _align(["x", "y"], {"a": ["z"]})[2] == []
+
+
+@pytest.mark.parametrize("ids, message", [(["a", "a"], "appears twice"), (["a", ""], "non-empty"), ([], "no instance ids"),
+                                          (["x" * 300], "at most 256 bytes")])
+def test_duplicated_missing_or_oversized_ids_are_refused(ids, message):
+    with pytest.raises(CRCError, match=message):
+        check_ids(ids, "node.csv")
+
+
+@pytest.mark.parametrize("setup, response", [(b"\x00garbage" * 3, None), (None, b"\x0a\x05hello"), (b"x" * 10**6, None)])
+def test_a_psi_answer_that_does_not_parse_or_fit_is_refused(setup, response):
+    holder = LabelHolderPSI(["a", "b", "c"])
+    good_setup, good_response = answer_request(["b", "c"], holder.request, 3, "holder")
+    with pytest.raises(AlignmentError, match="from member"):
+        holder.overlap(setup or good_setup, response or good_response, 2, "member")
+
+
+def test_a_request_that_does_not_parse_is_refused_and_a_lying_group_list_is_caught():
+    with pytest.raises(AlignmentError, match="request from holder"):
+        answer_request(["a"], b"\x00\x01\x02", 3, "holder")
+    with pytest.raises(AlignmentError, match="does not hold"):
+        rows_in_order(["a", "b"], ["a", "c"], "peer")
+    with pytest.raises(AlignmentError, match="repeats"):
+        rows_in_order(["a", "b"], ["a", "a"], "peer")
