@@ -16,7 +16,7 @@ def _align(holder_ids, members):
 
 
 def test_the_group_learns_exactly_the_ids_every_member_holds_and_orders_its_rows_by_them():
-    holder_ids = [f"p{i}" for i in range(0, 300)]
+    holder_ids = [f"p{i}" for i in range(300)]
     members = {"a": [f"p{i}" for i in range(100, 400)][::-1], "b": [f"p{i}" for i in range(0, 600, 2)]}
     _, overlaps, group = _align(holder_ids, members)
     assert overlaps[0] == {f"p{i}" for i in range(100, 300)}  # the holder's overlap with member a
