@@ -16,8 +16,9 @@ from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_w
 from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.nodes.checkpoint import completed_round
+from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
-from crc.nodes.peer import PeerSettings
+from crc.nodes.settings import PeerSettings
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import repeat_seeds
 from crc.topologies import Schedule
@@ -79,14 +80,14 @@ class _RoundsDone:
               help="Keep the peers' files (data, logs, checkpoints, models) here [default: a temporary directory, removed].")
 @click.option("--log-level", "peer_log_level", type=click.Choice(["debug", "info", "warning", "error"]), default=None,
               help="The peers' log level (their logs are in the work directory) [default: warning; info with `crc -v`].")
-@click.option("--insecure", is_flag=True,
+@click.option("--insecure", "plaintext", is_flag=True,
               help="Run the peers without keys, in plaintext (for comparison) [default: CURVE keys generated for "
                    "the run in the work directory: every connection authenticated and encrypted].")
 @click.option("--json", "as_json", is_flag=True, help="Print the results JSON (with its 'network' section) and nothing else.")
 @out_option("the results JSON (with its 'network' section)")
 @plots_option("the peers' figure (local soft 0-1 loss and round time by round)")
 @click.pass_context
-def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots, **settings):
+def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots, **settings):
     """Run a network of real `crc node` processes on 127.0.0.1 with the same
     split, graph and ESS as `crc simulate` (its first repeat) and evaluate the
     peers' models like the simulator does.
@@ -98,10 +99,8 @@ def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots,
     stops and reaps every peer (exit status 130, or 143).
     """
     config = SimulationConfig.from_settings(**settings)
-    config.validate()
+    check_launch(config, plaintext=plaintext)
     check_partition_options(ctx, config, real_peers=True)
-    if insecure and config.secure_aggregation:
-        raise click.UsageError("--secure-aggregation derives its masks from the peers' keys: drop --insecure")
     # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
     Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
     warned = _warn_tiny_count(config.test_size)
@@ -115,7 +114,7 @@ def launch(ctx, timeout, workdir, peer_log_level, insecure, as_json, out, plots,
         signal.signal(signum, _stop)
     try:
         results = run_launch(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
-                             progress=lambda finished, total: bar.update(rounds_done()), insecure=insecure)
+                             progress=lambda finished, total: bar.update(rounds_done()), plaintext=plaintext)
         bar.update(bar.total)
         figures = _draw_peer_figures(directory, config, plots) if plots else []
     except _Stopped as stop:

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
 import logging
-import math
 import signal
-import socket
 import sys
-import time
 
 import click
 import numpy as np
@@ -18,52 +14,23 @@ from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
 from crc.cli.privacy import privacy_options, secure_aggregation_option
-from crc.core.acceleration import Acceleration, with_preset
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError
-from crc.core.model_file import TrainedModel, load_model
-from crc.core.models import make_model, model_options
-from crc.core.privacy import Privacy, check_settings
-from crc.core.schema import Schema
-from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
-from crc.nodes.local_data import load_local
-from crc.nodes.peer import Peer, PeerSettings, SecureKeys
-from crc.nodes.transport import Transport
+from crc.core.model_file import load_model
+from crc.core.models import all_options
+from crc.nodes.node import NodeOptions, prepare
+from crc.nodes.settings import PeerSettings
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-SCHEME = "tcp://"
 ALONE = 3
 """Exit status of a peer that finished its rounds without statistics from any neighbour (its model file is written)."""
 MAX_CLASSES_LISTED = 12
-
-
-def check_address(address: str, what: str) -> str:
-    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535; else a CRCError saying
-    what is wrong. A peer is named by its bind address, so a wildcard host cannot be bound either."""
-    if not address.startswith(SCHEME):
-        scheme = address.split("://")[0] + "://" if "://" in address else "no scheme"
-        raise CRCError(f"{what} {address!r}: must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
-    host, colon, port = address[len(SCHEME):].rpartition(":")
-    if not colon or not host:
-        raise CRCError(f"{what} {address!r}: give a host and a port, as in tcp://10.0.0.5:7000")
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise CRCError(f"{what} {address!r}: the port must be a number from 1 to 65535, got {port!r}")
-    if host.startswith("[") or ":" in host:
-        raise CRCError(f"{what} {address!r}: IPv6 addresses are not supported; use an IPv4 address or a host name")
-    if host == "*" or host == "0.0.0.0":
-        raise CRCError(f"{what} {address!r}: a peer is named by its bind address, which its neighbours list in --peers; "
-                       "bind the address they connect to, not a wildcard")
-    try:
-        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise CRCError(f"{what} {address!r}: cannot resolve host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
-    return address
 
 
 @click.command(short_help="Write the schema every peer of a deployment must share.")
@@ -109,9 +76,9 @@ def option_list(options: dict):
                                          "Without any the peer trains alone, on its own data (it says so).")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
-@click.option("--schema", "schema_path", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
+@click.option("--schema", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @with_model_options
-@click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1), default=PeerSettings.rounds, show_default=True,
               help="Communication rounds; the same on every peer.")
 @iters_option(PeerSettings.iters)
 @option_list(acceleration_options())
@@ -124,9 +91,9 @@ def option_list(options: dict):
 @click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Equivalent sample size m0, the same on every peer [default: local size / lr, which is "
                    "m / (lr n) when all peers hold equally many instances].")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True, help="Seconds each round waits for the neighbours' statistics.")
-@click.option("--first-round-timeout", type=click.FloatRange(min=0, min_open=True),
+@click.option("--first-round-timeout", "first_round_timeout_s", type=click.FloatRange(min=0, min_open=True),
               default=PeerSettings.first_round_timeout_s, show_default=True,
               help="Seconds the first round waits, from the peer's start (or --start-at): covers the other peers' start-up "
                    "(no later round gives up before then either; a resumed peer uses --timeout only).")
@@ -137,7 +104,7 @@ def option_list(options: dict):
                    "peer ignores it. [default: at once]")
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
               help="Directory for the per-round checkpoint; a restarted peer resumes from it.")
-@click.option("--run-id", default="crc", show_default=True, help="Peers only talk to peers of the same run id.")
+@click.option("--run-id", "run", default=PeerSettings.run, show_default=True, help="Peers only talk to peers of the same run id.")
 @click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=PeerSettings.aggregate, show_default=True,
               help=f"How the neighbours' statistics are combined with this peer's: {AGGREGATION_HELP}.")
 @click.option("--down-after", type=click.IntRange(min=1), default=PeerSettings.down_after, show_default=True,
@@ -155,18 +122,14 @@ def option_list(options: dict):
 @click.option("--neighbourhoods", type=click.Path(dir_okay=False), default=None,
               help="With --secure-aggregation: JSON file mapping each neighbour's address to {address: public key} of "
                    "its own neighbours (this peer included), from which the masks are agreed (`crc launch` writes it).")
-@click.option("--insecure", is_flag=True,
+@click.option("--insecure", "plaintext", is_flag=True,
               help="Run without keys: plaintext, and anyone who reaches the port can send statistics in a "
                    "neighbour's name. For trials on a trusted network only; a warning is logged.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
-def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, classifier,
-         exact_diffusion, accelerated, loss,
-         dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, start_at, checkpoint, run_id,
-         aggregate, down_after,
-         attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
+def node(ctx, peers, log_level, **options):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -180,153 +143,25 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
     that finished without statistics from any neighbour in the whole run still
     writes its model file but exits with status 3.
     """
-    check_address(bind, "--bind")
-    neighbours = tuple(check_address(p.strip(), "--peers") for p in peers.split(",") if p.strip())
-    if len(set(neighbours)) != len(neighbours):
-        raise CRCError("--peers lists a neighbour twice")
-    keys = _peer_keys(secret_key, known_peers, insecure, neighbours)
-    secure = _secure_keys(secure_aggregation, neighbourhoods, keys, bind, neighbours, aggregate)
-    shared = Schema.load(schema_path)
-    if label is not None and label != shared.label:
-        raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
-    options = model_options(model, structure)
-    generative = make_model(model, shared, **options)
-    chosen = with_preset({"momentum": momentum, "start": start, "safeguard": safeguard, "classifier": classifier,
-                          "exact_diffusion": exact_diffusion, "iters": iters, "accelerated": accelerated})
-    iters = chosen.pop("iters", PeerSettings.iters)
-    speedup = Acceleration(**chosen)
-    privacy = _privacy(generative, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
-    phi, y = load_local(data, shared, generative, clip=None if privacy is None else privacy.clip)
-    log = _configure_logging(log_level or default_log_level("info"), bind)
-    if privacy is not None:
-        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
-                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
-    if attack:
-        log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
-    if not neighbours:
-        log.warning("no --peers: this peer has no neighbours and trains alone, on its own data only")
-    try:
-        settings = PeerSettings(bind=bind, peers=neighbours, rounds=rounds, iters=iters, timeout_s=timeout,
-                                first_round_timeout_s=first_round_timeout, start_at=_start_time(start_at),
-                                run=run_id, checkpoint_dir=checkpoint,
-                                aggregate=aggregate, down_after=down_after, attack=attack,
-                                known_keys=keys.known if keys else None, acceleration=speedup, loss=loss, loss_seed=loss_seed,
-                                privacy=privacy, secure=secure)
-        peer = Peer(generative, phi, y, ess=ess or len(y) / lr, settings=settings, log=log)
-    except ValueError as exc:
-        raise CRCError(str(exc)) from None
-    if keys is None:
-        log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
-                    "them in a neighbour's name", bind)
+    structure = {option.name: options.pop(option.name) for option in all_options()}
+    given = NodeOptions(peers=tuple(p.strip() for p in peers.split(",") if p.strip()), model_options=structure, **options)
+    prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
     received = {}
 
     def stop(signum, frame):
         received["signal"] = signum
-        peer.stop.set()
+        prepared.stop.set()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    transport = Transport(bind, list(neighbours), max_frame_bytes=peer.expect.max_frame_bytes,
-                          queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=keys)
-    finished = peer.run(transport)  # closes the transport
-    if not finished:
+    outcome = prepared.run()
+    if not outcome.finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
-    metrics = {**peer.metrics.to_json(), "bind": bind, "peers": list(neighbours), "instances": int(len(y)), "ess": peer.ess,
-               "aggregate": aggregate, "attack": attack, "secure_aggregation": secure is not None}
-    if privacy is not None:
-        metrics["privacy"] = privacy.to_json()
-    TrainedModel(shared, model, peer.classifier_stats, metrics, **options).save(out)
-    missing = sum(peer.metrics.missing.values())
-    rejected = sum(peer.metrics.rejected.values())
-    log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round, missing,
-             rejected, out)
-    if neighbours and peer.metrics.messages_received == 0:
-        click.echo(f"Error: no statistics from any of the {len(neighbours)} neighbour(s) in {peer.round} rounds "
-                   f"({rejected} message(s) rejected): this peer trained alone; its model is written to {out} all the same",
-                   err=True)
+    if outcome.alone:
+        click.echo(f"Error: no statistics from any of the {outcome.neighbours} neighbour(s) in {outcome.rounds_done} rounds "
+                   f"({outcome.rejected} message(s) rejected): this peer trained alone; its model is written to "
+                   f"{given.out} all the same", err=True)
         ctx.exit(ALONE)
-
-
-MAX_START_DELAY_S = 7 * 24 * 3600
-"""A --start-at further ahead than this is refused: most likely a typo, and the peer would sit idle."""
-
-
-def _start_time(text: str | None) -> float | None:
-    """``--start-at`` as seconds since the epoch (None: at once)."""
-    if text is None:
-        return None
-    when = _epoch_seconds(text)
-    if not math.isfinite(when) or when - time.time() > MAX_START_DELAY_S:
-        raise CRCError(f"--start-at {text!r} is more than 7 days ahead (or not a number)")
-    return when
-
-
-def _epoch_seconds(text: str) -> float:
-    """Seconds since the epoch, or an ISO 8601 time with a time zone, as seconds since the epoch."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise CRCError(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
-    if moment.tzinfo is None:
-        raise CRCError(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
-    return moment.timestamp()
-
-
-def _secure_keys(secure_aggregation: bool, neighbourhoods: str | None, keys: PeerKeys | None, bind: str,
-                 neighbours: tuple[str, ...], aggregate: str) -> SecureKeys | None:
-    """The keys of secure aggregation from --neighbourhoods, checked against the other options; None without it."""
-    if not secure_aggregation:
-        if neighbourhoods:
-            raise click.UsageError("--neighbourhoods is for --secure-aggregation")
-        return None
-    if keys is None:
-        raise click.UsageError("--secure-aggregation derives its masks from the peers' keys: give --secret-key and "
-                               "--known-peers, not --insecure")
-    if not neighbourhoods:
-        raise click.UsageError("--secure-aggregation needs --neighbourhoods")
-    if aggregate != "mean":
-        raise click.UsageError("--secure-aggregation needs --aggregate mean: this peer sees only its neighbours' sum")
-    hoods = load_neighbourhoods(neighbourhoods, bind, neighbours)
-    for u in neighbours:
-        if hoods[u][bind] != keys.own.public:
-            raise CRCError(f"{neighbourhoods}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
-        if any(keys.known.get(w, key) != key for w, key in hoods[u].items()):
-            raise CRCError(f"{neighbourhoods}: a key in the neighbourhood of {u} differs from the known-peers file's")
-    return SecureKeys(keys.own.secret, hoods)
-
-
-def _privacy(model, epsilon: float | None, delta: float, clip: float, rounds: int, iters: int,
-             speedup: Acceleration) -> Privacy | None:
-    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without --dp-epsilon."""
-    check_settings(epsilon=epsilon, delta=delta, clip=clip, iterations=iters, acceleration=speedup)
-    if epsilon is None:
-        return None
-    from crc.protocol.accountant import plan
-
-    return plan(model, epsilon=epsilon, delta=delta, clip=clip, releases=rounds)
-
-
-def _peer_keys(secret_key: str | None, known_peers: str | None, insecure: bool,
-               neighbours: tuple[str, ...]) -> PeerKeys | None:
-    """The peer's keys from --secret-key and --known-peers (only the neighbours' keys kept); None with --insecure."""
-    if insecure:
-        if secret_key or known_peers:
-            raise click.UsageError("--insecure runs without keys: drop --secret-key and --known-peers, or --insecure")
-        return None
-    if not secret_key and not known_peers:
-        raise CRCError("refusing to run without keys: give --secret-key and --known-peers (write keys with `crc keys`), "
-                       "or --insecure to run in plaintext on a trusted network")
-    if not secret_key or not known_peers:
-        raise click.UsageError("--secret-key and --known-peers go together")
-    own = load_key_pair(secret_key)
-    known = load_known_peers(known_peers, required=neighbours)
-    if own.public in [known[address] for address in neighbours]:
-        raise CRCError(f"{known_peers}: a neighbour has this peer's own key ({secret_key})")
-    return PeerKeys(own=own, known={address: known[address] for address in neighbours})
 
 
 def _deprecated_model(ctx, param, value):

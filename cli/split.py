@@ -6,10 +6,10 @@ import click
 
 from crc.cli.options import check_partition_options, options
 from crc.cli.output import tiny_test_set_warning, warn
-from crc.cli.peer import check_address
 from crc.core.errors import CRCError
 from crc.nodes.deployment import write_deployment
 from crc.nodes.keys import write_peer_keys
+from crc.nodes.node import check_address
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, make_split, repeat_seeds
 

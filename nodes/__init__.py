@@ -1,4 +1,5 @@
-"""Real peers: wire format, ZeroMQ transport, the round loop, checkpoints, deployment files, the launcher.
+"""Real peers: wire format, ZeroMQ transport, the peer (a round driver and its rooms), checkpoints, the `crc node` process,
+deployment files, the launcher.
 
 Layer: installed as ``crc.nodes``; on ``crc.core``, ``crc.protocol`` and ``crc.topologies``.
 """

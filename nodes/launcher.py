@@ -29,13 +29,14 @@ from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
 from crc.nodes.keys import peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
-from crc.nodes.peer import PeerSettings
+from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
+from crc.protocol.rules import check_secure_aggregation
 from crc.protocol.simulator import byzantine_for
 from crc.topologies import Schedule, averaging_matrix
 
@@ -58,12 +59,13 @@ def free_ports(count: int) -> list[int]:
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None,
-                 insecure: bool = False, start_at: float | None = None) -> list[str]:
+                 plaintext: bool = False, start_at: float | None = None) -> list[str]:
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
     makes it a Byzantine peer (``crc node --attack``).
 
-    The peer uses the keys ``write_peer_keys`` writes into ``workdir``, or none with ``insecure``."""
-    keys = (["--insecure"] if insecure else
+    The peer encrypts its connections with the keys ``write_peer_keys`` writes into ``workdir``, or runs in
+    plaintext without keys (``crc node --insecure``) with ``plaintext``."""
+    keys = (["--insecure"] if plaintext else
             ["--secret-key", str(peer_secret_key_file(workdir, index)),
              "--known-peers", str(peer_known_peers_file(workdir, index))])
     flags = {option.name: option.flag for option in all_options()}
@@ -142,19 +144,27 @@ def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -
     return 2 * first_round_timeout + rounds * timeout
 
 
-def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
-           first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
-           progress: Callable[[int, int], None] | None = None, insecure: bool = False) -> dict:
-    """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
-    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
-
-    The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``insecure``
-    they run without keys, in plaintext."""
+def check_launch(config: SimulationConfig, *, plaintext: bool = False) -> None:
+    """A CRCError (an OptionConflict for options that cannot go together) if real peers cannot run ``config``:
+    what the simulator checks, plus a static graph, one repeat, and keys for secure aggregation."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
     if config.repeats != 1:
         raise CRCError("crc launch runs one repeat")
+    check_secure_aggregation(secure_aggregation=config.secure_aggregation, aggregate=config.aggregate,
+                             encrypted_transport=not plaintext)
+
+
+def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
+           first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
+           progress: Callable[[int, int], None] | None = None, plaintext: bool = False) -> dict:
+    """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
+    with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
+
+    The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``plaintext``
+    they run without keys (``crc launch --insecure``)."""
+    check_launch(config, plaintext=plaintext)
     workdir = Path(workdir)
     spawner, processes = None, []
     try:
@@ -167,7 +177,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options
-        if not insecure:
+        if not plaintext:
             write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
         start_at = None
@@ -177,7 +187,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
-                                   attack=config.attack if index in byzantine else None, insecure=insecure,
+                                   attack=config.attack if index in byzantine else None, plaintext=plaintext,
                                    start_at=start_at)
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(_start(spawner, command, log))
@@ -199,7 +209,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
     wall = time.monotonic() - started
     results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses,
                         timeout=timeout, byzantine=byzantine, graph=graph)
-    results["network"]["encrypted"] = not insecure
+    results["network"]["encrypted"] = not plaintext
     return results
 
 

@@ -52,7 +52,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
-from crc.nodes.wire import MAX_ENTRIES, SECURE_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure
+from crc.nodes.wire import MAX_ENTRIES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
 
 SCALE_BITS = 20
 PRIME = 2**521 - 1
@@ -69,10 +69,10 @@ def threshold_for(contributors: int) -> int:
 
 
 def to_fixed(x: np.ndarray) -> np.ndarray:
-    """Statistics (size,) -> fixed-point words (size,) uint64; a value beyond ±SECURE_TERM_LIMIT is a ValueError."""
+    """Statistics (size,) -> fixed-point words (size,) uint64; a value beyond ±SECURE_AGGREGATION_TERM_LIMIT is a ValueError."""
     x = np.asarray(x, dtype=np.float64)
-    if not np.all(np.abs(x) < SECURE_TERM_LIMIT):
-        raise ValueError(f"statistics beyond ±{SECURE_TERM_LIMIT:g} cannot be aggregated securely")
+    if not np.all(np.abs(x) < SECURE_AGGREGATION_TERM_LIMIT):
+        raise ValueError(f"statistics beyond ±{SECURE_AGGREGATION_TERM_LIMIT:g} cannot be aggregated securely")
     return np.rint(x * 2.0**SCALE_BITS).astype(np.int64).view(np.uint64)
 
 
@@ -270,7 +270,7 @@ def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveal
 class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
-    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureKeys``."""
+    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``."""
 
     def __init__(self, me: str, run: str, peers: tuple[str, ...], keys):
         missing = [u for u in peers if u not in keys.neighbourhoods]
@@ -302,7 +302,7 @@ class SecureNeighbourhoods:
         if contributor is None:
             return None
         words, sealed = contributor.masked(stats, round_)
-        return encode_secure("masked", run=self.run, sender=self.me, round_=round_, schema=schema_id, ess=ess,
+        return encode_secure_aggregation("masked", run=self.run, sender=self.me, round_=round_, schema=schema_id, ess=ess,
                              data=words, shares=sealed)
 
     def unmask_frame(self, contributor: str, received: Mapping, round_: int) -> bytes:
@@ -310,7 +310,7 @@ class SecureNeighbourhoods:
         the shares the other survivors sealed for it (a mere notice if it is not among them)."""
         survivors = sorted(received)
         shares = {w: received[w].shares[contributor] for w in survivors if w != contributor and contributor in received[w].shares}
-        return encode_secure("unmask", run=self.run, sender=self.me, round_=round_, survivors=survivors, shares=shares)
+        return encode_secure_aggregation("unmask", run=self.run, sender=self.me, round_=round_, survivors=survivors, shares=shares)
 
     def reveal_frame(self, request) -> bytes | None:
         """The answer to a neighbour's unmasking request (``wire.Unmask``); None for a notice that asks nothing
@@ -322,7 +322,7 @@ class SecureNeighbourhoods:
         if self.me not in request.survivors or len(request.survivors) < 2:
             return None
         answer = contributor.reveal(request.round, list(request.survivors), request.shares)
-        return encode_secure("reveal", run=self.run, sender=self.me, round_=request.round, seed=answer["seed"],
+        return encode_secure_aggregation("reveal", run=self.run, sender=self.me, round_=request.round, seed=answer["seed"],
                              shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
                              pairs=answer["pairs"],
                              pair_shares={w: {x: v.to_bytes(SHARE_BYTES, "big") for x, v in partners.items()}

@@ -53,7 +53,7 @@ SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM
 """Set for the helper before it imports numpy: many peers share few cores, so no peer's BLAS starts threads."""
 
 PRELOAD = ("numpy", "zmq", "msgpack", "encodings.utf_8_sig", "crc.core.model_file", "crc.nodes.peer", "crc.nodes.transport",
-           "crc.nodes.wire", "crc.nodes.local_data", "crc.nodes.checkpoint", "crc.cli.main", "crc.cli.peer")
+           "crc.nodes.wire", "crc.nodes.local_data", "crc.nodes.checkpoint", "crc.nodes.node", "crc.cli.main", "crc.cli.peer")
 """What the helper imports before forking: everything ``crc node`` imports. The helper is an entry point
 like ``crc/__main__.py`` (it runs the ``crc`` command line), so it may import the command by name; no
 library module imports it. Not numpy.random (circuits use it): importing it seeds a global generator,

@@ -33,7 +33,7 @@ then have the peer's ESS (class-count total m0, which CRC preserves exactly),
 values within ``MAX_RELATIVE_MAGNITUDE`` x m0 (so that averaging a
 neighbourhood cannot overflow), class counts within ``MAX_COUNT_MAGNITUDE`` x
 m0 (so that it cannot round the receiver's own counts away), values within
-``SECURE_TERM_LIMIT`` where secure aggregation is on, and parameters that ``theta`` computes and
+``SECURE_AGGREGATION_TERM_LIMIT`` where secure aggregation is on, and parameters that ``theta`` computes and
 that are finite. A rejection names its cause (see ``CAUSES``). Statistics may
 be negative after calibration, so the sign is not checked.
 """
@@ -67,11 +67,11 @@ MAX_COUNT_MAGNITUDE = 1e4
 """Largest |class count| accepted, as a multiple of m0. Counts total m0, and honest ones stay within a few m0 (the
 privacy noise included); far larger ones of opposite signs would cancel in a neighbourhood's average and take the
 receiver's own counts with them in rounding (2^57 m0 moved a peer's ESS by 2 %)."""
-SECURE_TERM_LIMIT = 2.0**34
+SECURE_AGGREGATION_TERM_LIMIT = 2.0**34
 """Largest |value| secure aggregation's fixed point encodes (``crc.nodes.secure_aggregation``); a peer that
 aggregates securely accepts no statistics beyond it, so that its own stay within it too."""
 
-SECURE_FIELDS = {
+SECURE_AGGREGATION_FIELDS = {
     "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
     "unmask": frozenset({"v", "type", "run", "from", "round", "survivors", "shares"}),
     "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs", "pair_shares"}),
@@ -145,13 +145,13 @@ class Expectation:
     known_keys: Mapping[str, str] | None = None
     """Each neighbour's public key (z85): with them, a frame must come with the key of the neighbour it names."""
 
-    secure: bool = False
+    secure_aggregation: bool = False
     """Whether secure-aggregation frames are accepted (their maps make frames longer)."""
 
     @property
     def max_frame_bytes(self) -> int:
         reveal = MAX_ENTRIES * (MAX_ENTRIES + 2) * (SHARE_BYTES + ADDRESS_BYTES + 8)
-        extra = max(MAX_ENTRIES * (SEALED_BYTES + ADDRESS_BYTES + 8), reveal) if self.secure else 0
+        extra = max(MAX_ENTRIES * (SEALED_BYTES + ADDRESS_BYTES + 8), reveal) if self.secure_aggregation else 0
         return 8 * self.size + ENVELOPE_BYTES + extra
 
 
@@ -163,16 +163,16 @@ def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, st
                           "data": payload.tobytes()}, use_bin_type=True)
 
 
-def encode_secure(kind: str, *, run: str, sender: str, round_: int, **fields) -> bytes:
-    """One secure-aggregation frame of ``kind`` (``SECURE_FIELDS``); ``data`` (masked) is given as uint64 words."""
+def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, **fields) -> bytes:
+    """One secure-aggregation frame of ``kind`` (``SECURE_AGGREGATION_FIELDS``); ``data`` (masked) is given as uint64 words."""
     body = {"v": PROTOCOL_VERSION, "type": kind, "run": run, "from": sender, "round": int(round_), **fields}
     if kind == "masked":
         words = np.ascontiguousarray(body["data"], dtype="<u8")
         body.update(data=words.tobytes(), n=int(words.size), ess=float(body["ess"]))
     if kind == "unmask":
         body["survivors"] = list(body["survivors"])
-    if set(body) != SECURE_FIELDS[kind]:
-        raise ValueError(f"a {kind} frame has fields {sorted(SECURE_FIELDS[kind])}")
+    if set(body) != SECURE_AGGREGATION_FIELDS[kind]:
+        raise ValueError(f"a {kind} frame has fields {sorted(SECURE_AGGREGATION_FIELDS[kind])}")
     return msgpack.packb(body, use_bin_type=True)
 
 
@@ -181,15 +181,15 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
         raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
-    entries = MAX_ENTRIES if expect.secure else 0
+    entries = MAX_ENTRIES if expect.secure_aggregation else 0
     try:
         obj = msgpack.unpackb(frame, raw=False, strict_map_key=True, use_list=False,
                               max_bin_len=expect.max_frame_bytes, max_str_len=MAX_TEXT, max_array_len=entries,
                               max_map_len=max(len(FIELDS), entries), max_ext_len=0)
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
-    if expect.secure and isinstance(obj, dict) and obj.get("type") in SECURE_FIELDS:
-        return _decode_secure(obj, expect, key)
+    if expect.secure_aggregation and isinstance(obj, dict) and obj.get("type") in SECURE_AGGREGATION_FIELDS:
+        return _decode_secure_aggregation(obj, expect, key)
     if not isinstance(obj, dict) or set(obj) != FIELDS:
         keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
         raise Rejected("malformed", f"fields {keys}, expected {sorted(FIELDS)}")
@@ -210,7 +210,7 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     if not np.all(np.isfinite(stats)):
         raise Rejected("non-finite", "statistics contain NaN or infinity", sender)
     if expect.model is not None:
-        check_statistics(stats, expect.model, expect.ess, sender, secure=expect.secure)
+        check_statistics(stats, expect.model, expect.ess, sender, secure_aggregation=expect.secure_aggregation)
     return Message(sender=sender, round=obj["round"], stats=stats)
 
 
@@ -247,11 +247,11 @@ def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longe
     return dict(value)
 
 
-def _decode_secure(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
+def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
     kind = obj["type"]
     sender = obj.get("from")
-    if not isinstance(sender, str) or set(obj) != SECURE_FIELDS[kind]:
-        raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(SECURE_FIELDS[kind])}")
+    if not isinstance(sender, str) or set(obj) != SECURE_AGGREGATION_FIELDS[kind]:
+        raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(SECURE_AGGREGATION_FIELDS[kind])}")
     for field, typ in (("v", int), ("run", str), ("round", int)):
         if not isinstance(obj[field], typ) or isinstance(obj[field], bool):
             raise Rejected("malformed", f"field {field!r} is {type(obj[field]).__name__}, expected {typ.__name__}", sender)
@@ -289,15 +289,15 @@ def _decode_secure(obj: dict, expect: Expectation, key: str | None) -> Masked | 
 
 
 def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None, *,
-                     secure: bool = False) -> None:
-    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values (within SECURE_TERM_LIMIT
-    too if ``secure``) and finite parameters."""
+                     secure_aggregation: bool = False) -> None:
+    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values (within SECURE_AGGREGATION_TERM_LIMIT
+    too if ``secure_aggregation``) and finite parameters."""
     largest = float(np.abs(stats).max(initial=0.0))
     if largest > MAX_RELATIVE_MAGNITUDE * ess:
         raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, more than {MAX_RELATIVE_MAGNITUDE:g} x the ESS",
                        sender)
-    if secure and not largest < SECURE_TERM_LIMIT:
-        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, beyond the {SECURE_TERM_LIMIT:g} that secure "
+    if secure_aggregation and not largest < SECURE_AGGREGATION_TERM_LIMIT:
+        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, beyond the {SECURE_AGGREGATION_TERM_LIMIT:g} that secure "
                        "aggregation encodes", sender)
     counts = model.table(stats)[..., :, model.layout.columns("count")]
     largest_count = float(np.abs(counts).max(initial=0.0))

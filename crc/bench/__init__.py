@@ -231,9 +231,9 @@ def peers_run(config: SimulationConfig) -> dict:
     (the default, whose figures are at the top level) and, in the same run, in plaintext (``curve_cost``) and with
     secure aggregation on top of CURVE (``secure_aggregation_cost``)."""
     runs = {}
-    for name, insecure, secure in (("plaintext", True, False), ("curve", False, False), ("secure", False, True)):
+    for name, plaintext, secure_aggregation in (("plaintext", True, False), ("curve", False, False), ("secure", False, True)):
         with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
-            runs[name] = launch(config.with_settings(secure_aggregation=secure), workdir, insecure=insecure)
+            runs[name] = launch(config.with_settings(secure_aggregation=secure_aggregation), workdir, plaintext=plaintext)
     start = time.perf_counter()
     simulated = simulate(config, network_factory(config.topology))
     simulate_seconds = time.perf_counter() - start

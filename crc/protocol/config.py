@@ -14,6 +14,7 @@ from crc.core.feature_partition import FeaturePartition, is_feature_partition, p
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
+from crc.protocol.rules import check_secure_aggregation
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -130,14 +131,13 @@ class SimulationConfig:
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.aggregate in AGGREGATIONS, f"--aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}"),
             (self.attack in ATTACKS, f"--attack must be one of {', '.join(ATTACKS)}, got {self.attack!r}"),
-            (not (self.secure_aggregation and self.aggregate != "mean"),
-             "--secure-aggregation needs --aggregate mean: a peer then sees only the sum of its neighbours' statistics"),
             (0 <= self.byzantine < self.nodes, f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+        check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate)
         if self.feature_blocks is not None and self.feature_partition is None:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:

@@ -17,11 +17,11 @@ from crc.core.loss import dropped, loss_seed
 __all__ = ["loss_seed", "lossy_mixing"]
 
 
-def lossy_mixing(mixing, p: float, seeds: list[int], *, secure: bool = False) -> Callable[[int], sp.csr_array]:
+def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool = False) -> Callable[[int], sp.csr_array]:
     """The mixing of every round (1, 2, ...) after losses: row ``v`` averages ``v`` and the neighbours whose
     message reached it, with equal weights. ``mixing`` is the loss-free closed-neighbourhood averaging (a
-    matrix or a function of the round); ``seeds[v]`` is node ``v``'s loss seed. With ``secure`` (secure
-    aggregation), a node with two or more neighbours of which fewer than two messages arrived unmasks
+    matrix or a function of the round); ``seeds[v]`` is node ``v``'s loss seed. With
+    ``secure_aggregation``, a node with two or more neighbours of which fewer than two messages arrived unmasks
     nothing and keeps its own statistics, as a real peer does (``crc.nodes.secure_aggregation``)."""
 
     def at(round_: int) -> sp.csr_array:
@@ -32,7 +32,7 @@ def lossy_mixing(mixing, p: float, seeds: list[int], *, secure: bool = False) ->
             neighbours = base.indices[base.indptr[v]:base.indptr[v + 1]]
             neighbours = neighbours[neighbours != v]
             kept = np.append(neighbours[~dropped(seeds[v], round_, len(neighbours), p)], v)
-            if secure and len(neighbours) >= 2 and len(kept) < 3:
+            if secure_aggregation and len(neighbours) >= 2 and len(kept) < 3:
                 kept = np.array([v])
             rows.append(np.full(len(kept), v))
             cols.append(kept)

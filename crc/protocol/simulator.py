@@ -65,7 +65,7 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     delivered = mixing
     if config.loss > 0:
         delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)],
-                                 secure=config.secure_aggregation)
+                                 secure_aggregation=config.secure_aggregation)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, sent=sent, acceleration=config.acceleration,
                        release=private_release(rep, config, privacy), graph=mixing)

@@ -36,7 +36,7 @@ def run(tag, sockets, seconds, rounds, term):
     size = make_model(config.model, Schema.load(d / "schema.json")).size
     frame = int(ARGS[1]) if len(ARGS) > 1 else 8 * size + ENVELOPE_BYTES
     out = {"tag": tag, "sockets": sockets, "seconds": seconds, "frame_bytes": frame}
-    with Network(d, graph, config, timeout=10.0, insecure=INSECURE) as net:
+    with Network(d, graph, config, timeout=10.0, plaintext=INSECURE) as net:
         net.start_all()
         net.wait_for_round(victim, 2)
         pid = net.processes[victim].pid

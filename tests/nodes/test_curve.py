@@ -209,7 +209,7 @@ def test_attackers_without_the_right_key_change_nothing_and_are_counted(tmp_path
 
 def test_insecure_peers_still_work_and_say_so_once(tmp_path):
     config, graph, expected = scenario(tmp_path, nodes=3, rounds=6)
-    with Network(tmp_path, graph, config, timeout=20.0, insecure=True) as net:
+    with Network(tmp_path, graph, config, timeout=20.0, plaintext=True) as net:
         net.start_all()
         assert net.wait() == {i: 0 for i in range(3)}
         np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())

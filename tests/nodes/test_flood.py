@@ -22,7 +22,7 @@ def max_frame_bytes(directory, config) -> int:
 def test_a_flooded_peer_finishes_like_the_simulator(tmp_path):
     config, graph, expected = scenario(tmp_path, nodes=3, rounds=30)
     victim = max(graph, key=graph.degree)  # the middle of the 3-node path
-    with Network(tmp_path, graph, config, timeout=10.0, insecure=True) as net:  # the flood reaches the decoder
+    with Network(tmp_path, graph, config, timeout=10.0, plaintext=True) as net:  # the flood reaches the decoder
         with Flood(net.addresses[victim], sockets=SOCKETS, frame_bytes=max_frame_bytes(tmp_path, config),
                    seconds=FLOOD_S) as flood:
             net.start_all()
@@ -36,7 +36,7 @@ def test_sigterm_stops_a_flooded_peer_within_a_second(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=3, rounds=4)
     victim = max(graph, key=graph.degree)
     held_back = min(v for v in graph if v != victim)  # never started: the victim waits for it, flooded, all along
-    with Network(tmp_path, graph, config, timeout=30.0, insecure=True) as net, \
+    with Network(tmp_path, graph, config, timeout=30.0, plaintext=True) as net, \
             Flood(net.addresses[victim], sockets=SOCKETS, frame_bytes=max_frame_bytes(tmp_path, config),
                   seconds=FLOOD_S + 5) as flood:
         net.start_all(order=[v for v in graph if v != held_back])

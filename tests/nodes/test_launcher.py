@@ -78,7 +78,7 @@ def _peer_waiting_in_round_1(tmp_path, spawner: Spawner, *, index: int = 0, node
     config, graph, _ = scenario(tmp_path, nodes=nodes, rounds=50)
     addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(nodes)]
     command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=tmp_path, ess=ess_for(config),
-                           timeout=WAIT_S, first_round_timeout=WAIT_S, log_level=log_level, insecure=True)
+                           timeout=WAIT_S, first_round_timeout=WAIT_S, log_level=log_level, plaintext=True)
     log_path = tmp_path / f"node-{index}.log"
     with open(log_path, "ab") as log, open(os.devnull, "r+b") as devnull:
         child = spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)

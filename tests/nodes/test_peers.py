@@ -180,7 +180,7 @@ def test_hostile_frames_over_a_real_socket_are_rejected_and_harmless(tmp_path):
     config, graph, expected = scenario(tmp_path, nodes=3, rounds=8)
     target, other = [v for v in graph if graph.degree(v) == 1]  # the ends of the 3-node path
     friend = neighbour_of(graph, target)
-    with Network(tmp_path, graph, config, timeout=20.0, insecure=True) as net:
+    with Network(tmp_path, graph, config, timeout=20.0, plaintext=True) as net:
         schema_id, size = _schema_id_and_size(tmp_path, config)
         good = dict(run="crc", sender=net.addresses[friend], round_=0, schema_id=schema_id, ess=ess_for(config))
         hostile = [

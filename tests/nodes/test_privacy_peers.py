@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from crc.cli.main import main
 from crc.core.models import make_model
 from crc.core.privacy import clip_standardized
-from crc.nodes.peer import Peer, PeerSettings
+from crc.nodes.peer import Peer
+from crc.nodes.settings import PeerSettings
 from crc.protocol.accountant import plan
 from support.tables import mixed_columns, prepared
 

@@ -31,7 +31,9 @@ from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.nodes import checkpoint, wire
 from crc.nodes.keys import new_key_pair
-from crc.nodes.peer import Peer, PeerSettings, SecureKeys
+from crc.nodes.peer import Peer
+from crc.nodes.peer_checkpoint import layout
+from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Unmask, decode, encode
 from crc.topologies import averaging_matrix
 from support.tables import mixed_columns, prepared
@@ -437,7 +439,7 @@ def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_
     preset = MOMENTUM
     peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
     assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
-    state = peer._state()
+    state = layout(peer.state, preset)
     assert len(state) == 2 * setup.model.size + 1 and state[-1] in (0.0, 1.0)
     state[-1] = 0.5
     checkpoint.save(tmp_path, identity=peer.identity, round_=ROUNDS, stats=state, metrics=peer.metrics.to_json())
@@ -567,7 +569,7 @@ def test_a_dead_neighbour_is_marked_down_after_k_rounds_and_costs_k_timeouts_in_
     address = ADDRESS[dead]
     assert peer.metrics.missing[address] == ROUNDS - 1
     assert peer.metrics.down_rounds[address] == ROUNDS - 1 - k
-    assert peer.metrics.downtime_s[address] == 0.0 and address in peer._down_since  # down since t = k s, the end
+    assert peer.metrics.downtime_s[address] == 0.0 and address in peer.liveness.down  # down since t = k s, the end
     assert sum(f"{address} missed {k} rounds in a row: marked down" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -588,7 +590,7 @@ def test_a_down_neighbour_that_sends_again_is_waited_for_again(setup, caplog):
     # marks it up: waited for again
     assert peer.metrics.missing[address] == back_at - 1 and peer.metrics.down_rounds[address] == back_at - 1 - k
     assert any(f"{address} sent again" in r.getMessage() for r in caplog.records)
-    assert address not in peer._down_since and peer.metrics.downtime_s[address] == 0.0  # no fake time passed while down
+    assert address not in peer.liveness.down and peer.metrics.downtime_s[address] == 0.0  # no fake time passed while down
     assert clock.now == k * TIMEOUT_S
 
 
@@ -749,13 +751,13 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     keys = {address: new_key_pair() for address in ADDRESS}
     neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
                       for u in NEIGHBOURS}
-    peer = setup.peer(FakeClock(), secure=SecureKeys(keys[ADDRESS[ME]].secret, neighbourhoods))
+    peer = setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods))
     transport = FakeTransport(peer.clock, setup.neighbours_answer)
     stranger = "tcp://127.0.0.1:9999"
     request = Unmask(sender=ADDRESS[NEIGHBOURS[0]], round=0, survivors=(ADDRESS[ME], stranger), shares={})
     with caplog.at_level(logging.WARNING, logger="crc.node"):
         for _ in range(50):
-            peer._answer(request, transport)
+            assert peer.session.answer(request) is None
     assert peer.metrics.reveals_refused == 50 and not transport.sent
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 

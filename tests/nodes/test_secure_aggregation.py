@@ -214,8 +214,8 @@ def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
     """Fixed point moves the class counts of a sum by rounding; the sum is scaled back to ESS x survivors exactly,
     unless its counts are further off than rounding explains (a contributor with another ESS): then nothing."""
     from crc.core.models import make_model
-    from crc.nodes.peer import SecureKeys
     from crc.nodes.secure_aggregation import SecureNeighbourhoods
+    from crc.nodes.settings import SecureAggregationKeys
     from support.tables import mixed_columns, prepared
 
     schema, x, y = prepared(mixed_columns(90, seed=2))
@@ -226,7 +226,7 @@ def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
     stats[CONTRIBUTORS[0]] = stats[CONTRIBUTORS[0]] + offset * model.uniform(1.0)  # ESS + offset
     members = {w: KEYS[w].public for w in CONTRIBUTORS[:3]}
     own = SecureNeighbourhoods(RECIPIENT, "run", tuple(CONTRIBUTORS[:3]),
-                               SecureKeys(KEYS[RECIPIENT].secret, {w: {**members, RECIPIENT: KEYS[RECIPIENT].public}
+                               SecureAggregationKeys(KEYS[RECIPIENT].secret, {w: {**members, RECIPIENT: KEYS[RECIPIENT].public}
                                                                      for w in CONTRIBUTORS[:3]}))
     _, peers = neighbourhood(CONTRIBUTORS[:3])
     sent = {w: peers[w].masked(stats[w], 0) for w in peers}
@@ -245,7 +245,7 @@ def test_the_unmasked_sum_has_exactly_the_ess_or_is_refused(offset, unmasked):
 
 
 def _secure_frames() -> list[bytes]:
-    from crc.nodes.wire import encode_secure
+    from crc.nodes.wire import encode_secure_aggregation
 
     _, peers = neighbourhood()
     _, sent = send(peers)
@@ -253,9 +253,9 @@ def _secure_frames() -> list[bytes]:
     reveal = ask(peers, sent, CONTRIBUTORS[:3])[w]
     common = {"run": "run", "sender": w, "round_": 0}
     return [
-        encode_secure("masked", **common, schema="ab" * 32, ess=400.0, data=sent[w][0][:50], shares=sent[w][1]),
-        encode_secure("unmask", **common, survivors=CONTRIBUTORS[:3], shares={o: sent[o][1][w] for o in CONTRIBUTORS[1:3]}),
-        encode_secure("reveal", **common, seed=reveal["seed"], pairs=reveal["pairs"],
+        encode_secure_aggregation("masked", **common, schema="ab" * 32, ess=400.0, data=sent[w][0][:50], shares=sent[w][1]),
+        encode_secure_aggregation("unmask", **common, survivors=CONTRIBUTORS[:3], shares={o: sent[o][1][w] for o in CONTRIBUTORS[1:3]}),
+        encode_secure_aggregation("reveal", **common, seed=reveal["seed"], pairs=reveal["pairs"],
                       shares={o: v.to_bytes(66, "big") for o, v in reveal["shares"].items()},
                       pair_shares={o: {x: v.to_bytes(66, "big") for x, v in p.items()} for o, p in reveal["pair_shares"].items()}),
     ]
@@ -271,7 +271,7 @@ def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
     from crc.nodes.wire import Expectation, Masked, Rejected, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
-                         secure=True)
+                         secure_aggregation=True)
     frame = bytearray(FRAMES[which])
     for position, value in flips:
         frame[position % len(frame)] ^= value
@@ -284,6 +284,6 @@ def test_intact_secure_frames_decode_to_their_types():
     from crc.nodes.wire import Expectation, Masked, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
-                         secure=True)
+                         secure_aggregation=True)
     kinds = [type(decode(frame, expect)) for frame in FRAMES]
     assert kinds == [Masked, Unmask, Reveal]

@@ -124,10 +124,10 @@ def test_huge_class_counts_that_keep_the_ess_are_rejected():
 
 def test_a_peer_that_aggregates_securely_rejects_what_its_fixed_point_cannot_encode():
     large = MODEL.uniform(400.0)
-    large[-1] = wire.SECURE_TERM_LIMIT  # within MAX_RELATIVE_MAGNITUDE x m0: plain peers take it
+    large[-1] = wire.SECURE_AGGREGATION_TERM_LIMIT  # within MAX_RELATIVE_MAGNITUDE x m0: plain peers take it
     decode(model_frame(large), MODEL_EXPECT)
     with pytest.raises(Rejected) as info:
-        decode(model_frame(large), replace(MODEL_EXPECT, secure=True))
+        decode(model_frame(large), replace(MODEL_EXPECT, secure_aggregation=True))
     assert info.value.cause == "magnitude" and "secure aggregation" in info.value.detail
 
 

@@ -43,13 +43,13 @@ class Network:
     The peers are forked by a spawner, as ``crc launch`` starts them (fresh processes where it is not supported).
     """
 
-    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, insecure: bool = False):
+    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, plaintext: bool = False):
         """``timeout``: the peers' wait per round in seconds, the first round's too (the tests start, or hold
-        back, every peer themselves: no start-up allowance). The peers use CURVE keys written into ``directory``,
-        or none with ``insecure``."""
-        self.directory, self.graph, self.config, self.timeout, self.insecure = directory, graph, config, timeout, insecure
+        back, every peer themselves: no start-up allowance). The peers encrypt with CURVE keys written into
+        ``directory``, or run in plaintext without keys with ``plaintext``."""
+        self.directory, self.graph, self.config, self.timeout, self.plaintext = directory, graph, config, timeout, plaintext
         self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
-        if not insecure:
+        if not plaintext:
             write_peer_keys(directory, self.addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)],
                             force=True)
         self.processes: dict[int, Child | subprocess.Popen] = {}
@@ -58,7 +58,7 @@ class Network:
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
                             ess=ess_for(self.config), timeout=self.timeout,
-                            first_round_timeout=self.timeout, log_level="info", insecure=self.insecure)
+                            first_round_timeout=self.timeout, log_level="info", plaintext=self.plaintext)
 
     def model_path(self, index: int) -> Path:
         return self.directory / f"model-{index}.json"

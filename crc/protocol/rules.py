@@ -1,0 +1,24 @@
+"""Rules between options that ``crc simulate``, ``crc launch`` and ``crc node`` all obey, each stated once here.
+
+"Secure" means two things in this project, kept apart by name: the *encrypted transport* (ZeroMQ CURVE: every
+connection authenticated and encrypted; ``--insecure`` turns it off) and *secure aggregation*
+(``--secure-aggregation``: a peer learns only the sum of its neighbours' statistics).
+"""
+
+from __future__ import annotations
+
+from crc.core.errors import OptionConflict
+
+
+def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encrypted_transport: bool = True) -> None:
+    """Raise OptionConflict if secure aggregation is combined with what it cannot work with: an aggregation other
+    than the mean (the peer sees only a sum), or a transport without keys (the masks derive from the CURVE keys).
+    A simulation has no transport: ``encrypted_transport`` is then left at True."""
+    if not secure_aggregation:
+        return
+    if aggregate != "mean":
+        raise OptionConflict("--secure-aggregation needs --aggregate mean: a peer then sees only the sum of its "
+                             "neighbours' statistics")
+    if not encrypted_transport:
+        raise OptionConflict("--secure-aggregation derives its masks from the peers' CURVE keys, so it needs the "
+                             "encrypted transport: drop --insecure")

@@ -1,0 +1,279 @@
+"""One ``crc node`` process as a library: its options, checked and turned into a ready peer, run until its model
+file is written.
+
+``NodeOptions`` holds what a process is told as plain values (addresses, file paths, names, numbers), from the
+command line or any other source; ``prepare`` checks them (addresses first, then keys, then the rules between
+options, then the files), loads the local data and reads the checkpoint, all before any network activity;
+``Node.run`` opens the transport, runs the peer and writes the model file.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from crc.core.acceleration import Acceleration, with_preset
+from crc.core.calibration import DEFAULT_LR
+from crc.core.errors import CRCError, OptionConflict
+from crc.core.model_file import TrainedModel
+from crc.core.models import make_model, model_options
+from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
+from crc.core.schema import Schema
+from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
+from crc.nodes.local_data import load_local
+from crc.nodes.peer import Peer
+from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from crc.nodes.transport import Transport
+from crc.protocol.rules import check_secure_aggregation
+
+SCHEME = "tcp://"
+MAX_START_DELAY_S = 7 * 24 * 3600
+"""A start time further ahead than this is refused: most likely a typo, and the peer would sit idle."""
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """Everything a ``crc node`` process is told, named as ``crc node``'s options; None leaves a setting to its
+    default (the acceleration settings: to ``accelerated``'s preset, else the paper's). Paths are of files read
+    (``data``, ``schema``, ``secret_key``, ``known_peers``, ``neighbourhoods``) or written (``out``, ``checkpoint``)."""
+
+    bind: str
+    data: str
+    schema: str
+    out: str
+    peers: tuple[str, ...] = ()
+    label: str | None = None
+    model: str = "nb"
+    model_options: Mapping[str, object] = field(default_factory=dict)
+    """Structure options by name; those of other model kinds are ignored."""
+    rounds: int = PeerSettings.rounds
+    iters: int | None = None
+    momentum: float | None = None
+    start: str | None = None
+    safeguard: bool | None = None
+    classifier: str | None = None
+    exact_diffusion: bool | None = None
+    accelerated: bool = False
+    loss: float = PeerSettings.loss
+    loss_seed: int = PeerSettings.loss_seed
+    dp_epsilon: float | None = None
+    dp_delta: float = DEFAULT_DELTA
+    clip: float = DEFAULT_CLIP
+    lr: float = DEFAULT_LR
+    """Only used for the default ESS (local size / lr)."""
+    ess: float | None = None
+    timeout_s: float = PeerSettings.timeout_s
+    first_round_timeout_s: float = PeerSettings.first_round_timeout_s
+    start_at: str | None = None
+    """ISO 8601 with a time zone, or seconds since the epoch; None: at once."""
+    checkpoint: str | None = None
+    run: str = PeerSettings.run
+    aggregate: str = PeerSettings.aggregate
+    down_after: int = PeerSettings.down_after
+    attack: str | None = None
+    secret_key: str | None = None
+    known_peers: str | None = None
+    plaintext: bool = False
+    """No encrypted transport: no keys, statistics in plaintext (``--insecure``)."""
+    secure_aggregation: bool = False
+    neighbourhoods: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """How a run ended: ``finished`` all its rounds (the model file is then written), and whether the peer heard
+    from none of its neighbours in the whole run (``alone``)."""
+
+    finished: bool
+    alone: bool
+    rounds_done: int
+    neighbours: int
+    rejected: int
+
+
+class Node:
+    """A peer process ready to run: options checked, data loaded, checkpoint read; nothing on the network yet.
+    ``stop`` (a threading.Event) ends a run within a poll slice, after its checkpoint is written."""
+
+    def __init__(self, options: NodeOptions, schema: Schema, structure: dict, peer: Peer, keys: PeerKeys | None,
+                 privacy: Privacy | None):
+        self.options, self.schema, self.structure, self.peer, self.keys, self.privacy = (
+            options, schema, structure, peer, keys, privacy)
+
+    @property
+    def stop(self) -> threading.Event:
+        return self.peer.stop
+
+    def run(self) -> NodeOutcome:
+        """Run the peer's remaining rounds over ZeroMQ; write the model file to ``options.out`` if it finished."""
+        peer, settings = self.peer, self.peer.settings
+        transport = Transport(settings.bind, list(settings.peers), max_frame_bytes=peer.expect.max_frame_bytes,
+                              queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=self.keys)
+        finished = peer.run(transport)  # closes the transport
+        rejected = sum(peer.metrics.rejected.values())
+        outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.metrics.messages_received == 0,
+                              rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected)
+        if finished:
+            self._write_model()
+            peer.log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
+                          sum(peer.metrics.missing.values()), rejected, self.options.out)
+        return outcome
+
+    def _write_model(self) -> None:
+        peer, settings = self.peer, self.peer.settings
+        metrics = {**peer.metrics.to_json(), "bind": settings.bind, "peers": list(settings.peers),
+                   "instances": int(len(peer.y)), "ess": peer.ess, "aggregate": settings.aggregate,
+                   "attack": settings.attack, "secure_aggregation": settings.secure_aggregation is not None}
+        if self.privacy is not None:
+            metrics["privacy"] = self.privacy.to_json()
+        TrainedModel(self.schema, self.options.model, peer.classifier_stats, metrics, **self.structure).save(self.options.out)
+
+
+def prepare(options: NodeOptions, log: logging.Logger) -> Node:
+    """Check ``options`` and build the peer they describe, logging to ``log``; a CRCError (an OptionConflict for
+    options that cannot go together) names the first problem. Nothing touches the network."""
+    check_address(options.bind, "--bind")
+    neighbours = tuple(check_address(address, "--peers") for address in options.peers)
+    if len(set(neighbours)) != len(neighbours):
+        raise CRCError("--peers lists a neighbour twice")
+    keys = _transport_keys(options, neighbours)
+    masking = _secure_aggregation_keys(options, keys, neighbours)
+    shared = Schema.load(options.schema)
+    if options.label is not None and options.label != shared.label:
+        raise CRCError(f"--label {options.label!r} differs from the schema's label {shared.label!r}")
+    structure = model_options(options.model, options.model_options)
+    generative = make_model(options.model, shared, **structure)
+    chosen = with_preset({"momentum": options.momentum, "start": options.start, "safeguard": options.safeguard,
+                          "classifier": options.classifier, "exact_diffusion": options.exact_diffusion,
+                          "iters": options.iters, "accelerated": options.accelerated})
+    iters = chosen.pop("iters", PeerSettings.iters)
+    speedup = Acceleration(**chosen)
+    privacy = _privacy(generative, options, iters, speedup)
+    phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
+    if privacy is not None:
+        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
+                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
+    if options.attack:
+        log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", options.attack)
+    if not neighbours:
+        log.warning("no --peers: this peer has no neighbours and trains alone, on its own data only")
+    start = start_time(options.start_at)
+    try:
+        settings = PeerSettings(bind=options.bind, peers=neighbours, rounds=options.rounds, iters=iters,
+                                timeout_s=options.timeout_s, first_round_timeout_s=options.first_round_timeout_s,
+                                start_at=start, run=options.run, checkpoint_dir=options.checkpoint,
+                                aggregate=options.aggregate, down_after=options.down_after, attack=options.attack,
+                                known_keys=keys.known if keys else None, acceleration=speedup, loss=options.loss,
+                                loss_seed=options.loss_seed, privacy=privacy, secure_aggregation=masking)
+        peer = Peer(generative, phi, y, ess=options.ess or len(y) / options.lr, settings=settings, log=log)
+    except ValueError as exc:  # a CRCError too: one line either way
+        raise CRCError(str(exc)) from None
+    if keys is None:
+        log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
+                    "them in a neighbour's name", options.bind)
+    return Node(options, shared, structure, peer, keys, privacy)
+
+
+def check_address(address: str, what: str) -> str:
+    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535; else a CRCError saying
+    what is wrong. A peer is named by its bind address, so a wildcard host cannot be bound either."""
+    if not address.startswith(SCHEME):
+        scheme = address.split("://")[0] + "://" if "://" in address else "no scheme"
+        raise CRCError(f"{what} {address!r}: must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
+    host, colon, port = address[len(SCHEME):].rpartition(":")
+    if not colon or not host:
+        raise CRCError(f"{what} {address!r}: give a host and a port, as in tcp://10.0.0.5:7000")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise CRCError(f"{what} {address!r}: the port must be a number from 1 to 65535, got {port!r}")
+    if host.startswith("[") or ":" in host:
+        raise CRCError(f"{what} {address!r}: IPv6 addresses are not supported; use an IPv4 address or a host name")
+    if host == "*" or host == "0.0.0.0":
+        raise CRCError(f"{what} {address!r}: a peer is named by its bind address, which its neighbours list in --peers; "
+                       "bind the address they connect to, not a wildcard")
+    try:
+        socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CRCError(f"{what} {address!r}: cannot resolve host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
+    return address
+
+
+def start_time(text: str | None) -> float | None:
+    """``--start-at`` (ISO 8601 with a time zone, or seconds since the epoch) as seconds since the epoch (None: at
+    once); more than ``MAX_START_DELAY_S`` ahead is a CRCError."""
+    if text is None:
+        return None
+    when = _epoch_seconds(text)
+    if not math.isfinite(when) or when - time.time() > MAX_START_DELAY_S:
+        raise CRCError(f"--start-at {text!r} is more than 7 days ahead (or not a number)")
+    return when
+
+
+def _epoch_seconds(text: str) -> float:
+    """Seconds since the epoch, or an ISO 8601 time with a time zone, as seconds since the epoch."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CRCError(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
+    if moment.tzinfo is None:
+        raise CRCError(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
+    return moment.timestamp()
+
+
+def _transport_keys(options: NodeOptions, neighbours: tuple[str, ...]) -> PeerKeys | None:
+    """The encrypted transport's keys from ``secret_key`` and ``known_peers`` (only the neighbours' kept); None for
+    a plaintext peer."""
+    if options.plaintext:
+        if options.secret_key or options.known_peers:
+            raise OptionConflict("--insecure runs without keys: drop --secret-key and --known-peers, or --insecure")
+        return None
+    if not options.secret_key and not options.known_peers:
+        raise CRCError("refusing to run without keys: give --secret-key and --known-peers (write keys with `crc keys`), "
+                       "or --insecure to run in plaintext on a trusted network")
+    if not options.secret_key or not options.known_peers:
+        raise OptionConflict("--secret-key and --known-peers go together")
+    own = load_key_pair(options.secret_key)
+    known = load_known_peers(options.known_peers, required=neighbours)
+    if own.public in [known[address] for address in neighbours]:
+        raise CRCError(f"{options.known_peers}: a neighbour has this peer's own key ({options.secret_key})")
+    return PeerKeys(own=own, known={address: known[address] for address in neighbours})
+
+
+def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
+                             neighbours: tuple[str, ...]) -> SecureAggregationKeys | None:
+    """Secure aggregation's keys from ``neighbourhoods``, checked against the transport's keys and the other
+    options; None without secure aggregation."""
+    if not options.secure_aggregation:
+        if options.neighbourhoods:
+            raise OptionConflict("--neighbourhoods is for --secure-aggregation")
+        return None
+    check_secure_aggregation(secure_aggregation=True, aggregate=options.aggregate, encrypted_transport=keys is not None)
+    if not options.neighbourhoods:
+        raise OptionConflict("--secure-aggregation needs --neighbourhoods")
+    hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
+    for u in neighbours:
+        if hoods[u][options.bind] != keys.own.public:
+            raise CRCError(f"{options.neighbourhoods}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
+        if any(keys.known.get(w, key) != key for w, key in hoods[u].items()):
+            raise CRCError(f"{options.neighbourhoods}: a key in the neighbourhood of {u} differs from the known-peers file's")
+    return SecureAggregationKeys(keys.own.secret, hoods)
+
+
+def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration) -> Privacy | None:
+    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``."""
+    check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
+                   acceleration=speedup)
+    if options.dp_epsilon is None:
+        return None
+    from crc.protocol.accountant import plan
+
+    return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)

@@ -1,0 +1,114 @@
+"""What a peer's checkpoint holds, what it must match to be resumed, and its writing every round.
+
+The file format is ``crc.nodes.checkpoint``'s; this module fixes its content for a peer. The statistics vector
+holds the peer's statistics (size,), then, if its acceleration keeps it, its last aggregate (the statistics
+before the first round); then, with momentum, the safeguard's reset flag for the next round (0 or 1); with exact
+diffusion, the statistics after the last local steps (the statistics before the first round). A resumed peer thus
+continues exactly as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from crc.core import acceleration
+from crc.core.acceleration import PAPER, Acceleration
+from crc.core.errors import CRCError
+from crc.nodes import checkpoint
+from crc.nodes.metrics import Metrics
+from crc.nodes.settings import PeerSettings
+
+
+@dataclass
+class PeerState:
+    """Where a peer is: its completed ``round``, its statistics (size,), its last aggregate (size,) when its
+    acceleration keeps one, and its acceleration memory."""
+
+    round: int
+    stats: np.ndarray
+    aggregated: np.ndarray | None = None
+    memory: acceleration.Memory | None = None
+
+
+def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: int) -> dict:
+    """What a checkpoint must match to be resumed."""
+    s = settings
+    found = {"bind": s.bind, "peers": sorted(s.peers), "rounds": s.rounds, "iters": s.iters, "run": s.run,
+             "schema_id": schema_id, "ess": ess, "instances": instances}
+    if s.privacy is not None:  # resuming under other noise would break the accounting
+        found["privacy"] = s.privacy.to_json()
+    if s.secure_aggregation is not None:
+        found["secure_aggregation"] = True
+    if s.acceleration != PAPER:  # it also decides what the checkpoint holds (``layout``)
+        found["acceleration"] = asdict(s.acceleration)
+    return found
+
+
+def layout(state: PeerState, speedup: Acceleration) -> np.ndarray:
+    """The checkpoint's statistics vector of ``state`` under ``speedup`` (see the module's docstring)."""
+    parts = [state.stats]
+    if speedup.keeps_aggregate:
+        parts.append(state.stats if state.aggregated is None else state.aggregated)
+    if speedup.has_momentum:
+        parts.append([float(state.memory is not None and bool(state.memory.reset))])
+    if speedup.exact_diffusion:
+        parts.append(state.stats if state.memory is None else state.memory.previous)
+    return np.concatenate(parts) if len(parts) > 1 else state.stats
+
+
+def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *, source) -> PeerState:
+    """The state a checkpoint's statistics ``vector`` of round ``round_`` holds (``layout``'s inverse); a momentum
+    reset flag other than 0 or 1 is a CRCError naming ``source``."""
+    state = PeerState(round_, vector[:size])
+    if speedup.keeps_aggregate and round_ > 0:
+        state.aggregated = vector[size:2 * size]
+        if speedup.has_momentum:
+            reset = vector[2 * size]
+            if reset not in (0.0, 1.0):
+                raise CRCError(f"{source}: damaged checkpoint: momentum reset flag {float(reset)!r} (0 or 1)")
+            state.memory = acceleration.Memory(state.aggregated, np.array(reset == 1.0))
+    if speedup.exact_diffusion and round_ > 0:
+        state.memory = acceleration.Memory(vector[size:2 * size], np.array(False))
+    return state
+
+
+class PeerCheckpoints:
+    """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
+
+    def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger):
+        self.directory, self.identity, self.speedup, self.log = directory, identity, speedup, log
+        self._failing = False
+
+    def load(self, start: PeerState) -> tuple[PeerState, dict] | None:
+        """(the state, the metrics as written) of the checkpoint, or None without one; ``start`` is the state of a
+        fresh run, which fixes the vector's length."""
+        if not self.directory:
+            return None
+        found = checkpoint.load(self.directory, identity=self.identity, size=len(layout(start, self.speedup)))
+        if found is None:
+            return None
+        round_, vector, metrics = found
+        return restore(round_, vector, self.speedup, len(start.stats), source=self.directory), metrics
+
+    def save(self, state: PeerState, metrics: Metrics) -> None:
+        """Write the checkpoint; a write that fails (a full disk, no file descriptor left) keeps the previous one,
+        which ``checkpoint.save`` replaces only whole, and is counted and logged (an error when the last write
+        succeeded, then quietly until one succeeds again): the run goes on."""
+        if not self.directory:
+            return
+        failing = self._failing
+        try:
+            checkpoint.save(self.directory, identity=self.identity, round_=state.round,
+                            stats=layout(state, self.speedup), metrics=metrics.to_json())
+        except OSError as exc:
+            self._failing = True
+            metrics.checkpoint_failures += 1
+            self.log.log(logging.DEBUG if failing else logging.ERROR,
+                         "round %d: checkpoint not written (%s); the previous one is kept", state.round, exc)
+            return
+        self._failing = False
+        if failing:
+            self.log.warning("round %d: checkpoint written again", state.round)

@@ -1,0 +1,106 @@
+"""What a peer is told: its settings (address, neighbours, rounds, timeouts, options) and its secure-aggregation keys.
+
+Two kinds of "secure" meet in a peer and are kept apart by name: the *encrypted transport* (CURVE: ``known_keys``,
+``crc.nodes.keys.PeerKeys``), which authenticates and encrypts every connection, and *secure aggregation*
+(``secure_aggregation``, ``SecureAggregationKeys``), which masks a peer's statistics so that a neighbour learns
+only a sum. The second derives its masks from the keys of the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from crc.core.acceleration import PAPER, Acceleration
+from crc.core.aggregation import AGGREGATIONS
+from crc.core.attacks import ATTACKS
+from crc.core.privacy import Privacy
+
+
+@dataclass(frozen=True)
+class SecureAggregationKeys:
+    """What a peer needs for secure aggregation: its z85 CURVE secret key and, for each neighbour u, the z85 public
+    key of every member of u's neighbourhood N(u) (this peer included)."""
+
+    secret_key: str
+    neighbourhoods: Mapping[str, Mapping[str, str]]
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """Everything a peer is told: who it is, whom it talks to, how long and how often it waits.
+
+    Each default below is the only one: ``crc node``, ``crc launch`` and the launcher use these.
+    """
+
+    bind: str
+    """Address the peer listens on; also its name on the wire."""
+    peers: tuple[str, ...]
+    """Bind addresses of the neighbours."""
+    rounds: int = 64
+    """Rounds of the run, the same on every peer."""
+    iters: int = 1
+    """Local RC iterations per round."""
+    timeout_s: float = 10.0
+    """Seconds a round waits for the neighbours' statistics once the first round's allowance is over."""
+    first_round_timeout_s: float = 60.0
+    """Seconds the first round of a fresh run may wait, from the peer's start (or ``start_at``): the peers'
+    start-up. No later round gives up before then either, since a neighbour's neighbour that starts late delays
+    the neighbour's next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
+    start_at: float | None = None
+    """Wall-clock time (seconds since the epoch) at which a fresh run sends its first statistics; until then the
+    peer is listening and keeps what arrives. None, or a time already past: at once. Peers started one after
+    another but told the same time begin their rounds together, so the start-up does not ripple through the
+    first rounds. A resumed peer ignores it."""
+    queue_messages: int = 256
+    """Frames (rounds of statistics) ZeroMQ may queue for each neighbour (outgoing; the inbox keeps a few per connection)."""
+    final_linger_ms: int = 1000
+    """Milliseconds queued statistics may take to leave after the last round (a stop closes at once)."""
+    poll_slice_s: float = 0.1
+    """Longest single wait for frames, in seconds: a stop request is seen within this time."""
+    run: str = "crc"
+    """Run id: peers of other runs are ignored."""
+    checkpoint_dir: str | None = None
+    """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
+    aggregate: str = "mean"
+    """How neighbours' statistics are combined with the peer's own (``crc.core.aggregation``)."""
+    window_rounds: int = 8
+    """Frames for more than this many rounds after the awaited one are refused, so that buffered state stays bounded
+    (neighbours x window x frame); a peer that started late or was restarted catches up through buffered rounds."""
+    down_after: int = 3
+    """Consecutive rounds a neighbour may miss before it is marked down and no longer waited for."""
+    attack: str | None = None
+    """Research only: send poisoned statistics of this kind (``crc.core.attacks``) instead of the peer's own."""
+    known_keys: Mapping[str, str] | None = None
+    """Encrypted transport: each neighbour's CURVE public key (address -> z85); a frame must come over a connection
+    authenticated with the key of the neighbour it claims to be from. None: a plaintext peer, whose frames carry no
+    key."""
+    acceleration: Acceleration = PAPER
+    """Memory, start, safeguard, classifier and exact diffusion (``crc.core.acceleration``); the memory is checkpointed with the
+    statistics, so a resumed peer continues exactly."""
+    loss: float = 0.0
+    """Injected message loss: each neighbour's message of a round is dropped with this probability (``crc.core.loss``)."""
+    loss_seed: int = 0
+    """Seed of the injected loss (the simulator's ``loss_seed`` for this node, so that both drop the same messages)."""
+    privacy: Privacy | None = None
+    """Differential privacy (``crc.core.privacy``): every round's statistics are released with Gaussian noise of
+    this plan's sigma, and the peer continues from the released values. None: no noise."""
+    privacy_seed: int | None = None
+    """Seed of the privacy noise; None (a deployment): fresh entropy from the operating system."""
+    secure_aggregation: SecureAggregationKeys | None = None
+    """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
+    neighbourhood with its members' public keys. None: statistics travel as they are."""
+
+    def __post_init__(self):
+        if self.bind in self.peers:
+            raise ValueError(f"{self.bind} lists itself among its peers")
+        if min(self.timeout_s, self.first_round_timeout_s, self.poll_slice_s) <= 0:
+            raise ValueError("timeouts and the poll slice must be positive")
+        if self.rounds < 1 or self.iters < 1 or self.queue_messages < 1 or self.final_linger_ms < 0:
+            raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
+        if self.window_rounds < 0 or self.down_after < 1:
+            raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
+        if self.aggregate not in AGGREGATIONS or self.attack not in (None, *ATTACKS):
+            raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
+        if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
+            raise ValueError("every neighbour needs a known key")

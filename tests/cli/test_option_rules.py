@@ -1,0 +1,42 @@
+"""Rules between options are one check each (``crc.protocol.rules``): ``crc simulate``, ``crc launch`` and
+``crc node`` refuse the same combination with the same line and exit status 2, before any work."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from crc.cli.main import main
+from crc.core.errors import OptionConflict
+from crc.protocol.rules import check_secure_aggregation
+
+NODE = ["node", "--bind", "tcp://127.0.0.1:7001", "--peers", "tcp://127.0.0.1:7002", "--data", "missing.csv",
+        "--schema", "missing.json", "--out", "m.json"]
+NEEDS_THE_MEAN = "--secure-aggregation needs --aggregate mean: a peer then sees only the sum of its neighbours' statistics"
+NEEDS_KEYS = ("--secure-aggregation derives its masks from the peers' CURVE keys, so it needs the encrypted transport: "
+              "drop --insecure")
+
+
+def refusal(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 2, result.output
+    return result.output.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], [*NODE, "--insecure"]], ids=["simulate", "launch", "node"])
+def test_secure_aggregation_with_another_aggregation_is_one_refusal_everywhere(command):
+    assert refusal(*command, "--secure-aggregation", "--aggregate", "clipped") == f"Error: {NEEDS_THE_MEAN}"
+
+
+@pytest.mark.parametrize("command", [["launch"], NODE], ids=["launch", "node"])
+def test_secure_aggregation_without_the_encrypted_transport_is_one_refusal_everywhere(command):
+    assert refusal(*command, "--secure-aggregation", "--insecure") == f"Error: {NEEDS_KEYS}"
+
+
+def test_the_rule_itself():
+    check_secure_aggregation(secure_aggregation=False, aggregate="clipped", encrypted_transport=False)
+    check_secure_aggregation(secure_aggregation=True, aggregate="mean")
+    with pytest.raises(OptionConflict, match="needs --aggregate mean"):
+        check_secure_aggregation(secure_aggregation=True, aggregate="clipped")
+    with pytest.raises(OptionConflict, match="drop --insecure"):
+        check_secure_aggregation(secure_aggregation=True, aggregate="mean", encrypted_transport=False)

@@ -1,0 +1,66 @@
+"""The inbox in-process: early statistics kept for their round, bounded; stale, far, duplicate and wrong-kind frames
+refused by cause."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from crc.nodes.inbox import Inbox
+from crc.nodes.wire import Masked, Message, Rejected
+
+A, B = "tcp://a:1", "tcp://b:1"
+ROUNDS, WINDOW = 20, 3
+
+
+def stats(sender: str, round_: int) -> Message:
+    return Message(sender=sender, round=round_, stats=np.full(4, float(round_)))
+
+
+def refusal(inbox: Inbox, message, awaited: int) -> str:
+    with pytest.raises(Rejected) as rejected:
+        inbox.put(message, awaited)
+    assert rejected.value.sender == message.sender
+    return rejected.value.cause
+
+
+def test_early_statistics_are_kept_for_their_round_and_taken_with_it():
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    inbox.put(stats(A, 5), 5)
+    inbox.put(stats(A, 5 + WINDOW), 5)
+    assert inbox.complete(5, [A]) and not inbox.complete(5, [A, B]) and not inbox.complete(6, [A])
+    inbox.put(stats(B, 5), 5)
+    assert inbox.complete(5, [A, B])
+    taken = inbox.take(5)
+    assert sorted(taken) == [A, B] and taken[A].round == 5
+    assert inbox.take(5) == {} and inbox.take(5 + WINDOW)[A].round == 5 + WINDOW
+
+
+def test_taking_a_round_drops_the_earlier_ones():
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    for round_ in (1, 2, 3):
+        inbox.put(stats(A, round_), 1)
+    assert inbox.take(3)[A].round == 3 and inbox.take(1) == {} and inbox.take(2) == {}
+
+
+@pytest.mark.parametrize("round_, cause", [(4, "stale"), (5 + WINDOW + 1, "ahead"), (ROUNDS, "malformed"), (10**9, "malformed")])
+def test_a_frame_outside_the_window_or_the_run_is_refused_by_cause(round_, cause):
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    assert refusal(inbox, stats(A, round_), 5) == cause
+    assert inbox.take(round_) == {}
+
+
+def test_a_second_frame_for_a_slot_is_refused_and_the_first_kept():
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    inbox.put(stats(A, 2), 2)
+    assert refusal(inbox, Message(sender=A, round=2, stats=np.zeros(4)), 2) == "duplicate"
+    assert inbox.take(2)[A].stats[0] == 2.0
+
+
+def test_statistics_of_the_wrong_kind_are_refused():
+    masked = Masked(sender=A, round=0, words=np.zeros(4, dtype=np.uint64), shares={})
+    assert refusal(Inbox(rounds=ROUNDS, window=WINDOW), masked, 0) == "type"
+    assert refusal(Inbox(rounds=ROUNDS, window=WINDOW, masked=True), stats(A, 0), 0) == "type"
+    receiving_masked = Inbox(rounds=ROUNDS, window=WINDOW, masked=True)
+    receiving_masked.put(masked, 0)
+    assert receiving_masked.complete(0, [A])

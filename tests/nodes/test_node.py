@@ -1,0 +1,117 @@
+"""A ``crc node`` process as a library: options checked and turned into a ready peer, run until its model file is
+written; the start time's accepted forms and refusals."""
+
+import logging
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from crc.core.errors import CRCError, OptionConflict
+from crc.core.model_file import load_model
+from crc.nodes.keys import write_peer_keys
+from crc.nodes.launcher import free_ports
+from crc.nodes.node import MAX_START_DELAY_S, NodeOptions, prepare, start_time
+from crc.nodes.settings import PeerSettings
+from support.network import scenario
+
+LOG = logging.getLogger("test.node")
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("deployment")
+    scenario(directory, nodes=2, rounds=3)
+    return directory
+
+
+def options(deployment, **given) -> NodeOptions:
+    bind, neighbour = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
+    return NodeOptions(**{"bind": bind, "peers": (neighbour,), "data": str(deployment / "node-0.csv"),
+                          "schema": str(deployment / "schema.json"), "out": str(deployment / "model.json"),
+                          "plaintext": True, **given})
+
+
+def test_the_options_become_the_peers_settings(deployment):
+    given = options(deployment, rounds=7, timeout_s=2.5, first_round_timeout_s=9.0, down_after=4, accelerated=True,
+                    run="trial", aggregate="clipped", ess=123.0)
+    settings = prepare(given, LOG).peer.settings
+    assert (settings.bind, settings.peers, settings.rounds, settings.run) == (given.bind, given.peers, 7, "trial")
+    assert (settings.timeout_s, settings.first_round_timeout_s, settings.down_after) == (2.5, 9.0, 4)
+    assert settings.acceleration.exact_diffusion and settings.iters == 2 and settings.aggregate == "clipped"
+    assert settings.known_keys is None and settings.secure_aggregation is None
+    assert prepare(given, LOG).peer.ess == 123.0
+    default = prepare(options(deployment), LOG).peer
+    assert default.settings.timeout_s == PeerSettings.timeout_s and default.ess == pytest.approx(len(default.y) / 0.05)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"secure_aggregation": True}, "so it needs the encrypted transport: drop --insecure"),
+    ({"secret_key": "k"}, "--insecure runs without keys"),
+    ({"neighbourhoods": "n.json"}, "--neighbourhoods is for --secure-aggregation"),
+    ({"plaintext": False, "secret_key": "k"}, "--secret-key and --known-peers go together"),
+])
+def test_options_that_cannot_go_together_are_a_conflict(deployment, given, message):
+    with pytest.raises(OptionConflict, match=message):
+        prepare(options(deployment, **given), LOG)
+
+
+def test_secure_aggregation_needs_the_mean_and_neighbourhoods(tmp_path, deployment):
+    given = options(deployment, plaintext=False, secure_aggregation=True)
+    write_peer_keys(tmp_path, [given.bind, given.peers[0]], [[1], [0]])
+    keyed = replace(given, secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
+                    known_peers=str(tmp_path / "known-peers-0.json"))
+    with pytest.raises(OptionConflict, match="needs --aggregate mean"):
+        prepare(replace(keyed, aggregate="clipped"), LOG)
+    with pytest.raises(OptionConflict, match="needs --neighbourhoods"):
+        prepare(keyed, LOG)
+    masked = prepare(replace(keyed, neighbourhoods=str(tmp_path / "neighbourhoods-0.json")), LOG).peer.settings
+    assert masked.secure_aggregation is not None and set(masked.known_keys) == {given.peers[0]}
+
+
+def test_addresses_are_checked_first(deployment):
+    with pytest.raises(CRCError, match="--peers 'tcp://127.0.0.1:0': the port"):
+        prepare(options(deployment, peers=("tcp://127.0.0.1:0",), data="missing.csv"), LOG)
+    with pytest.raises(CRCError, match="--peers lists a neighbour twice"):
+        prepare(options(deployment, peers=("tcp://127.0.0.1:7", "tcp://127.0.0.1:7")), LOG)
+
+
+def test_a_peer_without_neighbours_runs_and_writes_its_model_file(tmp_path, deployment):
+    given = options(deployment, peers=(), rounds=3, out=str(tmp_path / "alone.json"))
+    outcome = prepare(given, LOG).run()
+    assert outcome.finished and not outcome.alone and outcome.rounds_done == 3 and outcome.neighbours == 0
+    model = load_model(tmp_path / "alone.json")
+    assert model.metrics["rounds_done"] == 3 and model.metrics["peers"] == [] and np.all(np.isfinite(model.stats))
+
+
+def test_a_stopped_node_writes_no_model_file(tmp_path, deployment):
+    node = prepare(options(deployment, out=str(tmp_path / "never.json"), first_round_timeout_s=30.0), LOG)
+    node.stop.set()
+    outcome = node.run()
+    assert not outcome.finished and outcome.rounds_done == 0 and not (tmp_path / "never.json").exists()
+
+
+def test_a_start_time_is_iso_8601_with_a_zone_or_seconds_since_the_epoch():
+    assert start_time(None) is None
+    assert start_time("2026-11-24T09:00:00Z") == 1795510800.0
+    assert start_time("2026-11-24T10:00:00+01:00") == 1795510800.0
+    assert start_time("1795510800.25") == 1795510800.25
+    assert start_time("0") == 0.0  # long past: the peer starts at once
+
+
+@pytest.mark.parametrize("text, message", [
+    ("2026-11-24T09:00:00", "no time zone"),
+    ("tomorrow", "neither an ISO 8601 time nor seconds"),
+    ("nan", "more than 7 days ahead"),
+    ("inf", "more than 7 days ahead"),
+])
+def test_a_start_time_without_a_zone_or_unreadable_is_refused(text, message):
+    with pytest.raises(CRCError, match=message):
+        start_time(text)
+
+
+def test_a_start_time_more_than_a_week_ahead_is_refused():
+    assert start_time(repr(time.time() + MAX_START_DELAY_S - 60)) is not None
+    with pytest.raises(CRCError, match="more than 7 days ahead"):
+        start_time(repr(time.time() + MAX_START_DELAY_S + 60))

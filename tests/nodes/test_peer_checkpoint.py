@@ -1,0 +1,101 @@
+"""What a peer's checkpoint holds (its layout under each acceleration), what it must match, and its writing."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from crc.core.acceleration import MOMENTUM_PRESET, PAPER, PRESET, Acceleration, Memory
+from crc.core.errors import CRCError
+from crc.nodes.metrics import Metrics
+from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, layout, restore
+from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+
+SIZE = 5
+RNG = np.random.default_rng(0)
+STATS, AGGREGATE, PREVIOUS = (RNG.normal(size=SIZE) for _ in range(3))
+SPEEDUPS = {"paper": PAPER, "aggregate": Acceleration(classifier="aggregate"), "momentum": Acceleration(**MOMENTUM_PRESET),
+            "exact diffusion": PRESET}
+
+
+def state_for(speedup: Acceleration, round_: int = 4) -> PeerState:
+    memory = None
+    if speedup.has_momentum:
+        memory = Memory(AGGREGATE, np.array(True))
+    elif speedup.exact_diffusion:
+        memory = Memory(PREVIOUS, np.array(False))
+    return PeerState(round_, STATS, AGGREGATE if speedup.keeps_aggregate else None, memory)
+
+
+@pytest.mark.parametrize("name", list(SPEEDUPS))
+def test_the_layout_restores_what_it_holds(name):
+    speedup = SPEEDUPS[name]
+    state = state_for(speedup)
+    vector = layout(state, speedup)
+    assert len(vector) == SIZE * (1 + speedup.keeps_aggregate + speedup.exact_diffusion) + speedup.has_momentum
+    back = restore(state.round, vector, speedup, SIZE, source="here")
+    np.testing.assert_array_equal(back.stats, STATS)
+    for held, expected in [(back.aggregated, state.aggregated), (None if back.memory is None else back.memory.previous,
+                                                                  None if state.memory is None else state.memory.previous)]:
+        assert (held is None) == (expected is None)
+        if held is not None:
+            np.testing.assert_array_equal(held, expected)
+    if speedup.has_momentum:
+        assert bool(back.memory.reset) and back.memory.previous is back.aggregated
+
+
+@pytest.mark.parametrize("name", list(SPEEDUPS))
+def test_a_fresh_run_has_the_layout_of_every_round_and_restores_to_no_memory(name):
+    speedup = SPEEDUPS[name]
+    fresh = PeerState(0, STATS)
+    assert len(layout(fresh, speedup)) == len(layout(state_for(speedup), speedup))
+    back = restore(0, layout(fresh, speedup), speedup, SIZE, source="here")
+    assert back.aggregated is None and back.memory is None
+
+
+def test_a_reset_flag_other_than_0_or_1_names_the_checkpoint():
+    speedup = SPEEDUPS["momentum"]
+    vector = layout(state_for(speedup), speedup)
+    vector[2 * SIZE] = 0.5
+    with pytest.raises(CRCError, match="ckpt: damaged checkpoint: momentum reset flag 0.5"):
+        restore(4, vector, speedup, SIZE, source="ckpt")
+
+
+def test_the_identity_names_what_a_resumed_peer_must_share():
+    plain = PeerSettings(bind="tcp://a:1", peers=("tcp://c:1", "tcp://b:1"))
+    found = identity(plain, schema_id="s", ess=10.0, instances=3)
+    assert found == {"bind": "tcp://a:1", "peers": ["tcp://b:1", "tcp://c:1"], "rounds": 64, "iters": 1, "run": "crc",
+                     "schema_id": "s", "ess": 10.0, "instances": 3}
+    masked = PeerSettings(bind="tcp://a:1", peers=(), acceleration=PRESET,
+                          secure_aggregation=SecureAggregationKeys("secret", {}))
+    assert {"secure_aggregation", "acceleration"} <= set(identity(masked, schema_id="s", ess=10.0, instances=3))
+
+
+def test_checkpoints_round_trip_and_a_failing_write_is_logged_once(tmp_path, monkeypatch, caplog):
+    speedup = SPEEDUPS["exact diffusion"]
+    log = logging.getLogger("test.checkpoints")
+    checkpoints = PeerCheckpoints(str(tmp_path), {"bind": "x"}, speedup, log)
+    metrics = Metrics.for_neighbours(["tcp://b:1"])
+    metrics.rounds_done = 4
+    checkpoints.save(state_for(speedup), metrics)
+    state, written = checkpoints.load(PeerState(0, STATS))
+    assert state.round == 4 and written["rounds_done"] == 4
+    np.testing.assert_array_equal(state.memory.previous, PREVIOUS)
+    assert PeerCheckpoints(None, {}, speedup, log).load(PeerState(0, STATS)) is None
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    from crc.nodes import checkpoint
+    monkeypatch.setattr(checkpoint, "save", full_disk)
+    with caplog.at_level(logging.DEBUG, logger="test.checkpoints"):
+        for _ in range(3):
+            checkpoints.save(state_for(speedup), metrics)
+    assert metrics.checkpoint_failures == 3
+    assert [r.levelno for r in caplog.records] == [logging.ERROR, logging.DEBUG, logging.DEBUG]
+    monkeypatch.undo()
+    with caplog.at_level(logging.WARNING, logger="test.checkpoints"):
+        checkpoints.save(state_for(speedup), metrics)
+    assert "checkpoint written again" in caplog.text

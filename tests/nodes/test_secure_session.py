@@ -1,0 +1,137 @@
+"""The secure-aggregation session in-process: four peers of a complete graph run its stages on each other's frames."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from crc.core.models import make_model
+from crc.nodes.keys import new_key_pair
+from crc.nodes.metrics import Metrics
+from crc.nodes.secure_session import SecureAggregationSession
+from crc.nodes.settings import SecureAggregationKeys
+from crc.nodes.wire import Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
+from support.tables import mixed_columns, prepared
+
+PEERS = [f"tcp://127.0.0.1:{7200 + i}" for i in range(4)]
+RECIPIENT, CONTRIBUTORS = PEERS[0], PEERS[1:]
+KEYS = {address: new_key_pair() for address in PEERS}
+ROUNDS, ESS = 5, 300.0
+SCHEMA, X, Y = prepared(mixed_columns(90, seed=2))
+MODEL = make_model("nb", SCHEMA)
+
+
+def others(me: str) -> tuple[str, ...]:
+    return tuple(p for p in PEERS if p != me)
+
+
+def session(me: str) -> SecureAggregationSession:
+    hoods = {u: {w: KEYS[w].public for w in others(u)} for u in others(me)}  # complete graph: N(u) = the others
+    return SecureAggregationSession(me, "run", others(me), SecureAggregationKeys(KEYS[me].secret, hoods), rounds=ROUNDS,
+                                    metrics=Metrics.for_neighbours(others(me)), log=logging.getLogger("test.session"))
+
+
+def expect(me: str) -> Expectation:
+    return Expectation(run="run", schema_id=MODEL.schema_id, ess=ESS, size=MODEL.size, neighbours=frozenset(others(me)),
+                       secure_aggregation=True)
+
+
+def statistics(i: int) -> np.ndarray:
+    stats = MODEL.fit_ml(MODEL.features(X[i::4]), Y[i::4])
+    return stats * (ESS / MODEL.ess(stats))
+
+
+@pytest.fixture
+def sessions():
+    return {p: session(p) for p in PEERS}
+
+
+def masked_for_recipient(sessions, round_: int, senders=CONTRIBUTORS) -> dict[str, Masked]:
+    """Stage 0: what each sender's session sends the recipient, decoded by the recipient."""
+    received = {}
+    for i, sender in enumerate(PEERS):
+        if sender not in senders:
+            continue
+        plain = encode(run="run", sender=sender, round_=round_, schema_id=MODEL.schema_id, ess=ESS, stats=statistics(i))
+        frames = sessions[sender].frames(statistics(i), round_, schema_id=MODEL.schema_id, ess=ESS, plain=plain)
+        assert set(frames) == set(others(sender))
+        received[sender] = decode(frames[RECIPIENT], expect(RECIPIENT))
+    return received
+
+
+def unmask_round(sessions, round_: int, received: dict, answering=CONTRIBUTORS) -> np.ndarray | None:
+    """Stages 1-3 at the recipient, its requests answered by the ``answering`` contributors."""
+    recipient = sessions[RECIPIENT]
+    requests = recipient.open(received, round_)
+    assert set(requests) == set(CONTRIBUTORS)
+    for contributor in answering:
+        request = decode(requests[contributor], expect(contributor))
+        assert isinstance(request, Unmask)
+        reply = sessions[contributor].answer(request)
+        if reply is not None:
+            reveal = decode(reply, expect(RECIPIENT))
+            assert isinstance(reveal, Reveal)
+            recipient.take_reveal(reveal)
+    return recipient.close(MODEL, ESS)
+
+
+def test_the_recipient_learns_the_sum_of_its_neighbours_statistics(sessions):
+    received = masked_for_recipient(sessions, 0)
+    assert all(isinstance(m, Masked) for m in received.values()) and sessions[RECIPIENT].receives_masked
+    total = unmask_round(sessions, 0, received)
+    expected = sum(statistics(i) for i in range(1, 4))
+    np.testing.assert_allclose(total, expected, rtol=0, atol=1e-5)
+    assert MODEL.ess(total) == pytest.approx(3 * ESS, rel=1e-12)
+    assert not sessions[RECIPIENT].unmasking and sessions[RECIPIENT].reveals == 3
+
+
+def test_a_contributor_lost_after_sending_is_covered_by_the_others_shares(sessions):
+    received = masked_for_recipient(sessions, 1)
+    total = unmask_round(sessions, 1, received, answering=CONTRIBUTORS[:2])
+    np.testing.assert_allclose(total, sum(statistics(i) for i in range(1, 4)), rtol=0, atol=1e-5)
+
+
+def test_with_one_contributor_nothing_is_unmasked_and_the_others_get_a_notice(sessions):
+    received = masked_for_recipient(sessions, 2, senders=CONTRIBUTORS[:1])
+    assert unmask_round(sessions, 2, received) is None
+    assert sum(session.metrics.reveals_refused for session in sessions.values()) == 0
+
+
+def test_stages_out_of_order_are_refused(sessions):
+    recipient = sessions[RECIPIENT]
+    assert recipient.close(MODEL, ESS) is None and not recipient.revealed()
+    received = masked_for_recipient(sessions, 3)
+    requests = recipient.open(received, 3)
+    reply = decode(sessions[CONTRIBUTORS[0]].answer(decode(requests[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0]))),
+                   expect(RECIPIENT))
+    recipient.take_reveal(reply)
+    with pytest.raises(Rejected) as duplicate:
+        recipient.take_reveal(reply)
+    assert duplicate.value.cause == "duplicate"
+    recipient.close(MODEL, ESS)
+    with pytest.raises(Rejected) as stale:  # the unmasking is closed: a late reveal is not taken
+        recipient.take_reveal(reply)
+    assert stale.value.cause == "stale"
+
+
+def test_a_request_for_more_than_a_sum_is_refused_counted_and_logged_once(sessions, caplog):
+    masked_for_recipient(sessions, 0)
+    contributor = sessions[CONTRIBUTORS[0]]
+    greedy = Unmask(sender=RECIPIENT, round=0, survivors=(CONTRIBUTORS[0], "tcp://127.0.0.1:9"), shares={})  # a stranger
+    with caplog.at_level(logging.DEBUG, logger="test.session"):
+        assert contributor.answer(greedy) is None and contributor.answer(greedy) is None
+    assert contributor.metrics.reveals_refused == 2
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG]
+
+
+def test_after_the_last_round_a_peer_knows_when_every_protected_neighbour_has_asked(sessions):
+    last = ROUNDS - 1
+    received = masked_for_recipient(sessions, last)
+    contributor = sessions[CONTRIBUTORS[0]]
+    assert not contributor.final_answered()
+    for peer in others(CONTRIBUTORS[0]):
+        request = sessions[peer].open({w: m for w, m in received.items()} if peer == RECIPIENT else {}, last)
+        contributor.answer(decode(request[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0])))
+    assert contributor.final_answered()
