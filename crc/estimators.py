@@ -3,10 +3,12 @@
 ``NaiveBayesClassifier``, ``QDAClassifier`` and ``CircuitClassifier`` learn on
 pooled data; ``FederatedClassifier`` simulates CRC over a graph of peers that
 each hold one part of the data. Inputs are numpy arrays or pandas DataFrames of
-numbers, strings and categoricals with missing values (None, NaN); feature kinds
-follow the schema rule (a non-numeric column, or one with at most ten distinct
-values, is discrete). ``to_model`` gives a model file for ``crc predict`` and
-peers; ``from_model`` turns one back into an estimator.
+numbers, strings and categoricals with missing values (None, NaN). Numbers are
+continuous features and everything else is categorical, unless
+``categorical_features`` says which features are categorical (the CLI's rule
+for CSV files, where a numeric column of at most ten distinct values is
+discrete, does not apply here). ``to_model`` gives a model file for ``crc
+predict`` and peers; ``from_model`` turns one back into an estimator.
 
 scikit-learn is an optional dependency: ``pip install 'crc-p2p[sklearn]'``.
 """
@@ -21,7 +23,7 @@ import numpy as np
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.utils import check_array, column_or_1d
-    from sklearn.utils.multiclass import check_classification_targets, unique_labels
+    from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 except ModuleNotFoundError as exc:
     raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]' (or '.[sklearn]' from a clone)") from exc
@@ -34,6 +36,7 @@ from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, label_dtype_of, load_model
 from crc.core.models import GenerativeModel, make_model, model_kind, model_options
 from crc.core.numeric import logsumexp
+from crc.core.partition import local_sizes
 from crc.core.schema import Schema, infer_schema
 from crc.topologies import Schedule
 
@@ -42,6 +45,7 @@ LABEL = "class"
 """Name of the label column in the schema (underscores are appended if a feature has that name)."""
 
 _PC = {option.name: option.default for option in model_kind("pc").OPTIONS}
+FROM_DTYPE = "from_dtype"
 
 
 class _Classifier(ClassifierMixin, BaseEstimator):
@@ -51,7 +55,8 @@ class _Classifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.string = True
-        tags.input_tags.categorical = True
+        # No ``categorical`` tag: it makes the checks send integer codes, which are numbers (continuous) unless
+        # ``categorical_features`` names them; strings and pandas categoricals are categorical (the ``string`` tag).
         return tags
 
     def _columns(self, X, *, reset: bool) -> list[np.ndarray]:
@@ -65,6 +70,38 @@ class _Classifier(ClassifierMixin, BaseEstimator):
         X = check_array(X, dtype=None, ensure_all_finite="allow-nan", estimator=self)
         validate_data(self, X, reset=reset, skip_check_array=True)
         return [X[:, j] for j in range(X.shape[1])]
+
+    def _categorical(self, X) -> list[str]:
+        """The names of the features ``categorical_features`` makes categorical; call after
+        ``_columns(X, reset=True)``."""
+        names, chosen = self._feature_names(), self.categorical_features
+        if chosen is None or (isinstance(chosen, str) and chosen == FROM_DTYPE):
+            dtypes = getattr(X, "dtypes", None)  # a DataFrame's; a numpy array has none
+            return [] if dtypes is None else [name for name, dtype in zip(names, dtypes) if getattr(dtype, "name", "") == "category"]
+        array = None if isinstance(chosen, str) else np.asarray(chosen)
+        if array is None or array.ndim != 1:
+            raise ValueError(f"categorical_features must be {FROM_DTYPE!r}, None, or an array-like of feature indices, "
+                             f"booleans or feature names, got {chosen!r}")
+        if array.size == 0:
+            return []
+        if array.dtype.kind == "b":
+            if len(array) != len(names):
+                raise ValueError(f"categorical_features as a boolean mask must have shape ({len(names)},), got {array.shape}")
+            return [name for name, flag in zip(names, array.tolist()) if flag]
+        if array.dtype.kind in "iu":
+            outside = array[(array < 0) | (array >= len(names))]
+            if outside.size:
+                raise ValueError(f"categorical_features as indices must lie in [0, {len(names) - 1}], got {outside[0]}")
+            return [names[j] for j in array.tolist()]
+        if not all(isinstance(name, str) for name in array.tolist()):
+            raise ValueError(f"categorical_features must hold feature indices, booleans or feature names, got {array.tolist()!r}")
+        if not hasattr(self, "feature_names_in_"):
+            raise ValueError("categorical_features as feature names needs X with feature names (a DataFrame); "
+                             "give indices or a boolean mask")
+        unknown = [name for name in array.tolist() if name not in names]
+        if unknown:
+            raise ValueError(f"categorical_features names {', '.join(map(repr, unknown))}, not among the features {', '.join(names)}")
+        return array.tolist()
 
     def _feature_names(self) -> list[str]:
         """``feature_names_in_``, or ``x0 … x{d-1}``."""
@@ -116,7 +153,8 @@ class _GenerativeClassifier(_Classifier):
 
     _kind = ""
 
-    def __init__(self, *, learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
+    def __init__(self, *, categorical_features=FROM_DTYPE, learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
+        self.categorical_features = categorical_features
         self.learning = learning
         self.lr = lr
         self.iterations = iterations
@@ -126,18 +164,17 @@ class _GenerativeClassifier(_Classifier):
 
     def _check_learning(self) -> None:
         if self.learning not in LEARNING:
-            raise CRCError(f"learning must be one of {LEARNING}, got {self.learning!r}")
-        if not self.lr > 0:
-            raise CRCError(f"lr must be positive, got {self.lr!r}")
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int | np.integer) or self.iterations < 0:
-            raise CRCError(f"iterations must be a non-negative integer, got {self.iterations!r}")
+            raise CRCError(f"learning must be one of {LEARNING}, got {_shown(self.learning)}")
+        _check_positive("lr", self.lr)
+        _check_integer("iterations", self.iterations, 0)
 
     def fit(self, X, y, sample_weight=None):
         """Learn the classifier's statistics from (X, y).
 
         The schema (classes, feature kinds, categories, standardization) is
-        inferred from the samples of positive weight; the standardization uses
-        their weighted mean and standard deviation.
+        inferred from the samples of positive weight (the feature kinds from
+        ``categorical_features``); the standardization uses their weighted mean
+        and standard deviation.
 
         Parameters
         ----------
@@ -161,7 +198,7 @@ class _GenerativeClassifier(_Classifier):
             keep = weight > 0
             columns, y, weight = [column[keep] for column in columns], y[keep], weight[keep]
         classes, codes = _classes(y)
-        schema, x = _infer(self._feature_names(), columns, classes, codes)
+        schema, x = _infer(self._feature_names(), columns, classes, codes, self._categorical(X))
         schema = _standardized(schema, x, weight)
         model = make_model(self._kind, schema, **self._model_options())
         phi = model.features(standardize(schema, x))
@@ -181,6 +218,13 @@ class NaiveBayesClassifier(_GenerativeClassifier):
 
     Parameters
     ----------
+    categorical_features : "from_dtype", None or array-like of int, bool or str, default="from_dtype"
+        Which features are categorical. ``"from_dtype"`` (or None): pandas
+        categorical columns and columns holding anything but numbers; numbers
+        (and strings that spell numbers) are continuous features. An array:
+        the indices, a boolean mask of shape (n_features,), or the names (X a
+        DataFrame) of the categorical features. A column holding anything but
+        numbers is categorical in any case.
     learning : {"rc", "ml"}, default="rc"
         Risk-based calibration from the ML statistics, keeping the iterate of
         lowest (weighted) training soft 0-1 loss, or maximum likelihood.
@@ -215,10 +259,16 @@ class QDAClassifier(_GenerativeClassifier):
 
     Discrete features are categorical and independent of the rest given the
     class; a missing discrete value is marginalised, a missing continuous one
-    is an error. Parameters and attributes are those of ``NaiveBayesClassifier``.
+    (NaN in a number column) is an error. Parameters and attributes are those
+    of ``NaiveBayesClassifier``.
     """
 
     _kind = "qda"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # in numbers, the continuous features; missing categories are marginalised
+        return tags
 
 
 class CircuitClassifier(_GenerativeClassifier):
@@ -235,7 +285,7 @@ class CircuitClassifier(_GenerativeClassifier):
     sums : int, default=2
     structure_seed : int, default=0
         Seed of the structure and of the symmetry breaking of the start.
-    learning, lr, iterations
+    categorical_features, learning, lr, iterations
         As in ``NaiveBayesClassifier``; ``learning="ml"`` runs EM.
 
     Attributes are those of ``NaiveBayesClassifier``.
@@ -245,8 +295,8 @@ class CircuitClassifier(_GenerativeClassifier):
 
     def __init__(self, *, structure=_PC["structure"], components=_PC["components"], depth=_PC["depth"],
                  repetitions=_PC["repetitions"], sums=_PC["sums"], structure_seed=_PC["structure_seed"],
-                 learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
-        super().__init__(learning=learning, lr=lr, iterations=iterations)
+                 categorical_features=FROM_DTYPE, learning="rc", lr=DEFAULT_LR, iterations=DEFAULT_ITERATIONS):
+        super().__init__(categorical_features=categorical_features, learning=learning, lr=lr, iterations=iterations)
         self.structure = structure
         self.components = components
         self.depth = depth
@@ -265,24 +315,37 @@ ESTIMATORS = {cls._kind: cls for cls in (NaiveBayesClassifier, QDAClassifier, Ci
 class FederatedClassifier(_Classifier):
     """Collaborative risk-based calibration (CRC) of peers that each hold one part of the data, simulated.
 
+    ``fit(X, y)`` shares the samples out over ``n_peers`` peers at random
+    (seeded by ``seed``); ``fit(X, y, peers=p)`` gives each sample's peer
+    instead. In a ``Pipeline``, ``GridSearchCV`` or ``cross_val_score``, route
+    ``peers`` as metadata: ``set_fit_request(peers=True)`` under
+    ``sklearn.set_config(enable_metadata_routing=True)``, or without routing
+    as a fit parameter (``fit(X, y, federatedclassifier__peers=p)``,
+    ``params={"peers": p}``); it is split with the samples.
+
     Every peer starts from the uniform statistics of ESS ``ess``; each round it
     averages its statistics with its neighbours' and takes ``iters`` local RC
     steps on its own part (``crc.core.engine.CRCEngine``). The schema every peer
-    shares is inferred from the pooled parts, which also give the
+    shares is inferred from the pooled samples, which also give the
     standardization of the continuous features (as ``crc schema`` does).
 
     The network's classifier (``predict`` and the other methods without
     ``peer``, ``stats_``) is the one of the mean of the peers' final
-    statistics; ``peer=i`` gives peer ``i``'s own. On a complete graph with
-    ``iters=1`` the network's statistics after ``t`` rounds are those of
-    centralized RC's ``t``-th iterate from the uniform start, scaled (the
-    paper's Theorem 1); every peer holds them after one more averaging.
+    statistics; ``peer=i`` gives the ``i``-th peer's own (the peer
+    ``peers_[i]``). On a complete graph with ``iters=1`` the network's
+    statistics after ``t`` rounds are those of centralized RC's ``t``-th
+    iterate from the uniform start, scaled (the paper's Theorem 1); every peer
+    holds them after one more averaging.
 
     Parameters
     ----------
     model : {"nb", "qda", "pc"}, default="nb"
     model_options : dict, default=None
         The model kind's structure options (``crc.core.models.model_options``), e.g. ``{"components": 3}``.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        As in ``NaiveBayesClassifier``.
+    n_peers : int, default=10
+        Peers of the seeded split when ``fit`` has no ``peers``; each gets at least one sample.
     topology : str, default="tree"
         A graph spec of ``crc.topologies`` (``"complete"``, ``"tree+2"``, ``"er:0.2"``, …).
     period : int, default=None
@@ -295,14 +358,16 @@ class FederatedClassifier(_Classifier):
     ess : float, default=None
         Every peer's equivalent sample size; None for Eq. 5's ``m / (lr n)``.
     seed : int, default=0
-        Seed of the graph draws.
+        Seed of the split over ``n_peers`` and of the graph draws.
 
     Attributes
     ----------
     classes_, n_features_in_, feature_names_in_, schema_, model_
         As in ``NaiveBayesClassifier``.
-    peer_stats_ : ndarray of shape (n_peers, size)
-        Every peer's final statistics.
+    peers_ : ndarray of shape (n_peers_,)
+        The peers, sorted as ``np.unique`` sorts them (``0 … n_peers - 1`` for the seeded split).
+    peer_stats_ : ndarray of shape (n_peers_, size)
+        Every peer's final statistics, in the order of ``peers_``.
     stats_ : ndarray of shape (size,)
         Their mean: the network's classifier.
     theta_ : dict of ndarray
@@ -311,10 +376,12 @@ class FederatedClassifier(_Classifier):
         The equivalent sample size used.
     """
 
-    def __init__(self, *, model="nb", model_options=None, topology="tree", period=None, rounds=64, iters=1,
-                 lr=DEFAULT_LR, ess=None, seed=0):
+    def __init__(self, *, model="nb", model_options=None, categorical_features=FROM_DTYPE, n_peers=10, topology="tree",
+                 period=None, rounds=64, iters=1, lr=DEFAULT_LR, ess=None, seed=0):
         self.model = model
         self.model_options = model_options
+        self.categorical_features = categorical_features
+        self.n_peers = n_peers
         self.topology = topology
         self.period = period
         self.rounds = rounds
@@ -323,37 +390,63 @@ class FederatedClassifier(_Classifier):
         self.ess = ess
         self.seed = seed
 
-    def fit(self, parts):
-        """Run CRC over the peers' parts.
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.model != "qda"  # as QDAClassifier's
+        return tags
+
+    def fit(self, X, y, peers=None):
+        """Run CRC over the peers' parts of (X, y).
 
         Parameters
         ----------
-        parts : list of (X, y)
-            One pair per peer: X array-like or DataFrame of shape (n_v, n_features),
-            every part with the same columns; y array-like of shape (n_v,).
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numbers, strings or categories; None or NaN for a missing value.
+        y : array-like of shape (n_samples,)
+            Class labels of any one type.
+        peers : array-like of shape (n_samples,), default=None
+            The peer that holds each sample (any labels; one peer per distinct
+            label). None shares the samples out over ``n_peers`` peers at
+            random, as evenly as possible.
 
         Returns
         -------
         self : object
         """
-        if not parts:
-            raise CRCError("parts is empty: CRC needs at least one peer")
-        columns = [self._columns(X, reset=index == 0) for index, (X, _) in enumerate(parts)]
-        labels = [_labels(y, len(part[0])) for part, (_, y) in zip(columns, parts)]
-        unique_labels(*labels)
-        classes, codes = _classes(np.concatenate(labels))
-        pooled = [np.concatenate(column) for column in zip(*columns)]
-        schema, x = _infer(self._feature_names(), pooled, classes, codes)
+        _check_integer("n_peers", self.n_peers, 1)
+        _check_integer("rounds", self.rounds, 0)
+        _check_integer("iters", self.iters, 1)
+        _check_positive("lr", self.lr)
+        columns = self._columns(X, reset=True)
+        y = _labels(y, len(columns[0]))
+        classes, codes = _classes(y)
+        labels, parts = self._parts(peers, len(y))
+        schema, x = _infer(self._feature_names(), columns, classes, codes, self._categorical(X))
         schema = schema.standardized(x[:, schema.continuous])
         model = make_model(self.model, schema, **(self.model_options or {}))
-        rows = np.split(np.arange(len(codes)), np.cumsum([len(y) for y in labels])[:-1])
-        local = LocalData.from_parts(model.features(standardize(schema, x)), codes, rows)
+        local = LocalData.from_parts(model.features(standardize(schema, x)), codes, parts)
         mixing = Schedule(self.topology, len(parts), period=math.inf if self.period is None else self.period, seed=self.seed)
         ess = default_ess(len(codes), len(parts), self.lr) if self.ess is None else self.ess
         engine = CRCEngine(model, local, mixing, ess=ess, iterations=self.iters)
-        self.peer_stats_, self.ess_ = engine.run(self.rounds), engine.ess
+        self.peer_stats_, self.ess_, self.peers_ = engine.run(self.rounds), engine.ess, labels
         self._fitted(schema, model, self.peer_stats_.mean(axis=0), classes)
         return self
+
+    def _parts(self, peers, n_samples: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The peers' labels (n_peers_,) and each one's sample indices, ascending: from ``peers``, or from the
+        seeded split (a random permutation cut into ``n_peers`` parts of near-equal sizes)."""
+        if peers is None:
+            peers = np.empty(n_samples, dtype=np.int64)
+            peers[np.random.default_rng(self.seed).permutation(n_samples)] = np.repeat(
+                np.arange(self.n_peers), local_sizes(n_samples, self.n_peers))
+        peers = column_or_1d(peers)
+        check_consistent_length(np.empty(n_samples), peers)
+        missing = np.flatnonzero(as_column(peers).codes < 0)
+        if missing.size:
+            raise ValueError(f"peers has {missing.size} missing entries (first at index {missing[0]})")
+        labels, inverse = np.unique(peers, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        return labels, np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
 
     def _theta(self, peer: int | None) -> dict:
         check_is_fitted(self)
@@ -365,25 +458,25 @@ class FederatedClassifier(_Classifier):
         return self.peer_stats_[peer]
 
     def predict_log_proba(self, X, *, peer=None) -> np.ndarray:
-        """Log class probabilities (n_samples, n_classes) of the network, or of peer ``peer``."""
+        """Log class probabilities (n_samples, n_classes) of the network, or of the ``peer``-th peer."""
         return self._log_posteriors(X, self._theta(peer))
 
     def predict_proba(self, X, *, peer=None) -> np.ndarray:
-        """Class probabilities (n_samples, n_classes) of the network, or of peer ``peer``."""
+        """Class probabilities (n_samples, n_classes) of the network, or of the ``peer``-th peer."""
         return np.exp(self.predict_log_proba(X, peer=peer))
 
     def predict(self, X, *, peer=None) -> np.ndarray:
-        """Labels (n_samples,) predicted by the network, or by peer ``peer``."""
+        """Labels (n_samples,) predicted by the network, or by the ``peer``-th peer."""
         best = self.predict_log_proba(X, peer=peer).argmax(axis=1)
         return self.classes_[best]
 
     def score(self, X, y, sample_weight=None, *, peer=None) -> float:
-        """Accuracy of the network, or of peer ``peer``, on (X, y)."""
+        """Accuracy of the network, or of the ``peer``-th peer, on (X, y)."""
         predicted = self.predict(X, peer=peer)
         return float(np.average(predicted == column_or_1d(y), weights=sample_weight))
 
     def to_model(self, *, peer=None) -> TrainedModel:
-        """The network's classifier, or peer ``peer``'s, as a model file."""
+        """The network's classifier, or the ``peer``-th peer's, as a model file."""
         check_is_fitted(self)
         stats = self.stats_ if peer is None else self._peer_stats(peer)
         return _trained_model(self.schema_, self.model_, stats, self.classes_)
@@ -406,12 +499,14 @@ def from_model(model) -> _Classifier:
         are the schema's class strings (object dtype) in the schema's order,
         which for a peer's file is numeric order if all are numbers: labels
         such as ``" a"`` or ``"1.0"`` come back as ``"a"`` and ``"1"``. Its
-        parameters are the defaults but for the circuit structure;
-        ``feature_names_in_`` is set unless the features are named ``x0 … x{d-1}``.
+        parameters are the defaults but for the circuit structure and
+        ``categorical_features``, the indices of the file's discrete features
+        (so a refit keeps the feature kinds); ``feature_names_in_`` is set
+        unless the features are named ``x0 … x{d-1}``.
     """
     if not isinstance(model, TrainedModel):
         model = load_model(model)
-    estimator = ESTIMATORS[model.kind](**model.model.options)
+    estimator = ESTIMATORS[model.kind](categorical_features=model.schema.discrete, **model.model.options)
     names = model.schema.feature_names
     estimator.n_features_in_ = len(names)
     if names != [f"x{j}" for j in range(len(names))]:
@@ -459,20 +554,23 @@ def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(y, return_inverse=True)``: the classes (at least two) and each label's code."""
     classes, codes = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise CRCError(f"y has one class ({classes[0]!r}) among the samples of positive weight; a classifier needs two")
+        raise CRCError(f"y has one class ({_shown(classes[0])}) among the samples of positive weight; a classifier needs two")
     return classes, codes.reshape(-1).astype(np.int64)
 
 
-def _infer(names: list[str], columns: list[np.ndarray], classes: np.ndarray, codes: np.ndarray) -> tuple[Schema, np.ndarray]:
-    """The schema of the columns (classes in the order of ``classes``, not standardized) and the encoded (m, d) matrix."""
+def _infer(names: list[str], columns: list[np.ndarray], classes: np.ndarray, codes: np.ndarray,
+           categorical: list[str]) -> tuple[Schema, np.ndarray]:
+    """The schema of the columns (classes in the order of ``classes``, not standardized; the ``categorical``
+    features and those holding anything but numbers discrete, the others continuous) and the encoded (m, d) matrix."""
     spellings = tuple(as_column(classes).cells())
     if len(set(spellings)) != len(spellings):
-        raise CRCError(f"the classes {', '.join(map(repr, classes))} do not have distinct spellings as strings")
+        raise CRCError(f"the classes {', '.join(map(repr, classes.tolist()))} do not have distinct spellings as strings")
     cells = {name: _cells(column, name) for name, column in zip(names, columns)}
     label = LABEL
     while label in cells:
         label += "_"
-    schema = infer_schema({**cells, label: [spellings[code] for code in codes]}, label)
+    schema = infer_schema({**cells, label: [spellings[code] for code in codes]}, label, max_discrete_distinct=0,
+                          categorical=categorical)
     schema = replace(schema, classes=spellings)
     x, _ = encode(schema, cells, labels=False, source="X")
     return schema, x
@@ -509,3 +607,18 @@ def _standardized(schema: Schema, x: np.ndarray, weight: np.ndarray | None) -> S
 def _python(value):
     """A numpy scalar as the Python number it holds (model options are checked as Python types)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _shown(value) -> str:
+    """A parameter or label as a message shows it: ``0.35`` and ``'a'``, never ``np.float64(0.35)``."""
+    return repr(_python(value))
+
+
+def _check_integer(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise CRCError(f"{name} must be an integer of at least {minimum}, got {_shown(value)}")
+
+
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating) or not value > 0:
+        raise CRCError(f"{name} must be a positive number, got {_shown(value)}")

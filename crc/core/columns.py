@@ -124,6 +124,14 @@ class Column:
         """Index of the first row holding value ``value_index``."""
         return int(np.argmax(self.codes == value_index))
 
+    def shown(self, value_index: int) -> str:
+        """Value ``value_index`` as a message shows it: a finite number (or text that spells one) by its canonical
+        spelling (``0.35``, ``10``), anything else by its repr (``'c'``, ``inf``), never ``np.float64(…)``."""
+        if not math.isnan(self.numbers[value_index]):
+            return self.canonical[value_index]
+        value = self.values[value_index]
+        return repr(float(value)) if self.numeric_dtype else repr(value)
+
     def gather(self, per_value: np.ndarray) -> np.ndarray:
         """(m,) float64: ``per_value`` (u,) at each row's value, NaN at missing cells."""
         return np.append(np.asarray(per_value, dtype=np.float64), np.nan)[self.codes]
@@ -176,6 +184,9 @@ class NumberColumn:
 
     def first_row(self, value_index: int) -> int:
         return self.factorized.first_row(value_index)
+
+    def shown(self, value_index: int) -> str:
+        return self.factorized.shown(value_index)
 
     def gather(self, per_value: np.ndarray) -> np.ndarray:
         return self.factorized.gather(per_value)

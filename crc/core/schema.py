@@ -2,7 +2,8 @@
 
 A `Schema` is inferred once from a table of raw string cells (the rule of the
 paper: a non-numeric column, or one with at most ten distinct values, is
-discrete), serialized to JSON, and shared. Its `fingerprint` is a stable hash
+discrete; ``infer_schema`` takes the limit and the columns that are discrete
+whatever their values), serialized to JSON, and shared. Its `fingerprint` is a stable hash
 of that JSON; together with a model's statistics layout it gives the schema id
 that every network message carries.
 """
@@ -181,8 +182,13 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
-def infer_schema(columns: dict, label: str) -> Schema:
+def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_DISCRETE_DISTINCT,
+                 categorical=()) -> Schema:
     """Infer a schema from a table's columns.
+
+    A feature is discrete if it is named in ``categorical``, if some value is
+    not a number, or if it has at most ``max_discrete_distinct`` distinct
+    values; otherwise it is continuous.
 
     Parameters
     ----------
@@ -190,12 +196,19 @@ def infer_schema(columns: dict, label: str) -> Schema:
         Column name to its cells (a ``Column``, or anything ``as_column`` takes), all of equal length.
     label : str
         Name of the label column.
+    max_discrete_distinct : int, default=10
+        The paper's rule (CSV files); 0 keeps every numeric column continuous (the estimators).
+    categorical : collection of str, default=()
+        Features that are discrete whatever their values.
 
     The standardization of continuous features is left at (0, 1); call
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
         raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}")
+    unknown = [name for name in categorical if name not in columns or name == label]
+    if unknown:
+        raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")
     label_column = as_column(columns[label])
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
@@ -210,7 +223,7 @@ def infer_schema(columns: dict, label: str) -> Schema:
         column = as_column(cells)
         if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
-        if column.distinct_at_most(MAX_DISCRETE_DISTINCT) or not column.all_numbers():
+        if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
         else:
             features.append(Feature(name, CONTINUOUS))

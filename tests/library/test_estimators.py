@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from click.testing import CliRunner
 from sklearn.base import clone, is_classifier
 from sklearn.calibration import CalibratedClassifierCV
@@ -23,7 +24,7 @@ from crc.core.data import write_csv
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_kind
-from crc.estimators import CircuitClassifier, NaiveBayesClassifier, QDAClassifier, from_model
+from crc.estimators import CircuitClassifier, FederatedClassifier, NaiveBayesClassifier, QDAClassifier, from_model
 from crc.tables.reader import read_csv
 from support.tables import mixed_columns, prepared
 
@@ -31,26 +32,14 @@ ESTIMATORS = [
     NaiveBayesClassifier(), NaiveBayesClassifier(learning="ml"), QDAClassifier(), QDAClassifier(learning="ml"),
     CircuitClassifier(), CircuitClassifier(structure="region-graph", learning="ml"),
 ]
+FEDERATED = [  # few peers and rounds: the checks fit dozens of times on small data
+    FederatedClassifier(n_peers=4, rounds=8), FederatedClassifier(model="qda", topology="complete", n_peers=3, rounds=8),
+    FederatedClassifier(model="pc", model_options={"structure": "region-graph"}, n_peers=2, rounds=4),
+]
+CLASSES = [NaiveBayesClassifier, QDAClassifier, CircuitClassifier, FederatedClassifier]
 
 
-
-def expected_failed_checks(estimator) -> dict[str, str]:
-    """Every check that fails, and why (``xfail_strict``: each must fail)."""
-    failed = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "the check fits 15 random rows, some of weight 0, and predicts on all of them; the schema is inferred from "
-            "the rows of positive weight (9 distinct ones), so by the schema rule (at most ten distinct values) every "
-            "column is discrete and the zero-weight rows hold unknown categories. Integer weights equal repeated rows "
-            "and zero weights equal removed rows in test_sample_weight_is_repetition, on data with continuous features.",
-    }
-    if getattr(estimator, "structure", None) == "region-graph":
-        failed["check_fit2d_1feature"] = ("a region-graph circuit needs at least two features and says so "
-                                          "('a region-graph circuit needs at least two features'), not in the words "
-                                          "the check looks for ('1 feature(s)')")
-    return failed
-
-
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks, xfail_strict=True)
+@parametrize_with_checks(ESTIMATORS + FEDERATED)  # no expected failures: every check passes
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
@@ -142,21 +131,27 @@ def test_pipeline_on_a_dataframe(pd):
     df, y = frame(pd)
     impute = make_column_transformer((SimpleImputer(strategy="median"), ["num"]), remainder="passthrough",
                                      verbose_feature_names_out=False).set_output(transform="pandas")
-    pipeline = make_pipeline(impute, QDAClassifier())  # QDA rejects missing continuous values: impute them
+    # QDA rejects missing continuous values: impute them, or say the column is categorical
+    pipeline = make_pipeline(impute, QDAClassifier(categorical_features=["count"]))
     assert cross_val_score(pipeline, df, y, cv=3).mean() > 0.7
     with pytest.raises(CRCError, match="missing continuous values"):
-        QDAClassifier().fit(df, y)
+        QDAClassifier(categorical_features=["count"]).fit(df, y)
+    with pytest.raises(CRCError, match="missing continuous values .* feature 'count'"):
+        make_pipeline(impute, QDAClassifier()).fit(df, y)
 
 
 def test_dataframe_with_mixed_columns_and_missing_values(pd):
     df, y = frame(pd)
-    clf = NaiveBayesClassifier().fit(df, y)
+    assert [f.kind for f in NaiveBayesClassifier().fit(df, y).schema_.features] == [
+        "continuous", "discrete", "discrete", "continuous"]  # the nullable integers are numbers
+    clf = NaiveBayesClassifier(categorical_features=["count"]).fit(df, y)
     assert clf.feature_names_in_.tolist() == ["num", "cat", "word", "count"] and clf.n_features_in_ == 4
     assert [f.kind for f in clf.schema_.features] == ["continuous", "discrete", "discrete", "discrete"]
     assert clf.schema_.features[3].categories == ("0", "1", "2", "3")
     assert clf.score(df, y) > 0.7
     cells = df.astype(object).where(df.notna(), None).to_numpy()  # the same cells as an object array
-    np.testing.assert_array_equal(NaiveBayesClassifier().fit(cells, y).predict_proba(cells), clf.predict_proba(df))
+    np.testing.assert_array_equal(NaiveBayesClassifier(categorical_features=[3]).fit(cells, y).predict_proba(cells),
+                                  clf.predict_proba(df))
     everything_missing = pd.DataFrame({name: [None] for name in df.columns})
     np.testing.assert_allclose(clf.predict_proba(everything_missing)[0], np.exp(clf.theta_["log_prior"]), rtol=1e-12)
     with pytest.raises(ValueError, match="feature names"):
@@ -169,6 +164,7 @@ def test_sample_weight_is_repetition(estimator):
     rng = np.random.default_rng(0)
     y = rng.integers(3, size=200)
     X = np.column_stack([rng.normal(size=(200, 3)) + y[:, None], rng.integers(0, 3, size=200)])
+    estimator = clone(estimator).set_params(categorical_features=[3])  # three continuous features, one categorical
     weight = rng.integers(0, 4, size=200)
     weighted = clone(estimator).fit(X, y, sample_weight=weight)
     repeated = clone(estimator).fit(np.repeat(X, weight, axis=0), np.repeat(y, weight))
@@ -191,16 +187,100 @@ def test_rc_sample_weight_is_repetition_and_none_is_unweighted(mixed):
     np.testing.assert_allclose(ones.stats, rc(model, phi, y, iterations=10).stats, rtol=1e-12)
 
 
+def small(cls, **params):
+    """An estimator of class ``cls`` for a few dozen samples (few peers and rounds for the federated one)."""
+    return cls(n_peers=2, rounds=16, **params) if cls is FederatedClassifier else cls(**params)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_numbers_stay_continuous(cls):
+    X, y = np.array([[0.1], [0.2], [0.3], [0.4], [0.5], [0.6]]), np.array([0, 0, 0, 1, 1, 1])
+    clf = small(cls).fit(X, y)
+    assert clf.schema_.features[0].kind == "continuous"
+    proba = clf.predict_proba([[0.15], [0.35], [0.55]])[:, 1]
+    assert proba[0] < proba[1] < proba[2] and clf.predict([[0.15], [0.55]]).tolist() == [0, 1]
+    told = small(cls, categorical_features=[0]).fit(X, y)
+    with pytest.raises(ValueError, match=r"^X: column 'x0' has unknown category 0\.35 in data row 1; known: 0\.1, 0\.2"):
+        told.predict([[0.35]])
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_a_rating_column_with_a_rare_value_cross_validates(cls):
+    rng = np.random.default_rng(0)
+    y = rng.integers(2, size=300)
+    rating = np.minimum(rng.integers(0, 8, size=300) + 2 * y, 9)
+    rating[17] = 10  # ratings 0-9, and one 10: the first fold trains without it
+    X = np.column_stack([rating, rng.normal(size=300) + y])
+    assert cross_val_score(small(cls), X, y, cv=5, error_score="raise").mean() > 0.75
+    with pytest.raises(ValueError, match=r"column 'x0' has unknown category 10 in data row 18; known: 0, 1, 2"):
+        cross_val_score(small(cls, categorical_features=[0]), X, y, cv=5, error_score="raise")
+
+
+def test_categorical_features_says_which_features_are_categorical(pd):
+    df, y = frame(pd)  # a float, a pandas categorical, a string and a nullable-integer column
+    df["level"] = pd.Categorical(y % 2 + 1)  # a categorical of numbers
+    df = df.drop(index=df.index[df["count"].isna()])
+    y = y[df.index]
+
+    def kinds(**params):
+        return "".join(f.kind[0] for f in NaiveBayesClassifier(**params).fit(df, y).schema_.features)
+
+    assert kinds() == kinds(categorical_features=None) == "cddcd"  # pandas categoricals and strings
+    assert kinds(categorical_features=[]) == "cddcc"  # strings can only be categorical
+    for chosen in ([3, 4], np.array([3, 4], dtype=np.int8), [False, False, False, True, True], ["count", "level"]):
+        assert kinds(categorical_features=chosen) == "cdddd"
+    clf = NaiveBayesClassifier(categorical_features=["count"]).fit(df, y)
+    assert clf.schema_.features[3].categories == ("0", "1", "2", "3")
+    X = df.astype(object).where(df.notna(), None).to_numpy()
+    for chosen, message in [
+        (["count"], "as feature names needs X with feature names"), ([5], r"must lie in \[0, 4\], got 5"),
+        ([-1], r"must lie in \[0, 4\], got -1"), ([True, False], r"boolean mask must have shape \(5,\), got \(2,\)"),
+        ("auto", "must be 'from_dtype', None, or an array-like"), ([[0, 1]], "must be 'from_dtype'"),
+        ([0.5], r"must hold feature indices, booleans or feature names, got \[0.5\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            NaiveBayesClassifier(categorical_features=chosen).fit(X, y)
+    with pytest.raises(ValueError, match="categorical_features names 'nope', not among the features num, cat"):
+        NaiveBayesClassifier(categorical_features=["count", "nope"]).fit(df, y)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_empty_sparse_nan_label_and_regression_targets_are_refused(cls):
+    """With scikit-learn's usual errors (matched on their key words, which do not change between releases)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    with pytest.raises(ValueError, match=r"0 sample\(s\)"):
+        small(cls).fit(np.empty((0, 3)), [])
+    with pytest.raises(ValueError, match=r"0 feature\(s\)"):
+        small(cls).fit(np.empty((40, 0)), y)
+    for sparse in (sp.csr_array(X), sp.csr_matrix(X)):
+        with pytest.raises(TypeError, match="Sparse data was passed.*dense data is required"):
+            small(cls).fit(sparse, y)
+    with pytest.raises(ValueError, match="y contains NaN"):
+        small(cls).fit(X, np.where(y == 1, np.nan, 0.0))
+    with pytest.raises(ValueError, match="y has 2 missing labels"):
+        small(cls).fit(X, np.where(np.isin(np.arange(40), [3, 8]), None, y.astype(object)))
+    with pytest.raises(ValueError, match="[Uu]nknown label type.*continuous"):
+        small(cls).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match=r"y has one class \(1\)"):
+        small(cls).fit(X, np.ones(40, dtype=int))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples.*40, 39"):
+        small(cls).fit(X, y[:-1])
+    fitted = small(cls).fit(X, y)
+    with pytest.raises(TypeError, match="Sparse data was passed"):
+        fitted.predict(sp.csr_array(X))
+
+
 def test_errors():
     X, y = data()
     with pytest.raises(NotFittedError):
         NaiveBayesClassifier().predict(X)
     with pytest.raises(CRCError, match="learning must be"):
         NaiveBayesClassifier(learning="em").fit(X, y)
-    with pytest.raises(CRCError, match="lr must be positive"):
-        NaiveBayesClassifier(lr=0.0).fit(X, y)
-    with pytest.raises(CRCError, match="iterations must be a non-negative integer"):
-        QDAClassifier(iterations=2.5).fit(X, y)
+    with pytest.raises(CRCError, match="lr must be a positive number, got 0.0"):
+        NaiveBayesClassifier(lr=np.float64(0.0)).fit(X, y)
+    with pytest.raises(CRCError, match="iterations must be an integer of at least 0, got 2.5"):
+        QDAClassifier(iterations=np.float64(2.5)).fit(X, y)
     with pytest.raises(CRCError, match="model option 'components' must lie in"):
         CircuitClassifier(components=0).fit(X, y)
     fitted = NaiveBayesClassifier().fit(X, y)
@@ -225,7 +305,7 @@ def test_errors():
 def test_circuit_parameters_are_the_declared_options():
     params = CircuitClassifier().get_params()
     declared = {option.name: option.default for option in model_kind("pc").OPTIONS}
-    assert params == {**declared, "learning": "rc", "lr": 0.05, "iterations": 64}
+    assert params == {**declared, "categorical_features": "from_dtype", "learning": "rc", "lr": 0.05, "iterations": 64}
     clf = CircuitClassifier(structure="region-graph", depth=np.int64(1), sums=3).fit(*data())
     assert clf.model_.options == {"structure": "region-graph", "depth": 1, "repetitions": 2, "sums": 3, "structure_seed": 0}
 
@@ -239,7 +319,7 @@ def test_model_file_round_trip(estimator, labels, tmp_path):
     clf = clone(estimator).fit(X, y)
     clf.to_model().save(tmp_path / "model.json")
     back = from_model(load_model(tmp_path / "model.json"))
-    assert type(back) is type(clf) and back.get_params() == clf.get_params() | {"learning": "rc"}
+    assert type(back) is type(clf) and back.get_params() == clf.get_params() | {"learning": "rc", "categorical_features": []}
     assert back.classes_.dtype == clf.classes_.dtype and not hasattr(back, "feature_names_in_")
     np.testing.assert_array_equal(back.predict(X), clf.predict(X))
     np.testing.assert_allclose(back.predict_proba(X), clf.predict_proba(X), rtol=0, atol=1e-12)
@@ -284,12 +364,17 @@ def test_labels_that_are_not_their_spelling_come_back_spelled(tmp_path):
     np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
 
 
-def test_a_peer_model_file_gives_string_classes(mixed):
+def test_a_peer_model_file_gives_string_classes_and_its_feature_kinds(mixed):
     schema, x, y = mixed
     model = make_model("qda", schema)
     back = from_model(TrainedModel(schema, "qda", model.fit_ml(model.features(x), y)))
     assert back.classes_.tolist() == list(schema.classes) and back.classes_.dtype == object
     assert back.feature_names_in_.tolist() == schema.feature_names
+    assert back.categorical_features == [3, 4]  # d0 (the numbers 0, 1, 2) and d1, discrete by the CSV rule
+    columns = mixed_columns()
+    labels = columns.pop("label")
+    refit = clone(back).fit(np.array(list(columns.values()), dtype=object).T, labels)
+    assert [f.kind for f in refit.schema_.features] == [f.kind for f in schema.features]
 
 
 @pytest.mark.parametrize("label_dtype, message", [("<i8", "does not spell the classes"), ("V8", "not a boolean"),
@@ -324,12 +409,16 @@ def test_crc_imports_without_scikit_learn():
 
 
 def test_prepared_tables_fit_like_the_estimator():
-    """The estimator's schema on a table equals the project's (``infer_schema`` + ``standardized``)."""
+    """The estimator's schema on a table equals the project's (``infer_schema`` + ``standardized``) once told which
+    numeric column the CSV rule (at most ten distinct values) makes discrete; untold, numbers stay continuous."""
     columns = mixed_columns(missing=0.1)
     schema, _, _ = prepared(columns)
-    label = columns.pop("label")
+    label = np.array(columns.pop("label"))
     X = np.array([columns[name] for name in columns], dtype=object).T
-    clf = NaiveBayesClassifier().fit(np.where(X == "", None, X), np.array(label))
+    X = np.where(X == "", None, X)
+    assert [f.kind for f in schema.features] == ["continuous"] * 3 + ["discrete"] * 2  # d0 holds 0, 1, 2
+    clf = NaiveBayesClassifier(categorical_features=[name == "d0" for name in columns]).fit(X, label)
     assert [f.kind for f in clf.schema_.features] == [f.kind for f in schema.features]
     assert [f.categories for f in clf.schema_.features] == [f.categories for f in schema.features]
     np.testing.assert_allclose([f.mean for f in clf.schema_.features], [f.mean for f in schema.features], rtol=1e-12)
+    assert [f.kind for f in NaiveBayesClassifier().fit(X, label).schema_.features] == ["continuous"] * 4 + ["discrete"]

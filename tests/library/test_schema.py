@@ -23,6 +23,18 @@ def test_rule_numeric_with_many_values_is_continuous_else_discrete():
     assert schema.classes == ("p", "q")
 
 
+def test_the_limit_of_the_rule_and_the_features_named_categorical():
+    cols = table(a=[str(i % 10) for i in range(11)], b=[str(i) for i in range(11)], c=["x", "y"] * 5 + ["x"],
+                 y=["p", "q"] * 5 + ["p"])
+    kinds = [f.kind for f in infer_schema(cols, "y", max_discrete_distinct=0).features]
+    assert kinds == [CONTINUOUS, CONTINUOUS, DISCRETE]  # numbers continuous, text discrete
+    schema = infer_schema(cols, "y", max_discrete_distinct=0, categorical=["b"])
+    assert [f.kind for f in schema.features] == [CONTINUOUS, DISCRETE, DISCRETE]
+    assert schema.features[1].categories == tuple(str(i) for i in range(11))
+    with pytest.raises(CRCError, match="categorical feature\\(s\\) 'y', 'z' not among the feature columns"):
+        infer_schema(cols, "y", categorical=["a", "y", "z"])
+
+
 def test_numeric_categories_are_canonical_and_sorted_numerically():
     schema = infer_schema(table(a=["10", "2", "2.0", " 1 "], y=["0", "1", "1", "0"]), "y")
     assert schema.features[0].categories == ("1", "2", "10")

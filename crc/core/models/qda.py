@@ -55,7 +55,7 @@ class QDA(LinearFamilyModel):
             j = int(np.argmax(holes.any(axis=0)))
             name = self.schema.features[self.continuous[j]].name
             raise CRCError(
-                f"QDA does not handle missing continuous values ({int(holes.sum())} missing cells, "
+                f"QDA does not handle missing continuous values ({int(holes.sum())} missing (NaN) cells, "
                 f"first in feature {name!r}); use the naive Bayes model or impute them"
             )
         outer = (values[:, :, None] * values[:, None, :])[:, self.upper[0], self.upper[1]]

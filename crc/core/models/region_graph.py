@@ -193,7 +193,7 @@ class RegionGraphCircuit(GenerativeModel):
     def __init__(self, schema: Schema, *, depth: int = DEPTH.default, repetitions: int = REPETITIONS.default,
                  sums: int = SUMS.default, structure_seed: int = STRUCTURE_SEED.default):
         if len(schema.features) < 2:
-            raise CRCError("a region-graph circuit needs at least two features")
+            raise CRCError(f"a region-graph circuit needs at least two features, got n_features={len(schema.features)}")
         self.depth, self.repetitions, self.sums = DEPTH.check(depth), REPETITIONS.check(repetitions), SUMS.check(sums)
         self.structure_seed = STRUCTURE_SEED.check(structure_seed)
         rng = np.random.default_rng(structure_seed)
