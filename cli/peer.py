@@ -24,7 +24,7 @@ from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.models import make_model, model_options
 from crc.core.privacy import Privacy, check_settings
@@ -44,21 +44,26 @@ MAX_CLASSES_LISTED = 12
 
 
 def check_address(address: str, what: str) -> str:
-    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535; else a CRCError saying
-    what is wrong. A peer is named by its bind address, so a wildcard host cannot be bound either."""
+    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535. A malformed address
+    is a click.BadParameter of option ``what`` (exit status 2, with the usage line), a host that does not resolve
+    a CRCError. A peer is named by its bind address, so a wildcard host is malformed (its neighbours could not
+    name it)."""
+    def malformed(problem: str) -> click.BadParameter:
+        return click.BadParameter(f"{address!r}: {problem}", param_hint=f"'{what}'")
+
     if not address.startswith(SCHEME):
         scheme = address.split("://")[0] + "://" if "://" in address else "no scheme"
-        raise CRCError(f"{what} {address!r}: must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
+        raise malformed(f"must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
     host, colon, port = address[len(SCHEME):].rpartition(":")
     if not colon or not host:
-        raise CRCError(f"{what} {address!r}: give a host and a port, as in tcp://10.0.0.5:7000")
+        raise malformed("give a host and a port, as in tcp://10.0.0.5:7000")
     if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise CRCError(f"{what} {address!r}: the port must be a number from 1 to 65535, got {port!r}")
+        raise malformed(f"the port must be a number from 1 to 65535, got {port!r}")
     if host.startswith("[") or ":" in host:
-        raise CRCError(f"{what} {address!r}: IPv6 addresses are not supported; use an IPv4 address or a host name")
+        raise malformed("IPv6 addresses are not supported; use an IPv4 address or a host name")
     if host == "*" or host == "0.0.0.0":
-        raise CRCError(f"{what} {address!r}: a peer is named by its bind address, which its neighbours list in --peers; "
-                       "bind the address they connect to, not a wildcard")
+        raise malformed("a peer is named by its bind address, which its neighbours list in --peers; bind the address "
+                        "they connect to, not a wildcard")
     try:
         socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
@@ -353,11 +358,11 @@ def predict(model_path, old_model_path, data, label, out):
         raise click.UsageError("Missing option '--model-file'.")
     trained = load_model(model_path)
     columns = read_csv(data)
+    proba = trained.predict_proba(columns, source=data)  # a missing feature column first, then any label problem
     if label is not None and label not in columns:
         raise CRCError(f"{data}: no label column {label!r}")
     label = label or trained.schema.label
     truth = _labels(columns[label], trained, data, label) if label in columns else None
-    proba = trained.predict_proba(columns, source=data)
     predicted = trained.classes[proba.argmax(axis=1)]
     table = {"prediction": list(predicted)}
     for k, name in enumerate(trained.schema.classes):
@@ -385,7 +390,7 @@ def _labels(column: Column, trained, source: str, label: str) -> np.ndarray:
     for i, name in enumerate(column.canonical):
         if name not in index:
             listed = ", ".join(known[:MAX_CLASSES_LISTED]) + (", ..." if len(known) > MAX_CLASSES_LISTED else "")
-            raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {column.values[i]!r} in column {label!r} "
+            raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {plain(column.values[i])} in column {label!r} "
                            f"is not a class of the model ({listed})")
         codes[i] = index[name]
     return np.append(codes, -1)[column.codes]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crc.core.columns import Column, as_column
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
 
@@ -80,7 +80,7 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     """(m,) each row's number, NaN where missing; a cell that is not a finite number is an error."""
     rows, bad = column.number_rows()
     if bad is not None:
-        raise CRCError(f"{source}: column {name!r} is continuous but holds {column.values[bad]!r} "
+        raise CRCError(f"{source}: column {name!r} is continuous but holds {plain(column.values[bad])} "
                        f"(not a finite number) in data row {column.first_row(bad) + 1}")
     return rows
 
@@ -92,7 +92,7 @@ def _codes(column: Column, known: tuple[str, ...], source: str, what: str) -> np
     for i, spelling in enumerate(column.canonical):
         code = index.get(spelling)
         if code is None:
-            raise CRCError(f"{source}: {what} {column.values[i]!r} in data row {column.first_row(i) + 1}; "
+            raise CRCError(f"{source}: {what} {plain(column.values[i])} in data row {column.first_row(i) + 1}; "
                            f"known: {', '.join(known)}")
         codes[i] = code
     return codes
