@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from crc.cli.options import options
-from crc.cli.output import tiny_test_set_warning, warn
+from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.peer import check_address
+from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.nodes.deployment import write_deployment
 from crc.nodes.keys import write_peer_keys
@@ -46,6 +47,9 @@ def split(out, addresses, **settings):
     click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
                f"test.csv ({len(drawn.test_rows)} instances), schema.json"
                + (", keys/ and known-peers-<i>.json" if addresses is not None else ""))
+    if len(drawn.test_rows) < drawn.test_wanted:
+        note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
+                                               "train": len(drawn.train_rows)}, config.test_size))
     message = tiny_test_set_warning(len(drawn.test_rows))
     if message:
         warn(message)

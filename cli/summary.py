@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from crc.cli.output import tiny_test_set_warning, warn
+from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
@@ -86,6 +86,19 @@ def warn_tiny_test_set(results: dict) -> None:
     message = tiny_test_set_warning(results["evaluation"]["test_instances"])
     if message:
         warn(message)
+
+
+def short_test_set_note(data: str, short: dict, test_size: float) -> str:
+    """What a run says (standard error) whose data set was too small for its test fraction; ``short`` as the
+    results' ``short_test_set``."""
+    return (f"{data} has {short['train'] + short['test']} instances for {short['train']} training instances: the test set "
+            f"is the {short['test']} left, not the {short['wanted']} that --test-size {test_size:g} asks for")
+
+
+def note_short_test_set(results: dict) -> None:
+    """Note (standard error) that the data set was too small for the test fraction, if it was."""
+    if "short_test_set" in results:
+        note(short_test_set_note(results["config"]["data"], results["short_test_set"], results["config"]["test_size"]))
 
 
 def warn_absent_classes(results: dict) -> None:

@@ -44,6 +44,13 @@ def test_schema_from_a_csv_file(tmp_path, deployment):
     assert Schema.load(out).label == "class"
 
 
+def test_split_of_a_data_set_too_small_for_the_test_fraction_writes_the_instances_left_as_its_test_set(tmp_path):
+    result = run("split", "--data", "chess", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert len(read_csv(tmp_path / "test.csv")["class"]) == 3196 - 2500
+    assert "chess has 3196 instances for 2500 training instances: the test set is the 696 left" in result.stderr
+
+
 def node_args(deployment, data):
     return ["node", "--bind", "tcp://127.0.0.1:1", "--peers", "tcp://127.0.0.1:2", "--data", data,
             "--schema", deployment / "schema.json", "--out", deployment / "m.json", "--insecure"]

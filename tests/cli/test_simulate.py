@@ -119,6 +119,31 @@ def test_momentum_out_of_range_is_a_usage_error():
     assert result.exit_code == 2 and "0<=x<1" in result.output
 
 
+def test_a_data_set_too_small_for_the_test_fraction_tests_on_the_instances_left(tmp_path):
+    path = write_csv(tmp_path / "small.csv", n=120)  # 5 x 20 = 100 training instances; 0.25 of 120 asks for 30 test
+    result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert results["short_test_set"] == {"test": 20, "wanted": 30, "train": 100}
+    assert results["evaluation"]["test_instances"] == 20
+    assert (f"{path} has 120 instances for 100 training instances: the test set is the 20 left, not the 30 that "
+            "--test-size 0.25 asks for") in result.stderr.splitlines()
+    fits = run("simulate", *SMALL, "--data", path, "--label", "cls", "--json", "--test-size", "0.1")
+    assert "short_test_set" not in json.loads(fits.stdout) and "the test set is the" not in fits.stderr
+    count = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "30")  # a count: in full, or refused
+    assert count.exit_code == 1
+    assert "data set has 120 instances, fewer than the 100 training (nodes x local size) plus 30 test instances" in count.output
+
+
+@pytest.mark.parametrize("data, instances, test", [("chess", 3196, 696), ("splice", 3190, 690)])
+def test_the_bundled_sets_too_small_for_the_test_fraction_run_with_the_defaults(data, instances, test):
+    result = run("simulate", "--data", data, "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert results["short_test_set"] == {"test": test, "wanted": round(0.25 * instances), "train": 2500}
+    assert f"{data} has {instances} instances for 2500 training instances: the test set is the {test} left" in result.stderr
+
+
 def test_a_class_missing_from_the_training_split_is_a_warning_not_an_error(tmp_path):
     path = write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"])
     result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "0.5", "--seed", "1")
