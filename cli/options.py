@@ -77,7 +77,7 @@ def _all_options(base: SimulationConfig) -> dict:
                           f"for {CONVERGED_PATIENCE} iterations, at most {CONVERGED_MAX_ITERATIONS:,}) and report CRC's "
                           "gap to it. Most of a repeat's time, minutes for circuits: --no-rc-converged leaves it out "
                           "of the results."),
-        iters_option(base.iters),
+        iters_option(),
         *acceleration_options().values(),
         loss_option(),
         *privacy_options().values(),
@@ -99,8 +99,8 @@ def _all_options(base: SimulationConfig) -> dict:
     return dict(zip(names, options))
 
 
-ACCELERATION = ("momentum", "start", "safeguard", "classifier", "exact_diffusion", "accelerated")
-"""The names of the acceleration options, for ``options(*ACCELERATION)``."""
+ACCELERATION = ("algorithm", "momentum", "start", "safeguard", "classifier", "exact_diffusion")
+"""The names of ``--algorithm`` and of the acceleration options, for ``options(*ACCELERATION)``."""
 
 PRIVACY = ("dp_epsilon", "dp_delta", "clip")
 """The names of the differential-privacy options."""

@@ -18,7 +18,7 @@ from crc.cli.model_options import with_model_options
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
 from crc.cli.privacy import privacy_options, secure_aggregation_option
-from crc.core.acceleration import Acceleration, with_preset
+from crc.core.acceleration import Acceleration, acceleration_of, describe, resolve
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
@@ -118,7 +118,7 @@ def option_list(options: dict):
 @with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=64, show_default=True,
               help="Communication rounds; the same on every peer.")
-@iters_option(PeerSettings.iters)
+@iters_option()
 @option_list(acceleration_options())
 @loss_option()
 @option_list(privacy_options())
@@ -167,8 +167,8 @@ def option_list(options: dict):
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
 @click.pass_context
-def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momentum, start, safeguard, classifier,
-         exact_diffusion, accelerated, loss,
+def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, algorithm, momentum, start, safeguard, classifier,
+         exact_diffusion, loss,
          dp_epsilon, dp_delta, clip, loss_seed, lr, ess, timeout, first_round_timeout, start_at, checkpoint, run_id,
          aggregate, down_after,
          attack, secret_key, known_peers, secure_aggregation, neighbourhoods, insecure, out, log_level, **structure):
@@ -196,16 +196,16 @@ def node(ctx, bind, peers, data, label, schema_path, model, rounds, iters, momen
         raise CRCError(f"--label {label!r} differs from the schema's label {shared.label!r}")
     options = model_options(model, structure)
     generative = make_model(model, shared, **options)
-    chosen = with_preset({"momentum": momentum, "start": start, "safeguard": safeguard, "classifier": classifier,
-                          "exact_diffusion": exact_diffusion, "iters": iters, "accelerated": accelerated})
-    iters = chosen.pop("iters", PeerSettings.iters)
-    speedup = Acceleration(**chosen)
+    chosen = resolve({"algorithm": algorithm, "momentum": momentum, "start": start, "safeguard": safeguard,
+                      "classifier": classifier, "exact_diffusion": exact_diffusion, "iters": iters, "dp_epsilon": dp_epsilon})
+    iters, speedup = chosen["iters"], acceleration_of(chosen)
     privacy = _privacy(generative, dp_epsilon, dp_delta, clip, rounds, iters, speedup)
     phi, y = load_local(data, shared, generative, clip=None if privacy is None else privacy.clip)
     log = _configure_logging(log_level or default_log_level("info"), bind)
     if privacy is not None:
         log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
                  privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
+    log.info("algorithm %s", describe(chosen))
     if attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", attack)
     if not neighbours:

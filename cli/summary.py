@@ -7,6 +7,7 @@ import textwrap
 import click
 
 from crc.cli.output import note, tiny_test_set_warning, warn
+from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
@@ -27,14 +28,7 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
                      f"aggregation '{cfg['aggregate']}'")
-    extras = [f"momentum {cfg['momentum']:g}" + (" with safeguard" if cfg.get("safeguard") else "")] if cfg.get("momentum") else []
-    extras += [f"{cfg['start']} start"] if cfg.get("start", "uniform") != "uniform" else []
-    extras += ["classifier from the last aggregate"] if cfg.get("classifier") == "aggregate" else []
-    extras += ["exact diffusion"] if cfg.get("exact_diffusion") else []
-    extras += [f"{cfg['iters']} local steps per round"] if cfg.get("iters", 1) != 1 else []
-    extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
-    if extras:
-        lines.append("accelerated/varied: " + ", ".join(extras))
+    lines.append(f"algorithm {describe(cfg)}" + (f"; message loss {cfg['loss']:g}" if cfg.get("loss") else ""))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     if privacy:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "

@@ -1,7 +1,9 @@
 """The named experiment grids: the tables of section IV of the CRC paper.
 
 A table is a set of columns; each column is a change to the paper's default
-setting (NB, random tree, n = 50, m_v = 50, 64 rounds, iter = 1, lr = 0.05).
+setting (NB, random tree, n = 50, m_v = 50, 64 rounds, iter = 1, lr = 0.05),
+run with the table's algorithm (the paper's for every table here: the
+privacy table's too, as its accountant covers one plain local step a round).
 Every cell (data set x column) is one simulation with ``repeats`` repeats. The
 paper's published figures for ``letter`` (the one data set it shares with the
 bundled ones) are kept beside each column.
@@ -42,6 +44,9 @@ class Table:
     kind: TableKind
     columns: tuple[Column, ...]
     note: str = ""
+    algorithm: str = "paper"
+    """The algorithm of its columns unless ``crc experiment --algorithm`` says otherwise
+    (``crc.core.acceleration.ALGORITHMS``): the paper's tables reproduce the paper's algorithm."""
     in_all: bool = True
     """Whether ``crc experiment all`` runs it (the paper's tables and the circuits do; the privacy study does not)."""
 

@@ -55,12 +55,16 @@ class Cell:
         """Whether a stored cell's configuration is this cell's.
 
         A field the stored configuration lacks (it was written before the field
-        existed) counts as its default, which is how that cell was computed.
+        existed) counts as its value in the paper's algorithm, which is how that
+        cell was computed; without ``algorithm`` the settings it stands for decide.
         """
-        defaults = _jsonable({**{option.name: option.default for option in all_options()}, **SimulationConfig().to_json()})
+        defaults = _jsonable({**{option.name: option.default for option in all_options()},
+                              **SimulationConfig(algorithm="paper").to_json()})
         wanted = _jsonable(self.config.to_json())
         if wanted["ess"] is None:  # results record the ESS Eq. 5 gave, not the absent option
             del wanted["ess"]
+        if "algorithm" not in stored:
+            del wanted["algorithm"]
         return all(stored.get(key, defaults.get(key)) == value for key, value in wanted.items())
 
     def path(self, out: Path) -> Path:
@@ -113,7 +117,8 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
     """Every cell of ``table`` on ``datasets`` (bundled names, 'synthetic' or CSV paths with ``label``).
 
     ``defaults`` changes the paper's default setting under every column (e.g.
-    fewer rounds for a quick look). Cells needing more instances than a data
+    fewer rounds for a quick look, or another ``algorithm`` than the table's); None
+    values in it are left out. Cells needing more instances than a data
     set has carry ``skip``; the synthetic set is drawn at the size each cell needs.
     """
     cells = []
@@ -121,7 +126,8 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
         csv_label = None if data in BUNDLED or data == SYNTHETIC else label
         available = math.inf if data == SYNTHETIC else len(_stored_dataset(data, csv_label)) - TEST_INSTANCES
         for column in table.columns:
-            overrides = {**(defaults or {}), **column.overrides}
+            given = {key: value for key, value in (defaults or {}).items() if value is not None}
+            overrides = {"algorithm": table.algorithm, **given, **column.overrides}
             if column.key == "reference":
                 overrides["local_size"] = int(min(REFERENCE_SIZE, available))
             settings = {"model": model, **overrides}

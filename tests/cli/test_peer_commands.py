@@ -231,6 +231,28 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
     assert "no --peers" not in result.stderr
 
 
+@pytest.mark.parametrize("args, logged", [
+    ([], "algorithm accelerated: exact diffusion, 2 local steps per round"),
+    (["--algorithm", "paper"], "algorithm paper: 1 local step per round"),
+    (["--momentum", "0.5"], "algorithm paper: momentum 0.5, 1 local step per round"),
+    (["--dp-epsilon", "4"], "algorithm paper: 1 local step per round"),
+])
+def test_a_peer_runs_the_accelerated_algorithm_unless_told_otherwise_and_logs_which(deployment, tmp_path, args, logged):
+    (bind,) = (f"tcp://127.0.0.1:{port}" for port in free_ports(1))
+    result = run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", deployment / "schema.json",
+                 "--out", tmp_path / "solo.json", "--rounds", "1", "--insecure", *args)
+    assert result.exit_code == 0, result.output
+    assert any(line.endswith(f" {logged}") for line in result.stderr.splitlines()), result.stderr
+
+
+def test_a_peer_refuses_exact_diffusion_with_privacy(deployment, tmp_path):
+    result = run("node", "--bind", "tcp://127.0.0.1:1", "--data", deployment / "node-0.csv", "--schema",
+                 deployment / "schema.json", "--out", tmp_path / "m.json", "--insecure", "--algorithm", "accelerated",
+                 "--dp-epsilon", "4")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "--dp-epsilon needs --iters 1 (got 2)" in result.output
+
+
 @pytest.mark.parametrize("checkpoint", [False, True])
 def test_a_stopped_peer_says_whether_it_wrote_a_checkpoint(deployment, tmp_path, checkpoint):
     bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
