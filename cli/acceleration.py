@@ -1,30 +1,42 @@
-"""Options of accelerated CRC, shared by ``crc simulate``, ``crc launch``, ``crc node`` and ``crc experiment``
+"""The algorithm and the options of accelerated CRC, shared by ``crc simulate``, ``crc launch``, ``crc node`` and ``crc experiment``
 (kept light: ``crc node`` imports it)."""
 
 from __future__ import annotations
 
 import click
 
-from crc.core.acceleration import ACCELERATED, CLASSIFIERS, STARTS
+from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_ALGORITHM, PAPER_SETTINGS, STARTS
 
-_PRESET = ", ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
+_CHANGES = " ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
                     for name, value in ACCELERATED.items())
+ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}): "
+                  "the paper's messages, one more statistics vector per peer, peers that agree. paper: Algorithm 2 of "
+                  "the paper (uniform start, plain neighbourhood average, one local step per round). Options given "
+                  "explicitly win")
+
+
+def algorithm_option(default: str):
+    """``--algorithm accelerated|paper``, whose unset value (None) means ``default`` (a text for --help)."""
+    return click.option("--algorithm", type=click.Choice(ALGORITHMS), default=None,
+                        help=f"{ALGORITHM_HELP} [default: {default}].")
 
 
 def acceleration_options() -> dict:
-    """``--momentum``, ``--start``, ``--safeguard/--no-safeguard``, ``--classifier``,
-    ``--exact-diffusion/--no-exact-diffusion`` and ``--accelerated`` by parameter name.
+    """``--algorithm``, ``--momentum``, ``--start``, ``--safeguard/--no-safeguard``, ``--classifier`` and
+    ``--exact-diffusion/--no-exact-diffusion`` by parameter name.
 
-    Unset options are None; ``crc.core.acceleration.with_preset`` resolves them (the preset, else the paper)."""
+    Unset options are None; ``crc.core.acceleration.resolve`` resolves them (the algorithm's values)."""
     return {
+        "algorithm": algorithm_option(f"{DEFAULT_ALGORITHM}, or paper with an option only the paper's averaging "
+                                      "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon"),
         "momentum": click.option(
             "--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
             help="Heavy-ball memory β through the mixing: a peer calibrates from A(t) + β (A(t) - A(t-1)), A its "
-                 "neighbourhood average; no extra messages [default: 0, the paper]."),
+                 "neighbourhood average; no extra messages; not with exact diffusion [default: 0]."),
         "start": click.option(
             "--start", type=click.Choice(STARTS), default=None,
             help="Peers start at uniform(m0) (the paper) or at their own ML statistics scaled to ESS m0 [default: "
-                 "uniform]."),
+                 f"{PAPER_SETTINGS['start']}]."),
         "safeguard": click.option(
             "--safeguard/--no-safeguard", default=None,
             help="Keep a momentum step only if it does not raise the peer's local soft 0-1 loss over the plain "
@@ -39,10 +51,8 @@ def acceleration_options() -> dict:
             help="Exact diffusion: a peer mixes half its own statistics with its neighbourhood average and sends its "
                  "calibrated statistics corrected by its previous ones, which removes the disagreement a constant "
                  "local step leaves between peers; one more statistics vector per peer, no extra messages; not "
-                 "with --momentum, --safeguard, --classifier aggregate or --dp-epsilon [default: off; on with --accelerated]."),
-        "accelerated": click.option(
-            "--accelerated", is_flag=True, default=False,
-            help=f"Recommended acceleration preset: {_PRESET} (options given explicitly win)."),
+                 "with --momentum, --safeguard, --classifier aggregate or --dp-epsilon [default: the algorithm's: on "
+                 "accelerated, off paper]."),
     }
 
 
@@ -53,7 +63,8 @@ def loss_option():
                              "probability (seeded); a peer averages what arrived.")
 
 
-def iters_option(default: int):
-    """``--iters N``: local RC steps per round; unset, ``default`` (``ACCELERATED['iters']`` with --accelerated)."""
+def iters_option():
+    """``--iters N``: local RC steps per round; unset (None), the algorithm's."""
     return click.option("--iters", type=click.IntRange(min=1), default=None,
-                        help=f"Local RC iterations per round [default: {default}; {ACCELERATED['iters']} with --accelerated].")
+                        help=f"Local RC iterations per round [default: the algorithm's: {ACCELERATED['iters']} "
+                             f"accelerated, {PAPER_SETTINGS['iters']} paper].")

@@ -25,13 +25,13 @@ from crc.protocol import SimulationConfig
 def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model):
     """Measure the CRC engine; prints JSON.
 
-    engine: the default setting (50 peers x 50 instances, 64 rounds, random
-    tree) on --data: the vectorized engine beside a per-node Python loop and
+    engine: the paper's algorithm in its default setting (50 peers x 50
+    instances, 64 rounds, random tree) on --data: the vectorized engine beside a per-node Python loop and
     beside the machine's floor (GFLOP/s of one 2000 x 2000 float64 matrix
     product, on one thread and on the default BLAS threads), all interleaved in
     one process, best of --repeats; with the run's FLOP count and GFLOP/s.
-    scale: 'synthetic' data, --scale-nodes peers x --scale-local-size
-    instances, 64 rounds: setup, rounds and sampled evaluation times, peak
+    scale: the paper's algorithm on 'synthetic' data, --scale-nodes peers x
+    --scale-local-size instances, 64 rounds: setup, rounds and sampled evaluation times, peak
     traced memory of each, maximum resident set size.
     models: one default repeat of `crc simulate` with naive Bayes beside the
     region-graph circuit on letter (target: at most 10 times naive Bayes) and
@@ -46,10 +46,11 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model
     """
     report = {}
     if only in (None, "engine"):
-        report["engine"] = engine_versus_loop(SimulationConfig.from_settings(data=data, seed=seed, **model), repeats)
+        report["engine"] = engine_versus_loop(SimulationConfig.from_settings(data=data, seed=seed, algorithm="paper", **model),
+                                              repeats)
     if only in (None, "scale"):
         report["scale"] = scale_run(SimulationConfig.from_settings(data="synthetic", nodes=scale_nodes, local_size=scale_local_size,
-                                                                   seed=seed, **model))
+                                                                   seed=seed, algorithm="paper", **model))
     if only in (None, "models"):
         report["models"] = models_versus_nb(repeats, seed)
     if only in (None, "peers"):

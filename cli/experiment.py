@@ -7,6 +7,7 @@ import time
 
 import click
 
+from crc.cli.acceleration import algorithm_option
 from crc.cli.model_options import with_model_options
 from crc.cli.options import ACCELERATION, PRIVACY, options
 from crc.cli.output import note, verbosity
@@ -29,7 +30,9 @@ def _names(ctx, param, values) -> list[str]:
                    f"{','.join(DEFAULT_DATASETS)}; wdbc,german for fedpc].")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
 @with_model_options
-@options(*ACCELERATION, "loss", *PRIVACY, "rc_iterations", "rc_converged")
+@algorithm_option("the table's: paper for every table (the paper's tables, circuits, and privacy, whose "
+                  "accountant covers the paper's one plain local step per round)")
+@options(*(name for name in ACCELERATION if name != "algorithm"), "loss", *PRIVACY, "rc_iterations", "rc_converged")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
@@ -52,9 +55,10 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
     fedpc    horizontal, vertical and hybrid partitions beside the federated-circuits paper's Table 6 (not in all)
 
-    The acceleration options, --loss, the privacy options and --rc-iterations
-    apply to every column (and are recorded in every cell's configuration);
-    the privacy table sets --dp-epsilon per column.
+    Every table runs the paper's algorithm unless --algorithm says otherwise.
+    --algorithm, the acceleration options, --loss, the privacy options and
+    --rc-iterations apply to every column (and are recorded in every cell's
+    configuration); the privacy table sets --dp-epsilon per column.
     """
     sources = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
     started = time.perf_counter()

@@ -13,7 +13,7 @@ import click
 
 from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, check_partition_options, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
-from crc.cli.summary import print_summary, warn_absent_classes, warn_tiny_test_set
+from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
@@ -141,6 +141,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
         print_summary(results)
     if not warned:
         warn_tiny_test_set(results)
+    note_short_test_set(results)
     warn_absent_classes(results)
     for failed in results["network"]["failed"]:
         click.echo(f"peer {failed['node']} ({failed['bind']}) failed: exit code {failed['exit_code']}, "

@@ -8,7 +8,7 @@ import logging
 import click
 
 from crc.cli.output import VERBOSITY_KEY, configure_logging
-from crc.core.errors import CRCError, OptionConflict
+from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.threads import threads
 
 COMMANDS = {
@@ -36,7 +36,8 @@ def _from_graph_library(exc: BaseException) -> bool:
 
 class CRCGroup(click.Group):
     """Loads subcommands lazily and ends every expected failure with one line: options that cannot go together
-    (OptionConflict) give exit status 2, another CRCError (or an error of the graph library) 1, Ctrl-C 130."""
+    (OptionConflict) and malformed option values (MalformedOption) give exit status 2, another CRCError (or an
+    error of the graph library) 1, Ctrl-C 130."""
 
     def list_commands(self, ctx):
         return list(COMMANDS)
@@ -50,7 +51,7 @@ class CRCGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except OptionConflict as exc:
+        except (OptionConflict, MalformedOption) as exc:
             raise click.UsageError(str(exc)) from None
         except CRCError as exc:
             raise click.ClickException(str(exc)) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
@@ -9,7 +11,7 @@ from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.feature_partition import FEATURE_PARTITION_HELP, is_feature_partition, parse_feature_partition, read_blocks_file
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
@@ -53,6 +55,16 @@ def _read_blocks(ctx, param, value: str | None):
         return read_blocks_file(value)
     except CRCError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+@contextmanager
+def usage_errors(ctx: click.Context):
+    """Options that conflict or do not parse, found in the library (OptionConflict, MalformedOption), as a usage
+    error of the command ``ctx`` runs: exit status 2 with its usage line."""
+    try:
+        yield
+    except (OptionConflict, MalformedOption) as exc:
+        raise click.UsageError(str(exc), ctx=ctx) from None
 
 
 def check_partition_options(ctx: click.Context, config: SimulationConfig, *, real_peers: bool = False) -> None:
@@ -123,7 +135,7 @@ def _all_options(base: SimulationConfig) -> dict:
                           f"for {CONVERGED_PATIENCE} iterations, at most {CONVERGED_MAX_ITERATIONS:,}) and report CRC's "
                           "gap to it. Most of a repeat's time, minutes for circuits: --no-rc-converged leaves it out "
                           "of the results."),
-        iters_option(base.iters),
+        iters_option(),
         *acceleration_options().values(),
         loss_option(),
         *privacy_options().values(),
@@ -145,8 +157,8 @@ def _all_options(base: SimulationConfig) -> dict:
     return dict(zip(names, options))
 
 
-ACCELERATION = ("momentum", "start", "safeguard", "classifier", "exact_diffusion", "accelerated")
-"""The names of the acceleration options, for ``options(*ACCELERATION)``."""
+ACCELERATION = ("algorithm", "momentum", "start", "safeguard", "classifier", "exact_diffusion")
+"""The names of ``--algorithm`` and of the acceleration options, for ``options(*ACCELERATION)``."""
 
 PRIVACY = ("dp_epsilon", "dp_delta", "clip")
 """The names of the differential-privacy options."""

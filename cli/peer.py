@@ -11,6 +11,7 @@ import numpy as np
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import with_model_options
+from crc.cli.options import usage_errors
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
 from crc.cli.privacy import privacy_options, secure_aggregation_option
@@ -19,7 +20,7 @@ from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
@@ -80,7 +81,7 @@ def option_list(options: dict):
 @with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=PeerSettings.rounds, show_default=True,
               help="Communication rounds; the same on every peer.")
-@iters_option(PeerSettings.iters)
+@iters_option()
 @option_list(acceleration_options())
 @loss_option()
 @option_list(privacy_options())
@@ -145,7 +146,8 @@ def node(ctx, peers, log_level, **options):
     """
     structure = {option.name: options.pop(option.name) for option in all_options()}
     given = NodeOptions(peers=tuple(p.strip() for p in peers.split(",") if p.strip()), model_options=structure, **options)
-    prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
+    with usage_errors(ctx):
+        prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
     received = {}
 
     def stop(signum, frame):
@@ -188,11 +190,11 @@ def predict(model_path, old_model_path, data, label, out):
         raise click.UsageError("Missing option '--model-file'.")
     trained = load_model(model_path)
     columns = read_csv(data)
+    proba = trained.predict_proba(columns, source=data)  # a missing feature column first, then any label problem
     if label is not None and label not in columns:
         raise CRCError(f"{data}: no label column {label!r}")
     label = label or trained.schema.label
     truth = _labels(columns[label], trained, data, label) if label in columns else None
-    proba = trained.predict_proba(columns, source=data)
     predicted = trained.classes[proba.argmax(axis=1)]
     table = {"prediction": list(predicted)}
     for k, name in enumerate(trained.schema.classes):
@@ -220,7 +222,7 @@ def _labels(column: Column, trained, source: str, label: str) -> np.ndarray:
     for i, name in enumerate(column.canonical):
         if name not in index:
             listed = ", ".join(known[:MAX_CLASSES_LISTED]) + (", ..." if len(known) > MAX_CLASSES_LISTED else "")
-            raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {column.values[i]!r} in column {label!r} "
+            raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {plain(column.values[i])} in column {label!r} "
                            f"is not a class of the model ({listed})")
         codes[i] = index[name]
     return np.append(codes, -1)[column.codes]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from crc.cli.options import check_partition_options, options
-from crc.cli.output import tiny_test_set_warning, warn
+from crc.cli.options import check_partition_options, options, usage_errors
+from crc.cli.output import note, tiny_test_set_warning, warn
+from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.nodes.deployment import write_deployment
 from crc.nodes.keys import write_peer_keys
@@ -36,7 +37,8 @@ def split(ctx, out, addresses, **settings):
     config.validate()
     check_partition_options(ctx, config, real_peers=True)
     if addresses is not None:
-        addresses = [check_address(a.strip(), "--keys-for") for a in addresses.split(",") if a.strip()]
+        with usage_errors(ctx):
+            addresses = [check_address(a.strip(), "--keys-for") for a in addresses.split(",") if a.strip()]
         if len(addresses) != config.nodes or len(set(addresses)) != len(addresses):
             raise CRCError(f"--keys-for: give {config.nodes} distinct addresses, one per node (got {len(addresses)})")
     dataset = load_for(config)
@@ -48,6 +50,9 @@ def split(ctx, out, addresses, **settings):
     click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
                f"test.csv ({len(drawn.test_rows)} instances), schema.json"
                + (", keys/ and known-peers-<i>.json" if addresses is not None else ""))
+    if len(drawn.test_rows) < drawn.test_wanted:
+        note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
+                                               "train": len(drawn.train_rows)}, config.test_size))
     message = tiny_test_set_warning(len(drawn.test_rows))
     if message:
         warn(message)

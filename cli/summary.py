@@ -6,7 +6,8 @@ import textwrap
 
 import click
 
-from crc.cli.output import tiny_test_set_warning, warn
+from crc.cli.output import note, tiny_test_set_warning, warn
+from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
@@ -30,14 +31,8 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
                      f"aggregation '{cfg['aggregate']}'")
-    extras = [f"momentum {cfg['momentum']:g}" + (" with safeguard" if cfg.get("safeguard") else "")] if cfg.get("momentum") else []
-    extras += [f"{cfg['start']} start"] if cfg.get("start", "uniform") != "uniform" else []
-    extras += ["classifier from the last aggregate"] if cfg.get("classifier") == "aggregate" else []
-    extras += ["exact diffusion"] if cfg.get("exact_diffusion") else []
-    extras += [f"{cfg['iters']} local steps per round"] if cfg.get("iters", 1) != 1 else []
-    extras += [f"message loss {cfg['loss']:g}"] if cfg.get("loss") else []
-    if extras and not cfg.get("block_features"):
-        lines.append("accelerated/varied: " + ", ".join(extras))
+    if not cfg.get("block_features"):
+        lines.append(f"algorithm {describe(cfg)}" + (f"; message loss {cfg['loss']:g}" if cfg.get("loss") else ""))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     if privacy:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
@@ -104,6 +99,19 @@ def warn_tiny_test_set(results: dict) -> None:
     message = tiny_test_set_warning(results["evaluation"]["test_instances"])
     if message:
         warn(message)
+
+
+def short_test_set_note(data: str, short: dict, test_size: float) -> str:
+    """What a run says (standard error) whose data set was too small for its test fraction; ``short`` as the
+    results' ``short_test_set``."""
+    return (f"{data} has {short['train'] + short['test']} instances for {short['train']} training instances: the test set "
+            f"is the {short['test']} left, not the {short['wanted']} that --test-size {test_size:g} asks for")
+
+
+def note_short_test_set(results: dict) -> None:
+    """Note (standard error) that the data set was too small for the test fraction, if it was."""
+    if "short_test_set" in results:
+        note(short_test_set_note(results["config"]["data"], results["short_test_set"], results["config"]["test_size"]))
 
 
 def warn_absent_classes(results: dict) -> None:

@@ -74,7 +74,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
     return [sys.executable, "-I", "-m", "crc", "node", "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
-            "--iters", str(config.iters), "--momentum", repr(config.momentum), "--start", config.start,
+            "--algorithm", config.algorithm, "--iters", str(config.iters), "--momentum", repr(config.momentum), "--start", config.start,
             "--safeguard" if config.safeguard else "--no-safeguard", "--classifier", config.classifier,
             "--exact-diffusion" if config.exact_diffusion else "--no-exact-diffusion",
             "--loss", repr(config.loss),

@@ -18,9 +18,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from crc.core.acceleration import Acceleration, with_preset
+from crc.core.acceleration import Acceleration, acceleration_of, describe, resolve
 from crc.core.calibration import DEFAULT_LR
-from crc.core.errors import CRCError, OptionConflict
+from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model, model_options
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
@@ -40,7 +40,7 @@ MAX_START_DELAY_S = 7 * 24 * 3600
 @dataclass(frozen=True)
 class NodeOptions:
     """Everything a ``crc node`` process is told, named as ``crc node``'s options; None leaves a setting to its
-    default (the acceleration settings: to ``accelerated``'s preset, else the paper's). Paths are of files read
+    default (the acceleration settings: to ``algorithm``'s, ``crc.core.acceleration.resolve``). Paths are of files read
     (``data``, ``schema``, ``secret_key``, ``known_peers``, ``neighbourhoods``) or written (``out``, ``checkpoint``)."""
 
     bind: str
@@ -59,7 +59,7 @@ class NodeOptions:
     safeguard: bool | None = None
     classifier: str | None = None
     exact_diffusion: bool | None = None
-    accelerated: bool = False
+    algorithm: str | None = None
     loss: float = PeerSettings.loss
     loss_seed: int = PeerSettings.loss_seed
     dp_epsilon: float | None = None
@@ -149,16 +149,16 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
         raise CRCError(f"--label {options.label!r} differs from the schema's label {shared.label!r}")
     structure = model_options(options.model, options.model_options)
     generative = make_model(options.model, shared, **structure)
-    chosen = with_preset({"momentum": options.momentum, "start": options.start, "safeguard": options.safeguard,
-                          "classifier": options.classifier, "exact_diffusion": options.exact_diffusion,
-                          "iters": options.iters, "accelerated": options.accelerated})
-    iters = chosen.pop("iters", PeerSettings.iters)
-    speedup = Acceleration(**chosen)
+    chosen = resolve({"algorithm": options.algorithm, "momentum": options.momentum, "start": options.start,
+                      "safeguard": options.safeguard, "classifier": options.classifier,
+                      "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon})
+    iters, speedup = chosen["iters"], acceleration_of(chosen)
     privacy = _privacy(generative, options, iters, speedup)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
         log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
                  privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
+    log.info("algorithm %s", describe(chosen))
     if options.attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", options.attack)
     if not neighbours:
@@ -181,21 +181,26 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
 
 
 def check_address(address: str, what: str) -> str:
-    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535; else a CRCError saying
-    what is wrong. A peer is named by its bind address, so a wildcard host cannot be bound either."""
+    """``address`` if it is ``tcp://HOST:PORT`` with a resolvable host and a port in 1..65535. A malformed address is
+    a MalformedOption naming option ``what`` (a usage error, exit status 2), a host that does not resolve a
+    CRCError. A peer is named by its bind address, so a wildcard host is malformed (its neighbours could not name
+    it)."""
+    def malformed(problem: str) -> MalformedOption:
+        return MalformedOption(f"Invalid value for '{what}': {address!r}: {problem}")
+
     if not address.startswith(SCHEME):
         scheme = address.split("://")[0] + "://" if "://" in address else "no scheme"
-        raise CRCError(f"{what} {address!r}: must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
+        raise malformed(f"must start with {SCHEME} (got {scheme}), e.g. tcp://10.0.0.5:7000")
     host, colon, port = address[len(SCHEME):].rpartition(":")
     if not colon or not host:
-        raise CRCError(f"{what} {address!r}: give a host and a port, as in tcp://10.0.0.5:7000")
+        raise malformed("give a host and a port, as in tcp://10.0.0.5:7000")
     if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise CRCError(f"{what} {address!r}: the port must be a number from 1 to 65535, got {port!r}")
+        raise malformed(f"the port must be a number from 1 to 65535, got {port!r}")
     if host.startswith("[") or ":" in host:
-        raise CRCError(f"{what} {address!r}: IPv6 addresses are not supported; use an IPv4 address or a host name")
+        raise malformed("IPv6 addresses are not supported; use an IPv4 address or a host name")
     if host == "*" or host == "0.0.0.0":
-        raise CRCError(f"{what} {address!r}: a peer is named by its bind address, which its neighbours list in --peers; "
-                       "bind the address they connect to, not a wildcard")
+        raise malformed("a peer is named by its bind address, which its neighbours list in --peers; bind the address "
+                        "they connect to, not a wildcard")
     try:
         socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:

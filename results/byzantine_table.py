@@ -20,7 +20,7 @@ with open(HERE / "byzantine.csv", "w", newline="") as f:
     writer.writerows(sorted(rows, key=lambda x: (x["data"], x["byzantine"], x["attack"], x["aggregate"])))
 index = {(x["data"], x["byzantine"], x["attack"], x["aggregate"]): x for x in rows}
 lines = ["# Byzantine peers in the simulator: honest peers' test error, mean vs clipped aggregation", "",
-         "Produced by `results/byzantine.sh` (`crc simulate --data D --repeats 3 --byzantine K --attack A "
+         "Produced by `results/byzantine.sh` (`crc simulate --algorithm paper --data D --repeats 3 --byzantine K --attack A "
          "--aggregate mean|clipped`; 50 peers on a random tree, 50 instances each, 64 rounds, naive Bayes). "
          "Each cell: mean test error of the honest peers (mean over 3 repeats), `mean` / `clipped`. "
          "K = 0 is the clean run. RC is centralized risk-based calibration on the pooled data.", ""]
@@ -41,7 +41,7 @@ launch = {path.stem: json.loads(path.read_text()) for path in sorted((HERE / "by
 if launch:
     clean = launch["launch-16-clean"]
     lines += ["## Real peers: one Byzantine neighbour at the centre of a 16-peer tree", "",
-              "`crc launch --nodes 16 --rounds 64 --byzantine 1 --attack permute --aggregate mean|clipped` (penbased, "
+              "`crc launch --algorithm paper --nodes 16 --rounds 64 --byzantine 1 --attack permute --aggregate mean|clipped` (penbased, "
               "seed 0): the Byzantine peer is node 1, a leaf attached to node 12, a centre of the tree. Honest peers' "
               "mean test accuracy (the clean run: all 16 peers).", "",
               "| run | honest peers' test accuracy | wall time (s) |", "|---|---|---|",

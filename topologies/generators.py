@@ -12,12 +12,13 @@ import heapq
 import networkx as nx
 import numpy as np
 
+from crc.core.errors import plain
 from crc.topologies.errors import TopologyError
 
 
 def _check_nodes(n: int, minimum: int = 1) -> None:
     if not isinstance(n, (int, np.integer)) or n < minimum:
-        raise TopologyError(f"number of nodes must be an integer >= {minimum}, got {n!r}")
+        raise TopologyError(f"number of nodes must be an integer >= {minimum}, got {plain(n)}")
 
 
 def _prufer_edges(sequence: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -90,7 +91,7 @@ def tree_plus_graph(n: int, extra: int, *, seed=None) -> nx.Graph:
     _check_nodes(n)
     free = n * (n - 1) // 2 - (n - 1)
     if not isinstance(extra, (int, np.integer)) or extra < 0 or extra > free:
-        raise TopologyError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {extra!r}")
+        raise TopologyError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {plain(extra)}")
     rng = np.random.default_rng(seed)
     graph = random_tree_graph(n, seed=rng)
     target = graph.number_of_edges() + extra

@@ -1,5 +1,6 @@
-"""Accelerated CRC: exact diffusion (the preset), a heavy-ball memory through the mixing, a local start, a per-peer
-safeguard and the choice of the statistics a peer's classifier is taken from.
+"""Accelerated CRC: exact diffusion (with two local steps per round, the default algorithm), a heavy-ball memory
+through the mixing, a local start, a per-peer safeguard and the choice of the statistics a peer's classifier is taken
+from. ``resolve`` turns a run's settings into one of ``ALGORITHMS`` and its settings.
 
 One round of a peer ``v`` in the paper's algorithm is ``s_v(t) = LRC_v(A_v(t))`` with
 ``A_v(t) = (M s(t-1))_v``, the average of its closed neighbourhood. With memory β a peer
@@ -68,32 +69,79 @@ CLASSIFIERS = ("local", "aggregate")
 """``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
 aggregate of the last round, before that step."""
 
+ALGORITHMS = ("accelerated", "paper")
+"""``accelerated``: the recommended algorithm, the paper's with the changes of ``ACCELERATED``. ``paper``:
+Algorithm 2 of the paper (``PAPER_SETTINGS``)."""
+
+DEFAULT_ALGORITHM = "accelerated"
+"""What runs unless told otherwise (``resolve``): with the paper's messages it reaches centralized RC's test error on
+``letter`` in the paper's default setting, where the paper's algorithm stays about 0.09 above it."""
+
 ACCELERATED = {"exact_diffusion": True, "iters": 2}
-"""The recommended combination (``--accelerated``): exact diffusion with two local steps per round (``iters``, the
-LRC steps per round, is a setting of the run beside those of ``Acceleration``); the rest as in the paper."""
+"""What the accelerated algorithm changes in the paper's settings: exact diffusion with two local steps per round
+(``iters``, the LRC steps per round, is a setting of the run beside those of ``Acceleration``)."""
+
+PAPER_SETTINGS = {"momentum": 0.0, "start": "uniform", "safeguard": False, "classifier": "local",
+                  "exact_diffusion": False, "iters": 1}
+"""Every setting of ``SETTINGS`` in the paper's algorithm (one plain local step per round)."""
 
 MOMENTUM_PRESET = {"momentum": 0.7, "safeguard": True, "classifier": "aggregate"}
-"""The previous preset: heavy-ball memory through the mixing with its safeguard and the aggregate classifier; the
-better choice where the graph is redrawn every round or two (results/acceleration.md)."""
+"""The previous preset, on the paper's averaging: heavy-ball memory through the mixing with its safeguard and the
+aggregate classifier; the better choice where the graph is redrawn every round or two (results/acceleration.md)."""
 
 VARIANCE_KEPT = 0.8
 """Exact diffusion: a peer's mixed statistics keep at least this fraction of every variance of its last locally
 calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged."""
 
-SETTINGS = ("momentum", "start", "safeguard", "classifier", "exact_diffusion", "iters")
+SETTINGS = tuple(PAPER_SETTINGS)
+"""The settings an algorithm fixes: those of ``Acceleration``, and ``iters``."""
 
 
-def with_preset(settings: dict) -> dict:
-    """``settings`` with ``accelerated`` (a flag) removed and, if it was set, ``ACCELERATED``'s value for every
-    setting of ``SETTINGS`` that is absent or None; remaining None values of ``SETTINGS`` are dropped (defaults)."""
+def algorithm_settings(algorithm: str) -> dict:
+    """Every setting of ``SETTINGS`` under ``algorithm`` (one of ``ALGORITHMS``)."""
+    if algorithm not in ALGORITHMS:
+        raise CRCError(f"--algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    return {**PAPER_SETTINGS, **ACCELERATED} if algorithm == "accelerated" else dict(PAPER_SETTINGS)
+
+
+def paper_only(settings: dict) -> str | None:
+    """The first option set in ``settings`` that only the paper's averaging supports (exact diffusion excludes it),
+    as the command line spells it, or None. ``dp_epsilon`` counts: the privacy accountant covers one plain local
+    step per round."""
+    for option, given in (("--momentum", (settings.get("momentum") or 0.0) > 0.0),
+                          ("--safeguard", bool(settings.get("safeguard"))),
+                          ("--classifier aggregate", settings.get("classifier") == "aggregate"),
+                          ("--dp-epsilon", settings.get("dp_epsilon") is not None)):
+        if given:
+            return option
+    return None
+
+
+def resolve(settings: dict) -> dict:
+    """``settings`` with its ``algorithm`` and every setting of ``SETTINGS`` set.
+
+    The algorithm is the one given, else ``DEFAULT_ALGORITHM``, or ``paper`` when an option needs the paper's
+    averaging (``paper_only``). A setting of ``SETTINGS`` that is absent or None takes the algorithm's value; one
+    given explicitly wins (``Acceleration`` refuses the combinations that make no sense)."""
     settings = dict(settings)
-    preset = ACCELERATED if settings.pop("accelerated", False) else {}
-    for name in SETTINGS:
+    algorithm = settings.get("algorithm") or ("paper" if paper_only(settings) else DEFAULT_ALGORITHM)
+    for name, value in algorithm_settings(algorithm).items():
         if settings.get(name) is None:
-            settings.pop(name, None)
-            if name in preset:
-                settings[name] = preset[name]
+            settings[name] = value
+    settings["algorithm"] = algorithm
     return settings
+
+
+def describe(settings: dict) -> str:
+    """One line naming resolved ``settings``' algorithm and what it runs, e.g. ``accelerated: exact diffusion, 2
+    local steps per round``."""
+    parts = ["exact diffusion"] if settings["exact_diffusion"] else []
+    if settings["momentum"] or settings["safeguard"]:
+        parts.append(f"momentum {settings['momentum']:g}" + (" with safeguard" if settings["safeguard"] else ""))
+    parts += [f"{settings['start']} start"] if settings["start"] != PAPER_SETTINGS["start"] else []
+    parts += ["classifier from the last aggregate"] if settings["classifier"] == "aggregate" else []
+    parts.append(f"{settings['iters']} local step{'s' if settings['iters'] != 1 else ''} per round")
+    return f"{settings['algorithm']}: {', '.join(parts)}"
 
 
 @dataclass(frozen=True)
@@ -132,8 +180,9 @@ class Acceleration:
             for clash, option in ((self.momentum > 0, "--momentum"), (self.safeguard, "--safeguard"),
                                   (self.classifier == "aggregate", "--classifier aggregate")):
                 if clash:
-                    raise CRCError(f"--exact-diffusion cannot be combined with {option} (exact diffusion corrects the "
-                                   "averaging itself, and its statistics are its classifier)")
+                    raise CRCError(f"--exact-diffusion (part of --algorithm accelerated) cannot be combined with {option}: "
+                                   "exact diffusion corrects the averaging itself, and its statistics are its classifier; "
+                                   f"for {option} use --algorithm paper")
 
     @property
     def has_momentum(self) -> bool:
@@ -159,7 +208,12 @@ PAPER = Acceleration()
 """No memory, uniform start, no safeguard, the local classifier: Algorithm 2 of the paper."""
 
 PRESET = Acceleration(**{name: value for name, value in ACCELERATED.items() if name in Acceleration.__dataclass_fields__})
-"""The acceleration settings of ``ACCELERATED`` (its ``iters`` apart)."""
+"""The acceleration settings of the accelerated algorithm (its ``iters`` apart)."""
+
+
+def acceleration_of(settings: dict) -> Acceleration:
+    """The ``Acceleration`` of resolved ``settings`` (``resolve``); their other entries are ignored."""
+    return Acceleration(**{name: settings[name] for name in Acceleration.__dataclass_fields__})
 
 
 @dataclass

@@ -168,19 +168,31 @@ def standardize(schema: Schema, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def split_counts(m: int, n_train: int, test_size: float) -> tuple[int, int]:
+    """``(test instances, what test_size asks for)`` out of ``m`` beside ``n_train`` training instances.
+
+    ``test_size`` below 1 is a fraction of ``m``; when ``m`` is too small for it and the training set, the test set
+    is the instances the training set leaves (fewer than asked). At least 1 is a count, given in full. Raises a
+    CRCError when no test instance is left, or a count does not fit.
+    """
+    fraction = test_size < 1
+    wanted = int(round(test_size * m)) if fraction else int(test_size)
+    if wanted < 1:
+        raise CRCError(f"test size {test_size} leaves no test instance out of {m}")
+    n_test = min(wanted, m - n_train) if fraction else wanted
+    if n_test < 1 or n_train + n_test > m:
+        raise CRCError(f"data set has {m} instances, fewer than the {n_train} training (nodes x local size) plus "
+                       f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed")
+    return n_test, wanted
+
+
 def split_indices(m: int, n_train: int, test_size: float, *, seed=None) -> tuple[np.ndarray, np.ndarray]:
     """Seeded disjoint training and test indices.
 
-    ``test_size`` below 1 is a fraction of ``m``, otherwise a count. The training
-    indices are ``n_train`` draws without replacement from what the test set
-    leaves. Raises CRCError when the data are too few.
+    The test set has ``split_counts(m, n_train, test_size)[0]`` instances (a fraction of ``m``, or what the
+    training set leaves, or a count). The training indices are ``n_train`` draws without replacement from
+    what the test set leaves. Raises CRCError when the data are too few.
     """
-    n_test = int(round(test_size * m)) if test_size < 1 else int(test_size)
-    if n_test < 1:
-        raise CRCError(f"test size {test_size} leaves no test instance out of {m}")
-    if n_train + n_test > m:
-        raise CRCError(
-            f"data set has {m} instances, fewer than the {n_train} training (nodes x local size) plus {n_test} test instances needed"
-        )
+    n_test, _ = split_counts(m, n_train, test_size)
     order = np.random.default_rng(seed).permutation(m)
     return order[n_test:n_test + n_train], order[:n_test]

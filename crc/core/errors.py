@@ -1,4 +1,6 @@
-"""The one exception family of the project."""
+"""The one exception family of the project, and how its messages show a value."""
+
+import numpy as np
 
 
 class CRCError(ValueError):
@@ -11,3 +13,19 @@ class CRCError(ValueError):
 
 class OptionConflict(CRCError):
     """Options that cannot go together, each valid alone: on the command line, a usage error (exit status 2)."""
+
+
+class MalformedOption(CRCError):
+    """An option value that does not parse (a malformed address): on the command line, a usage error (exit
+    status 2)."""
+
+
+def plain(value) -> str:
+    """``repr(value)`` as a message shows it: a numpy scalar as the Python value it holds (``0.35``, not
+    ``np.float64(0.35)``), and a list or tuple of them likewise."""
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(map(plain, value))
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    return repr(value)

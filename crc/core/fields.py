@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 
 SHOWN_CHARS = 40
 """Longest excerpt of an offending value in a message."""
@@ -21,7 +21,7 @@ def shown(value) -> str:
     """A short one-line description of an untrusted value for a message."""
     if isinstance(value, (dict, list)):
         return f"{'an object' if isinstance(value, dict) else 'a list'} of {len(value)} entries"
-    text = "true" if value is True else "false" if value is False else "null" if value is None else repr(value)
+    text = "true" if value is True else "false" if value is False else "null" if value is None else plain(value)
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 

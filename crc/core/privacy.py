@@ -101,7 +101,7 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
                                           "statistics"),
         (not acceleration.safeguard, "--dp-epsilon cannot be combined with --safeguard: the safeguard picks a step by "
                                      "the local loss, a data-dependent choice; use --momentum alone"),
-        (not acceleration.exact_diffusion, "--dp-epsilon cannot be combined with --exact-diffusion (or --accelerated): "
+        (not acceleration.exact_diffusion, "--dp-epsilon cannot be combined with --exact-diffusion (or --algorithm accelerated): "
                                            "its correction sends the previous local steps again, which the accountant "
                                            "does not cover; use --momentum"),
     ]

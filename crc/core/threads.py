@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 
 try:
     from threadpoolctl import ThreadpoolController
@@ -80,7 +80,7 @@ def blas_threads() -> int | None:
 
 def _checked(count, source: str) -> int:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_THREADS:
-        raise CRCError(f"{source} must be a whole number from 1 to {MAX_THREADS}, got {count!r}")
+        raise CRCError(f"{source} must be a whole number from 1 to {MAX_THREADS}, got {plain(count)}")
     return count
 
 

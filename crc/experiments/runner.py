@@ -35,7 +35,7 @@ from crc.experiments.grids import REFERENCE_SIZE, TABLES, Table
 from crc.experiments.summary import assemble
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.protocol.repeat import load_for
-from crc.protocol.vertical import held_out_count, resolve
+from crc.protocol.vertical import held_out_count, resolve_partition
 from crc.report.tables import table_csv, table_markdown
 from crc.tables.datasets import BUNDLED, SYNTHETIC, load_dataset
 
@@ -56,12 +56,16 @@ class Cell:
         """Whether a stored cell's configuration is this cell's.
 
         A field the stored configuration lacks (it was written before the field
-        existed) counts as its default, which is how that cell was computed.
+        existed) counts as its value in the paper's algorithm, which is how that
+        cell was computed; without ``algorithm`` the settings it stands for decide.
         """
-        defaults = _jsonable({**{option.name: option.default for option in all_options()}, **SimulationConfig().to_json()})
+        defaults = _jsonable({**{option.name: option.default for option in all_options()},
+                              **SimulationConfig(algorithm="paper").to_json()})
         wanted = _jsonable(self.config.to_json())
         if wanted["ess"] is None:  # results record the ESS Eq. 5 gave, not the absent option
             del wanted["ess"]
+        if "algorithm" not in stored:
+            del wanted["algorithm"]
         return all(stored.get(key, defaults.get(key)) == value for key, value in wanted.items())
 
     def path(self, out: Path) -> Path:
@@ -114,7 +118,8 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
     """Every cell of ``table`` on ``datasets`` (bundled names, 'synthetic' or CSV paths with ``label``).
 
     ``defaults`` changes the paper's default setting under every column (e.g.
-    fewer rounds for a quick look). Cells needing more instances than a data
+    fewer rounds for a quick look, or another ``algorithm`` than the table's); None
+    values in it are left out. Cells needing more instances than a data
     set has carry ``skip``; the synthetic set is drawn at the size each cell needs.
     """
     cells = []
@@ -124,7 +129,8 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
         n_test = held_out_count(size, table.test_size) if size != math.inf else table.test_size
         available = size - n_test
         for column in table.columns:
-            overrides = {**(defaults or {}), **column.overrides}
+            given = {key: value for key, value in (defaults or {}).items() if value is not None}
+            overrides = {"algorithm": table.algorithm, **given, **column.overrides}
             if column.key == "reference":
                 overrides["local_size"] = int(min(REFERENCE_SIZE, available))
             if column.all_training:
@@ -134,7 +140,7 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
                                                     test_size=table.test_size, curve=table.needs_curve, **settings)
             config.validate()
             if config.feature_partition is not None:  # its cell files record the resolved configuration
-                config = resolve(config, _dataset_for(config))
+                config = resolve_partition(config, _dataset_for(config))
             skip = ""
             if config.train_size > available:
                 skip = f"needs {config.train_size} training + {n_test} test instances, has {available + n_test}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-from crc.core.acceleration import Acceleration, with_preset
+from crc.core.acceleration import SETTINGS, Acceleration, acceleration_of, resolve
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
@@ -23,6 +23,11 @@ DEFAULT_EVAL_INSTANCES = 20_000
 @dataclass(frozen=True)
 class SimulationConfig:
     """Options of one experiment; the names are those of the results JSON's ``config``.
+
+    ``algorithm`` is ``accelerated`` or ``paper`` (``crc.core.acceleration.ALGORITHMS``); None chooses as
+    ``crc.core.acceleration.resolve`` says (the accelerated algorithm, unless an option needs the paper's). The
+    settings of the algorithm (``iters``, ``momentum``, ``start``, ``safeguard``, ``classifier``,
+    ``exact_diffusion``) left None take its values; after construction none is None.
 
     ``model_options`` holds the model's structure options (see ``crc.core.models``);
     it is completed with the declared defaults and checked on construction. Use
@@ -47,12 +52,13 @@ class SimulationConfig:
     rounds: int = 64
     rc_iterations: int = DEFAULT_ITERATIONS
     rc_converged: bool = True
-    iters: int = 1
-    momentum: float = 0.0
-    start: str = "uniform"
-    safeguard: bool = False
-    classifier: str = "local"
-    exact_diffusion: bool = False
+    algorithm: str | None = None
+    iters: int | None = None
+    momentum: float | None = None
+    start: str | None = None
+    safeguard: bool | None = None
+    classifier: str | None = None
+    exact_diffusion: bool | None = None
     loss: float = 0.0
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
@@ -73,6 +79,9 @@ class SimulationConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "model_options", model_options(self.model, self.model_options))
+        chosen = resolve({name: getattr(self, name) for name in ("algorithm", *SETTINGS, "dp_epsilon")})
+        for name in ("algorithm", *SETTINGS):
+            object.__setattr__(self, name, chosen[name])
         if self.feature_blocks is not None:
             object.__setattr__(self, "feature_blocks", tuple(tuple(block) for block in self.feature_blocks))
 
@@ -80,10 +89,9 @@ class SimulationConfig:
     def from_settings(cls, **settings) -> SimulationConfig:
         """A configuration from flat settings: configuration fields and any model's options by name.
 
-        Options of other models than ``model`` are ignored; an unknown name is a CRCError. ``accelerated=True``
-        applies the accelerated preset to the acceleration settings not given (``crc.core.acceleration.with_preset``).
+        Options of other models than ``model`` are ignored; an unknown name is a CRCError. Settings of the algorithm
+        that are None take the algorithm's values.
         """
-        settings = with_preset(settings)
         names = {f.name for f in fields(cls)} - {"model_options"}
         option_names = {option.name for option in all_options()}
         unknown = sorted(set(settings) - names - option_names)
@@ -93,7 +101,8 @@ class SimulationConfig:
         return cls(**{key: value for key, value in settings.items() if key in names}, model_options=options)
 
     def with_settings(self, **settings) -> SimulationConfig:
-        """A copy with some flat settings changed (as ``from_settings`` takes them)."""
+        """A copy with some flat settings changed (as ``from_settings`` takes them). The settings of this
+        configuration's algorithm are kept as they are: to change the algorithm, build a new configuration."""
         return SimulationConfig.from_settings(**{**self.to_json(), **settings})
 
     def to_json(self) -> dict:
@@ -162,8 +171,7 @@ class SimulationConfig:
     @property
     def acceleration(self) -> Acceleration:
         """The peers' memory, start, safeguard, classifier and exact diffusion (``crc.core.acceleration``)."""
-        return Acceleration(momentum=self.momentum, start=self.start, safeguard=self.safeguard, classifier=self.classifier,
-                            exact_diffusion=self.exact_diffusion)
+        return acceleration_of(self.to_json())
 
     @property
     def train_size(self) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crc.core import metrics
-from crc.core.data import Dataset, split_indices, standardize
+from crc.core.data import Dataset, split_counts, split_indices, standardize
 from crc.core.engine import default_ess
 from crc.core.models import GenerativeModel, make_model
 from crc.core.partition import design_matrix, local_sizes, partition
@@ -44,6 +44,9 @@ class Split:
     absent: tuple = ()
     """Labels of the classes with no training instance: the schema keeps them, their counts stay at the floor
     and their test instances count as errors."""
+    test_wanted: int = 0
+    """The test instances ``test_size`` asked for: more than ``len(test_rows)`` when the data set was too small
+    for a test fraction beside the training set, which then left its remaining instances for testing."""
 
 
 def load_for(config: SimulationConfig) -> Dataset:
@@ -57,13 +60,15 @@ def load_for(config: SimulationConfig) -> Dataset:
 def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     """Draw the training and test sets and share the training set out over the nodes.
 
-    A class without training instance is allowed (``Split.absent`` names it; callers warn). A vertical or hybrid
-    partition shares out features too (``crc.protocol.vertical``).
+    A class without training instance is allowed (``Split.absent`` names it; callers warn), and so is a data set too
+    small for the test fraction (``Split.test_wanted`` says how many it asked for; callers note it). A vertical or
+    hybrid partition shares out features too (``crc.protocol.vertical``).
     """
     if config.feature_partition is not None:
         return make_feature_split(dataset, config, seed)
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
+    _, wanted = split_counts(len(dataset), config.train_size, config.test_size)
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
                                                             - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
@@ -74,7 +79,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
-    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent, wanted)
 
 
 def repeat_seeds(seed: int, repeat: int) -> tuple[np.random.SeedSequence, ...]:

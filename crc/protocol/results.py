@@ -31,6 +31,9 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
     result["test_gap"] = result["crc"]["test_error"] - result["rc"]["test_error"]
     if rep.split.absent:
         result["absent_classes"] = [str(label) for label in rep.split.absent]
+    if len(rep.split.test_rows) < rep.split.test_wanted:
+        result["short_test_set"] = {"test": int(len(rep.split.test_rows)), "wanted": int(rep.split.test_wanted),
+                                    "train": int(len(rep.split.train_rows))}
     if "rc_converged" in central:  # left out with --no-rc-converged
         result["rc_converged"] = central["rc_converged"]
         result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
@@ -89,7 +92,7 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
     absent = sorted({label for r in repeats for label in r.get("absent_classes", [])})
     if absent:
         summary["absent_classes"] = absent
-    for section in ("privacy", "secure_aggregation"):
+    for section in ("privacy", "secure_aggregation", "short_test_set"):
         if section in repeats[0]:
             summary[section] = repeats[0][section]
     if "density" in repeats[0]:

@@ -23,7 +23,7 @@ from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import secure_aggregation_summary
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
-from crc.protocol.vertical import BestIterate, describe, resolve
+from crc.protocol.vertical import BestIterate, describe, resolve_partition
 
 BYZANTINE_STREAM = 0xB1A5
 """Seeds the choice of Byzantine nodes and their noise apart from the split, graph and evaluation seeds."""
@@ -127,7 +127,7 @@ def simulate(config: SimulationConfig, network: Network, *, dataset: Dataset | N
     config.validate()
     dataset = dataset if dataset is not None else load_for(config)
     if config.feature_partition is not None:
-        config = resolve(config, dataset)
+        config = resolve_partition(config, dataset)
     repeats = []
     for index in range(config.repeats):
         hook = (lambda round_, index=index: progress(index, round_)) if progress else None

@@ -41,7 +41,7 @@ def held_out_count(n_instances: int, test_size: float) -> int:
     return int(round(test_size * n_instances)) if test_size < 1 else int(test_size)
 
 
-def resolve(config: SimulationConfig, dataset: Dataset) -> SimulationConfig:
+def resolve_partition(config: SimulationConfig, dataset: Dataset) -> SimulationConfig:
     """The engine's configuration of a vertical or hybrid run on ``dataset``: one node per group of instances,
     the pooled training set every instance the test set leaves (or ``pooled_size``). Every group starts from its
     own ML statistics scaled to the ESS, the counterpart of RC's ML start (measured on ``german``, hybrid:3, 3
@@ -54,7 +54,7 @@ def resolve(config: SimulationConfig, dataset: Dataset) -> SimulationConfig:
                        f"partition {fp.spec}")
     settings = {"nodes": fp.groups, "pooled_size": train, "local_size": -(-train // fp.groups), "start": "local"}
     if fp.kind == "vertical":
-        settings.update(iters=1, momentum=PAPER.momentum, safeguard=PAPER.safeguard, classifier=PAPER.classifier,
+        settings.update(algorithm="paper", iters=1, momentum=PAPER.momentum, safeguard=PAPER.safeguard, classifier=PAPER.classifier,
                         exact_diffusion=PAPER.exact_diffusion, start="local")
     return config.with_settings(**settings)
 

@@ -1,4 +1,4 @@
-"""The 15 bundled data sets under the paper's algorithm, ``--accelerated`` (exact diffusion with two local steps)
+"""The 15 bundled data sets under the paper's algorithm, the accelerated one (exact diffusion with two local steps)
 and the previous preset (momentum 0.7 with its safeguard and the aggregate classifier), 3 repeats each.
 
 Settings: the default (random tree, n = 50, m_v = 50; run to 256 rounds with the per-round curve, so that the
@@ -25,7 +25,8 @@ from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
-VARIANTS = {"paper": {}, "accelerated": {"accelerated": True}, "momentum": MOMENTUM_PRESET}
+VARIANTS = {"paper": {"algorithm": "paper"}, "accelerated": {"algorithm": "accelerated"},
+            "momentum": {"algorithm": "paper", **MOMENTUM_PRESET}}
 SETTINGS = {
     "default": {"rounds": 256, "curve": True},
     "label-tree+80": {"partition": "label", "topology": "tree+80", "curve": True},
@@ -33,7 +34,7 @@ SETTINGS = {
     "loss0.3": {"loss": 0.3, "curve": True},
     "tree-period1": {"period": 1, "curve": True},
 }
-SWEEP = {f"momentum-beta{beta}": {**MOMENTUM_PRESET, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
+SWEEP = {f"momentum-beta{beta}": {"algorithm": "paper", **MOMENTUM_PRESET, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
 RUNS = [(setting, BUNDLED, VARIANTS, overrides) for setting, overrides in SETTINGS.items()] + [
     ("momentum-sweep", ("letter", "chess"), SWEEP, {"curve": True})]
 """(setting, data sets, variants, overrides) of every run."""

@@ -218,11 +218,11 @@ def main() -> None:
     rows = set_rows(sets)
     preset = ", ".join(f"{k} = {v}" for k, v in ACCELERATED.items())
     lines = ["# Accelerated CRC against the paper's algorithm", "",
-             f"Accelerated = `crc ... --accelerated` ({preset}: exact diffusion with two local steps per round; "
+             f"Accelerated = `crc ... --algorithm accelerated`, the default ({preset}: exact diffusion with two local steps per round; "
              "see the README's 'Accelerated CRC'). Momentum = the previous preset (`--momentum 0.7 --safeguard "
-             "--classifier aggregate`). Paper = the defaults (Algorithm 2). Produced by "
+             "--classifier aggregate`). Paper = `--algorithm paper` (Algorithm 2). Produced by "
              "`results/acceleration/measure.py` (the 15 sets), `crc experiment table3 table4 table6 table12 --repeats 3 "
-             "--out results/acceleration/paper` and the same with `--accelerated --out results/acceleration/accelerated`, "
+             "--out results/acceleration/paper` and the same with `--algorithm accelerated --out results/acceleration/accelerated`, "
              "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "
              "CSV/JSON: `results/acceleration/summary.csv`, `summary.json`; the tables' cells under `paper/` and "
              "`accelerated/` (the previous preset's under `momentum/`).", ""]

@@ -16,7 +16,7 @@ from crc.topologies import network_factory
 HERE = Path(__file__).parent
 DATASETS = ("letter", "magic", "penbased", "satimage", "twonorm", "ring")
 EPSILONS = (1.0, 4.0, 16.0, None)
-SETTING = {"nodes": 10, "local_size": 500, "test_size": 1000, "repeats": 3, "rc_iterations": 64}
+SETTING = {"algorithm": "paper", "nodes": 10, "local_size": 500, "test_size": 1000, "repeats": 3, "rc_iterations": 64}
 
 
 def main() -> None:

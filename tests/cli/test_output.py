@@ -10,6 +10,7 @@ from crc.cli import output
 from crc.cli.main import COMMANDS, main
 from crc.cli.output import Progress
 from crc.cli.summary import summary_lines
+from crc.protocol import SimulationConfig
 from crc.report.format import DEGENERATE_LOGLIK
 
 SMALL = ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds", "4"]
@@ -77,8 +78,7 @@ def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_jso
 
 def fake_results(**network):
     row = {"train_error": 0.1, "test_error": 0.2, "test_loglik": -20.0}
-    results = {"config": {"data": "twonorm", "model": "nb", "topology": "tree", "nodes": 5, "partition": "iid", "rounds": 4,
-                          "ess": 400.0, "repeats": 1, "period": None},
+    results = {"config": {**SimulationConfig(data="twonorm", nodes=5, rounds=4).to_json(), "ess": 400.0},
                "ml": row, "rc": row, "crc": {**row, "train_std": 0.01, "test_std": 0.02}, "train_gap": 0.0, "test_gap": 0.0,
                "local_sizes": {"min": 20, "max": 20},
                "evaluation": {"nodes": 5, "train_instances": 100, "test_instances": 500, "sampled": False}}
@@ -93,8 +93,9 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
     simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**network))
     assert simulated[0].startswith("twonorm: nb on a tree of 5 peers,") and simulated[0].endswith("1 repeat(s)")
     assert launched[0].startswith("twonorm: nb on a tree of 5 real peers on 127.0.0.1,")
-    assert launched[1] == "5 of 5 peers finished in 1.5 s"
-    assert launched[2:-1] == simulated[1:]  # the same table, std and gap lines
+    assert simulated[1] == launched[1] == "algorithm accelerated: exact diffusion, 2 local steps per round"
+    assert launched[2] == "5 of 5 peers finished in 1.5 s"
+    assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
 
 

@@ -44,6 +44,13 @@ def test_schema_from_a_csv_file(tmp_path, deployment):
     assert Schema.load(out).label == "class"
 
 
+def test_split_of_a_data_set_too_small_for_the_test_fraction_writes_the_instances_left_as_its_test_set(tmp_path):
+    result = run("split", "--data", "chess", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert len(read_csv(tmp_path / "test.csv")["class"]) == 3196 - 2500
+    assert "chess has 3196 instances for 2500 training instances: the test set is the 696 left" in result.stderr
+
+
 def node_args(deployment, data):
     return ["node", "--bind", "tcp://127.0.0.1:1", "--peers", "tcp://127.0.0.1:2", "--data", data,
             "--schema", deployment / "schema.json", "--out", deployment / "m.json", "--insecure"]
@@ -136,6 +143,31 @@ def test_predict_leaves_missing_labels_out_of_the_accuracy_and_checks_an_explici
     assert missing.exit_code == 1 and "no label column 'kind'" in missing.output
 
 
+def test_predict_reports_a_missing_feature_column_before_any_label_problem(deployment, uniform_model):
+    lines = (deployment / "test.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    dropped = [",".join(line.split(",")[1:]) for line in lines]
+    dropped[3] = dropped[3].rsplit(",", 1)[0] + ",martian"  # and a label that is not a class
+    (deployment / "lacking.csv").write_text("\n".join(dropped) + "\n")
+    for label in ([], ["--label", "kind"]):  # the schema's label, and a label column the file lacks
+        result = run("predict", "--model-file", uniform_model, "--data", deployment / "lacking.csv", *label)
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+        assert errors == [f"Error: {deployment / 'lacking.csv'}: missing column(s) {header[0]!r}"]
+
+
+def test_a_numeric_label_that_is_not_a_class_is_shown_as_a_plain_number(tmp_path):
+    rows = ["x,grade"] + [f"{i / 10},{i % 2}" for i in range(40)]
+    (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
+    assert run("schema", "--data", tmp_path / "train.csv", "--label", "grade", "--out", tmp_path / "s.json").exit_code == 0
+    schema = Schema.load(tmp_path / "s.json")
+    TrainedModel(schema, "nb", make_model("nb", schema).uniform(100.0)).save(tmp_path / "m.json")
+    (tmp_path / "new.csv").write_text("x,grade\n0.5,1\n0.25,2.5\n")
+    result = run("predict", "--model-file", tmp_path / "m.json", "--data", tmp_path / "new.csv")
+    assert result.exit_code == 1 and "np." not in result.output
+    assert f"{tmp_path / 'new.csv'}: data row 2: label 2.5 in column 'grade' is not a class of the model (0, 1)" in result.output
+
+
 def test_predict_model_is_a_deprecated_hidden_alias_of_model_file(deployment, uniform_model):
     result = run("predict", "--model", uniform_model, "--data", deployment / "test.csv")
     assert result.exit_code == 0, result.output
@@ -147,22 +179,39 @@ def test_predict_model_is_a_deprecated_hidden_alias_of_model_file(deployment, un
 @pytest.mark.parametrize("flag, address, message", [
     ("--peers", "tcp://127.0.0.1:99999", "the port must be a number from 1 to 65535, got '99999'"),
     ("--peers", "tcp://127.0.0.1:0", "the port must be a number from 1 to 65535"),
-    ("--peers", "tcp://no.such.host.invalid:7000", "cannot resolve host 'no.such.host.invalid'"),
     ("--peers", "127.0.0.1:7001", "must start with tcp://"),
     ("--peers", "udp://127.0.0.1:7001", "must start with tcp:// (got udp://)"),
     ("--peers", "tcp://127.0.0.1", "give a host and a port"),
     ("--bind", "127.0.0.1:7000", "must start with tcp://"),
-    ("--bind", "tcp://*:7000", "a peer is named by its bind address"),
+    ("--bind", "tcp://*:7000", "a peer is named by its bind address, which its neighbours list in --peers; bind the "
+                               "address they connect to, not a wildcard"),
+    ("--bind", "tcp://0.0.0.0:7000", "a peer is named by its bind address"),
     ("--bind", "tcp://[::1]:7000", "IPv6 addresses are not supported"),
     ("--bind", "tcp://127.0.0.1:http", "the port must be a number"),
 ])
-def test_node_checks_its_addresses_before_anything_else(deployment, flag, address, message):
+def test_a_malformed_address_is_a_malformed_option_refused_before_anything_else(deployment, flag, address, message):
     args = [str(a) for a in node_args(deployment, deployment / "node-0.csv")]
     args[args.index(flag) + 1] = address
     result = run(*args)
-    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
-    assert f"Error: {flag} {address!r}: {message}" in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.output.startswith("Usage: main node [OPTIONS]")
+    assert f"Error: Invalid value for '{flag}': {address!r}: {message}" in result.output
     assert not (deployment / "m.json").exists()
+
+
+def test_a_host_that_does_not_resolve_is_an_error_not_a_malformed_option(deployment):
+    args = [str(a) for a in node_args(deployment, deployment / "node-0.csv")]
+    args[args.index("--peers") + 1] = "tcp://no.such.host.invalid:7000"
+    result = run(*args)
+    assert result.exit_code == 1 and "Usage:" not in result.output, result.output
+    assert "Error: --peers 'tcp://no.such.host.invalid:7000': cannot resolve host 'no.such.host.invalid'" in result.output
+
+
+def test_split_refuses_a_wildcard_in_keys_for_as_a_malformed_option(tmp_path):
+    result = run("split", "--data", "mushroom", "--nodes", "2", "--local-size", "10", "--out", tmp_path,
+                 "--keys-for", "tcp://127.0.0.1:7000,tcp://*:7001")
+    assert result.exit_code == 2 and "Usage:" in result.output
+    assert "Error: Invalid value for '--keys-for': 'tcp://*:7001': a peer is named by its bind address" in result.output
 
 
 def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(deployment):
@@ -180,6 +229,28 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
     assert alone.exit_code == 0, alone.output
     assert "no --peers: this peer has no neighbours and trains alone, on its own data only" in alone.stderr
     assert "no --peers" not in result.stderr
+
+
+@pytest.mark.parametrize("args, logged", [
+    ([], "algorithm accelerated: exact diffusion, 2 local steps per round"),
+    (["--algorithm", "paper"], "algorithm paper: 1 local step per round"),
+    (["--momentum", "0.5"], "algorithm paper: momentum 0.5, 1 local step per round"),
+    (["--dp-epsilon", "4"], "algorithm paper: 1 local step per round"),
+])
+def test_a_peer_runs_the_accelerated_algorithm_unless_told_otherwise_and_logs_which(deployment, tmp_path, args, logged):
+    (bind,) = (f"tcp://127.0.0.1:{port}" for port in free_ports(1))
+    result = run("node", "--bind", bind, "--data", deployment / "node-0.csv", "--schema", deployment / "schema.json",
+                 "--out", tmp_path / "solo.json", "--rounds", "1", "--insecure", *args)
+    assert result.exit_code == 0, result.output
+    assert any(line.endswith(f" {logged}") for line in result.stderr.splitlines()), result.stderr
+
+
+def test_a_peer_refuses_exact_diffusion_with_privacy(deployment, tmp_path):
+    result = run("node", "--bind", "tcp://127.0.0.1:1", "--data", deployment / "node-0.csv", "--schema",
+                 deployment / "schema.json", "--out", tmp_path / "m.json", "--insecure", "--algorithm", "accelerated",
+                 "--dp-epsilon", "4")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "--dp-epsilon needs --iters 1 (got 2)" in result.output
 
 
 @pytest.mark.parametrize("checkpoint", [False, True])

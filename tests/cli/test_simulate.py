@@ -95,29 +95,83 @@ def test_datasets_lists_bundled_sets():
 
 
 @pytest.mark.parametrize("args, expected", [
-    ([], {"momentum": 0.0, "start": "uniform", "safeguard": False, "exact_diffusion": False, "iters": 1, "loss": 0.0,
-          "rc_iterations": 64}),
-    (["--accelerated"], {"momentum": 0.0, "start": "uniform", "safeguard": False, "exact_diffusion": True, "iters": 2}),
-    (["--accelerated", "--no-exact-diffusion", "--momentum", "0.5", "--safeguard", "--start", "local", "--iters", "1"],
-     {"momentum": 0.5, "start": "local", "safeguard": True, "exact_diffusion": False, "iters": 1}),
-    (["--momentum", "0.3", "--loss", "0.2", "--rc-iterations", "10"],
-     {"momentum": 0.3, "safeguard": False, "loss": 0.2, "rc_iterations": 10}),
+    ([], {"algorithm": "accelerated", "momentum": 0.0, "start": "uniform", "safeguard": False, "classifier": "local",
+          "exact_diffusion": True, "iters": 2, "loss": 0.0, "rc_iterations": 64}),
+    (["--algorithm", "paper"], {"algorithm": "paper", "momentum": 0.0, "start": "uniform", "safeguard": False,
+                                "classifier": "local", "exact_diffusion": False, "iters": 1}),
+    (["--algorithm", "accelerated", "--no-exact-diffusion", "--momentum", "0.5", "--safeguard", "--start", "local",
+      "--iters", "1"],
+     {"algorithm": "accelerated", "momentum": 0.5, "start": "local", "safeguard": True, "exact_diffusion": False, "iters": 1}),
+    (["--momentum", "0.3", "--loss", "0.2", "--rc-iterations", "10"],  # momentum alone: the paper's averaging
+     {"algorithm": "paper", "momentum": 0.3, "safeguard": False, "exact_diffusion": False, "iters": 1, "loss": 0.2,
+      "rc_iterations": 10}),
+    (["--dp-epsilon", "8"], {"algorithm": "paper", "exact_diffusion": False, "iters": 1, "dp_epsilon": 8.0}),
+    (["--iters", "3"], {"algorithm": "accelerated", "exact_diffusion": True, "iters": 3}),
 ])
-def test_acceleration_options_and_the_preset_reach_the_results_config(args, expected):
+def test_the_algorithm_and_the_acceleration_options_reach_the_results_config(args, expected):
     result = run("simulate", "--json", "--data", "twonorm", *SMALL, *args)
     assert result.exit_code == 0, result.output
     config = json.loads(result.stdout)["config"]
     assert {key: config[key] for key in expected} == expected
 
 
+def test_the_summary_names_the_algorithm_that_ran():
+    default, paper = (run("simulate", "--data", "twonorm", *SMALL, *args) for args in ([], ["--algorithm", "paper"]))
+    assert default.exit_code == 0 and paper.exit_code == 0, default.output + paper.output
+    assert "algorithm accelerated: exact diffusion, 2 local steps per round" in default.stdout.splitlines()
+    assert "algorithm paper: 1 local step per round" in paper.stdout.splitlines()
+
+
 def test_exact_diffusion_with_momentum_is_refused_with_a_reason():
-    result = run("simulate", "--data", "twonorm", *SMALL, "--accelerated", "--momentum", "0.5")
-    assert result.exit_code != 0 and "--exact-diffusion cannot be combined with --momentum" in result.output
+    result = run("simulate", "--data", "twonorm", *SMALL, "--algorithm", "accelerated", "--momentum", "0.5")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert ("Error: --exact-diffusion (part of --algorithm accelerated) cannot be combined with --momentum: exact diffusion "
+            "corrects the averaging itself, and its statistics are its classifier; for --momentum use --algorithm paper"
+            ) in result.output
+    unknown = run("simulate", "--data", "twonorm", *SMALL, "--algorithm", "fast")
+    assert unknown.exit_code == 2 and "Usage:" in unknown.output and "'fast' is not one of 'accelerated', 'paper'" in unknown.output
+
+
+def test_the_default_simulate_ends_within_a_hundredth_of_centralized_rc_and_the_papers_algorithm_does_not():
+    """The README's first command: the paper's default setting on letter, with the default algorithm."""
+    default = run("simulate", "--json", "--no-rc-converged")
+    assert default.exit_code == 0, default.output
+    results = json.loads(default.stdout)
+    assert results["config"]["data"] == "letter" and results["config"]["algorithm"] == "accelerated"
+    assert abs(results["test_gap"]) <= 0.01
+    paper = json.loads(run("simulate", "--json", "--no-rc-converged", "--algorithm", "paper").stdout)
+    assert paper["test_gap"] > 0.05  # the paper's algorithm, the same messages: about 0.09
 
 
 def test_momentum_out_of_range_is_a_usage_error():
     result = run("simulate", "--data", "twonorm", *SMALL, "--momentum", "1")
     assert result.exit_code == 2 and "0<=x<1" in result.output
+
+
+def test_a_data_set_too_small_for_the_test_fraction_tests_on_the_instances_left(tmp_path):
+    path = write_csv(tmp_path / "small.csv", n=120)  # 5 x 20 = 100 training instances; 0.25 of 120 asks for 30 test
+    result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert results["short_test_set"] == {"test": 20, "wanted": 30, "train": 100}
+    assert results["evaluation"]["test_instances"] == 20
+    assert (f"{path} has 120 instances for 100 training instances: the test set is the 20 left, not the 30 that "
+            "--test-size 0.25 asks for") in result.stderr.splitlines()
+    fits = run("simulate", *SMALL, "--data", path, "--label", "cls", "--json", "--test-size", "0.1")
+    assert "short_test_set" not in json.loads(fits.stdout) and "the test set is the" not in fits.stderr
+    count = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "30")  # a count: in full, or refused
+    assert count.exit_code == 1
+    assert "data set has 120 instances, fewer than the 100 training (nodes x local size) plus 30 test instances" in count.output
+
+
+@pytest.mark.parametrize("data, instances, test", [("chess", 3196, 696), ("splice", 3190, 690)])
+def test_the_bundled_sets_too_small_for_the_test_fraction_run_with_the_defaults(data, instances, test):
+    result = run("simulate", "--data", data, "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert results["short_test_set"] == {"test": test, "wanted": round(0.25 * instances), "train": 2500}
+    assert f"{data} has {instances} instances for 2500 training instances: the test set is the {test} left" in result.stderr
+    assert abs(results["test_gap"]) <= 0.01
 
 
 def test_a_class_missing_from_the_training_split_is_a_warning_not_an_error(tmp_path):

@@ -172,20 +172,46 @@ def test_one_peer_and_the_batch_take_the_same_step(mixed):
         assert bool(one_memory.reset) == bool(batch_memory.reset[v])
 
 
-def test_settings_are_checked_and_the_preset_fills_what_is_not_given():
+def test_settings_are_checked_and_the_algorithm_fills_what_is_not_given():
     with pytest.raises(CRCError, match="--momentum must be in"):
         accel.Acceleration(momentum=1.0)
     with pytest.raises(CRCError, match="--start must be one of"):
         accel.Acceleration(start="ml")
     with pytest.raises(CRCError, match="--classifier must be one of"):
         accel.Acceleration(classifier="mean")
-    for clash in ({"momentum": 0.5}, {"safeguard": True}, {"classifier": "aggregate"}):
-        with pytest.raises(CRCError, match="--exact-diffusion cannot be combined"):
+    for clash, option in (({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
+                          ({"classifier": "aggregate"}, "--classifier aggregate")):
+        with pytest.raises(CRCError, match=rf"--exact-diffusion \(part of --algorithm accelerated\) cannot be combined with "
+                                           rf"{option}: .*; for {option} use --algorithm paper"):
             accel.Acceleration(exact_diffusion=True, **clash)
-    assert accel.with_preset({"accelerated": True}) == accel.ACCELERATED
-    assert accel.with_preset({"accelerated": True, "iters": 3, "exact_diffusion": None}) == {**accel.ACCELERATED, "iters": 3}
-    assert accel.with_preset({"accelerated": False, "momentum": None, "start": None, "safeguard": None, "iters": None}) == {}
-    assert accel.Acceleration(exact_diffusion=True) == accel.PRESET
+    with pytest.raises(CRCError, match="--algorithm must be one of accelerated, paper, got 'fast'"):
+        accel.resolve({"algorithm": "fast"})
+    assert accel.DEFAULT_ALGORITHM == "accelerated"
+    assert accel.resolve({}) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "algorithm": "accelerated"}
+    assert accel.resolve({"iters": 3, "exact_diffusion": None}) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "iters": 3,
+                                                                     "algorithm": "accelerated"}
+    assert accel.resolve({"algorithm": "paper", "momentum": None, "start": None, "iters": None}) == {
+        **accel.PAPER_SETTINGS, "algorithm": "paper"}
+    assert accel.acceleration_of(accel.resolve({})) == accel.PRESET == accel.Acceleration(exact_diffusion=True)
+    assert accel.acceleration_of(accel.resolve({"algorithm": "paper"})) == accel.PAPER
+
+
+@pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
+                                           ({"classifier": "aggregate"}, "--classifier aggregate"),
+                                           ({"dp_epsilon": 1.0}, "--dp-epsilon")])
+def test_an_option_only_the_papers_averaging_supports_chooses_it_unless_an_algorithm_is_named(given, option):
+    assert accel.paper_only(given) == option
+    assert accel.resolve(given)["algorithm"] == "paper" and accel.resolve(given)["exact_diffusion"] is False
+    named = accel.resolve({**given, "algorithm": "accelerated"})
+    assert named["algorithm"] == "accelerated" and named["exact_diffusion"] is True and named["iters"] == 2
+    assert accel.paper_only({"momentum": 0.0, "safeguard": False, "classifier": "local", "dp_epsilon": None}) is None
+
+
+def test_the_description_names_the_algorithm_and_what_it_runs():
+    assert accel.describe(accel.resolve({})) == "accelerated: exact diffusion, 2 local steps per round"
+    assert accel.describe(accel.resolve({"algorithm": "paper"})) == "paper: 1 local step per round"
+    assert accel.describe(accel.resolve({**accel.MOMENTUM_PRESET, "start": "local"})) == (
+        "paper: momentum 0.7 with safeguard, local start, classifier from the last aggregate, 1 local step per round")
 
 
 def _tree_run(kind, mixed, n=8):

@@ -3,7 +3,7 @@ import gzip
 import numpy as np
 import pytest
 
-from crc.core.data import encode, split_indices
+from crc.core.data import encode, split_counts, split_indices
 from crc.core.errors import CRCError
 from crc.core.schema import infer_schema
 from crc.tables.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
@@ -64,7 +64,20 @@ def test_split_is_seeded_disjoint_and_checks_size():
     assert not set(train) & set(test)
     assert np.array_equal(train, again)
     with pytest.raises(CRCError, match="fewer than the 80 training"):
-        split_indices(100, 80, 0.25, seed=0)
+        split_indices(100, 80, 25, seed=0)  # a count is given in full or refused
+
+
+def test_a_test_fraction_too_large_for_the_data_gets_the_instances_the_training_set_leaves():
+    assert split_counts(100, 60, 0.25) == (25, 25)
+    assert split_counts(100, 80, 0.25) == (20, 25)
+    train, test = split_indices(100, 80, 0.25, seed=0)
+    assert len(train) == 80 and len(test) == 20 and not set(train) & set(test)
+    assert sorted(np.concatenate([train, test])) == list(range(100))
+    assert split_counts(3196, 2500, 0.25) == (696, 799)  # chess in the default setting
+    with pytest.raises(CRCError, match="fewer than the 100 training .* plus at least 1 test instance needed"):
+        split_indices(100, 100, 0.25, seed=0)
+    with pytest.raises(CRCError, match="test size 0.001 leaves no test instance out of 100"):
+        split_indices(100, 10, 0.001, seed=0)
 
 
 def test_every_bundled_data_set_loads_with_documented_shape():

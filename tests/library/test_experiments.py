@@ -1,13 +1,14 @@
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
 from crc.core.errors import CRCError
 from crc.experiments import TABLES, run_experiments
 from crc.experiments.grids import TEST_INSTANCES
-from crc.experiments.runner import plan
+from crc.experiments.runner import _is_done, plan
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.report.format import gap
 from crc.report.tables import table_csv, table_markdown
@@ -35,7 +36,8 @@ def test_a_tiny_grid_runs_end_to_end_and_matches_the_simulator(tmp_path):
     assert row["data"] == "twonorm" and set(row["cells"]) == {c.key for c in TABLES["table4"].columns}
     for name in ("table4.json", "table4.csv", "table4.md"):
         assert (tmp_path / name).stat().st_size > 0
-    config = SimulationConfig(data="twonorm", topology="tree+10", repeats=2, seed=3, test_size=TEST_INSTANCES, **TINY)
+    config = SimulationConfig(data="twonorm", topology="tree+10", repeats=2, seed=3, test_size=TEST_INSTANCES, algorithm="paper",
+                              **TINY)
     direct = simulate(config, network_factory("tree+10"))
     assert row["cells"]["tree+10"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
     assert row["cells"]["tree+10"]["density"] == pytest.approx(24 / 105)  # 14 tree edges + 10 of 105 possible
@@ -126,14 +128,17 @@ def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
     assert "| twonorm | PC K=4 |" in text and "twonorm: " in text.split("Circuits against naive Bayes")[1]
 
 
-def test_acceleration_settings_are_columns_of_every_cell_and_key_them(tmp_path):
-    (paper,), _ = run(["table12"], tmp_path)
-    (fast,), calls = run(["table12"], tmp_path, defaults={**TINY, "accelerated": True})
+def test_the_algorithm_and_its_settings_are_columns_of_every_cell_and_key_them(tmp_path):
+    (paper,), _ = run(["table12"], tmp_path, defaults={**TINY, "algorithm": None, "momentum": None})  # unset options
+    stored = json.loads((tmp_path / "cells" / "table12" / "twonorm" / "period1.json").read_text())["results"]["config"]
+    assert stored["algorithm"] == "paper" and stored["exact_diffusion"] is False and stored["iters"] == 1
+    (fast,), calls = run(["table12"], tmp_path, defaults={**TINY, "algorithm": "accelerated"})
     assert len(calls["pending"]) == len(TABLES["table12"].columns)  # not the paper's cells: run again
     stored = json.loads((tmp_path / "cells" / "table12" / "twonorm" / "period1.json").read_text())["results"]["config"]
+    assert stored["algorithm"] == "accelerated"
     assert stored["exact_diffusion"] is True and stored["iters"] == 2 and stored["momentum"] == 0.0
     config = SimulationConfig.from_settings(data="twonorm", period=1, repeats=2, seed=3, test_size=TEST_INSTANCES,
-                                            accelerated=True, **TINY)
+                                            algorithm="accelerated", **TINY)
     direct = simulate(config, network_factory("tree", 1))
     assert fast["rows"][0]["cells"]["period1"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
     assert fast["rows"][0]["cells"]["period1"]["converged_gap"] == pytest.approx(direct["test_gap_converged"], abs=1e-12)
@@ -155,3 +160,36 @@ def test_the_partitions_table_runs_resumably_on_its_own_data_sets_beside_the_pap
     text = (tmp_path / "fedpc.md").read_text()
     assert "| vertical, 2 peers | FC [PC] (paper, cited) | 0.96 | 0.96 | 0.92 | 0.67 |" in text
     assert "20% of each data set as test instances" in text
+
+
+def test_every_table_runs_the_papers_algorithm_unless_told_otherwise():
+    assert {table.algorithm for name, table in TABLES.items() if name != "fedpc"} == {"paper"}
+    assert TABLES["fedpc"].algorithm == "accelerated"  # not a table of the CRC paper: the recommended algorithm
+    for name, table in TABLES.items():
+        if name == "fedpc":
+            continue
+        for cell in plan(table, ["twonorm"], repeats=1, seed=0):
+            assert cell.config.algorithm == "paper" and cell.config.exact_diffusion is False, (name, cell.column)
+            assert cell.config.iters == cell.config.to_json()["iters"] == table_iters(table, cell.column)
+    accelerated = plan(TABLES["table4"], ["twonorm"], repeats=1, seed=0, defaults={"algorithm": "accelerated"})
+    assert {(c.config.algorithm, c.config.exact_diffusion, c.config.iters) for c in accelerated} == {("accelerated", True, 2)}
+
+
+def table_iters(table, column) -> int:
+    """The local steps a column of the paper's tables runs: its own (table 11), else the paper's one."""
+    return next(c.overrides.get("iters", 1) for c in table.columns if c.key == column)
+
+
+COMMITTED = Path(__file__).resolve().parents[2] / "results"
+
+
+@pytest.mark.skipif(not (COMMITTED / "cells").is_dir(), reason="needs the checkout's results/")
+@pytest.mark.parametrize("name", sorted(path.name for path in (COMMITTED / "cells").glob("*")))
+def test_the_committed_cells_of_the_papers_tables_are_still_the_cells_they_plan(name):
+    """The figures in results/ stay as committed: ``crc experiment`` finds each committed cell done (its stored
+    configuration is the one the grid plans now, with the paper's algorithm), so it would not run it again."""
+    table = json.loads((COMMITTED / f"{name}.json").read_text())
+    cells = plan(TABLES[name], [row["data"] for row in table["rows"]], repeats=5, seed=0)
+    stored = [cell for cell in cells if cell.path(COMMITTED).exists()]
+    assert stored and all(_is_done(cell, COMMITTED) for cell in stored)
+    assert all(cell.config.algorithm == "paper" for cell in cells)

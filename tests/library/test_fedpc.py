@@ -7,13 +7,13 @@ from crc.core.models.blocks import block_schema
 from crc.protocol.config import SimulationConfig
 from crc.protocol.fedpc import fedpc_log_joint
 from crc.protocol.repeat import prepare_repeat
-from crc.protocol.vertical import resolve
+from crc.protocol.vertical import resolve_partition
 from crc.tables.datasets import load_dataset
 
 
 def _repeat(partition):
     dataset = load_dataset("wdbc")
-    config = resolve(SimulationConfig.from_settings(data="wdbc", partition=partition, rc_converged=False), dataset)
+    config = resolve_partition(SimulationConfig.from_settings(data="wdbc", partition=partition, rc_converged=False), dataset)
     return prepare_repeat(dataset, config, 0)
 
 

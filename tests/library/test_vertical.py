@@ -11,7 +11,7 @@ from crc.core.feature_partition import FeaturePartition, feature_blocks, parse_f
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import prepare_repeat
 from crc.protocol.simulator import make_engine, simulate
-from crc.protocol.vertical import resolve
+from crc.protocol.vertical import resolve_partition
 from crc.tables.datasets import load_dataset
 from crc.topologies import network_factory
 
@@ -41,11 +41,11 @@ def test_feature_blocks_are_a_seeded_disjoint_cover():
         feature_blocks(2, 3)
 
 
-def _engine_and_reference(data, model, partition, pooled, **settings):
+def _engine_and_reference(data, model, partition, pooled, algorithm=None, **settings):
     config = SimulationConfig.from_settings(data=data, model=model, partition=partition, pooled_size=pooled,
-                                            rc_converged=False)
+                                            rc_converged=False, algorithm=algorithm)
     dataset = load_dataset(data)
-    config = resolve(config, dataset).with_settings(**settings)
+    config = resolve_partition(config, dataset).with_settings(**settings)
     rep = prepare_repeat(dataset, config, 0)
     engine, _ = make_engine(rep, config, network_factory(config.topology))
     return config, rep, engine
@@ -76,7 +76,8 @@ def test_a_vertical_group_runs_centralized_rc_of_the_block_model_round_by_round(
 
 @pytest.mark.parametrize("model", ["nb", "qda"])
 def test_hybrid_groups_on_a_complete_graph_follow_centralized_rc_from_the_uniform_start(model):
-    config, rep, engine = _engine_and_reference("wdbc", model, "hybrid:3x2", 420, topology="complete", start="uniform")
+    config, rep, engine = _engine_and_reference("wdbc", model, "hybrid:3x2", 420, algorithm="paper", topology="complete",
+                                                 start="uniform")
     split = rep.split
     iterates = []
     rc(split.model, split.phi_train, split.y_train, lr=config.lr, iterations=10, select_best=False,

@@ -29,10 +29,13 @@ def neighbour_of(graph, index):
     return sorted(graph.neighbors(index))[0]
 
 
-def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
-    config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500)
+@pytest.mark.parametrize("algorithm", [None, "paper"], ids=["default", "paper"])
+def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, algorithm):
+    config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, algorithm=algorithm)
+    assert config.algorithm == (algorithm or "accelerated")
     results = launch(config, tmp_path / "run")  # the peers' default timeouts
-    _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10)
+    assert results["config"]["algorithm"] == config.algorithm
+    _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, algorithm=algorithm)
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     assert results["network"]["finished"] == 5 and results["network"]["rejected"] == 0
@@ -44,16 +47,16 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path):
 
 
 @pytest.mark.parametrize("settings", [
-    {"accelerated": True},
-    {"accelerated": True, "start": "local", "loss": 0.3},
+    {"algorithm": "accelerated"},
+    {"start": "local", "loss": 0.3},
     {**MOMENTUM_PRESET, "loss": 0.3},
 ])
 def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings):
     config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)
-    assert config.exact_diffusion == bool(settings.get("accelerated")) and config.acceleration.keeps_memory
+    assert config.exact_diffusion == ("momentum" not in settings) and config.acceleration.keeps_memory
     results = launch(config, tmp_path / "run")
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
-    _, _, paper = scenario(tmp_path / "paper", nodes=5, rounds=10)
+    _, _, paper = scenario(tmp_path / "paper", nodes=5, rounds=10, algorithm="paper")
     stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     assert np.max(np.abs(expected - paper)) > 1e-3 * np.abs(paper).max()  # the setting changed the run

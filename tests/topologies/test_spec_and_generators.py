@@ -1,4 +1,5 @@
 import networkx as nx
+import numpy as np
 import pytest
 
 from crc.topologies import build, parse, tree_plus_graph
@@ -40,6 +41,8 @@ def test_tree_plus_k_adds_distinct_new_edges_over_a_spanning_tree():
     [
         (lambda: tree_plus_graph(5, 7), "leaves 6 possible extra edges; cannot add 7"),
         (lambda: tree_plus_graph(5, -1), "cannot add -1"),
+        (lambda: tree_plus_graph(5, np.int64(7)), "cannot add 7$"),  # a plain number, not np.int64(7)
+        (lambda: build("tree", np.int64(0)), "number of nodes must be an integer >= 1, got 0$"),
         (lambda: build("regular:3", 7), "n \\* degree even"),
         (lambda: build("regular:9", 7), "degree < n"),
         (lambda: build("er:0", 10), "edge probability must be in"),

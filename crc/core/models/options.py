@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, plain
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,11 @@ class Option:
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, self.kind) or isinstance(value, bool):
-            raise CRCError(f"model option {self.name!r} must be of type {self.kind.__name__}, got {value!r}")
+            raise CRCError(f"model option {self.name!r} must be of type {self.kind.__name__}, got {plain(value)}")
         if self.choices and value not in self.choices:
-            raise CRCError(f"model option {self.name!r} must be one of {', '.join(self.choices)}, got {value!r}")
+            raise CRCError(f"model option {self.name!r} must be one of {', '.join(self.choices)}, got {plain(value)}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-            raise CRCError(f"model option {self.name!r} must lie in [{self.low}, {self.high}], got {value!r}")
+            raise CRCError(f"model option {self.name!r} must lie in [{self.low}, {self.high}], got {plain(value)}")
         return value
 
 
