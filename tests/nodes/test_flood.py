@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
 from crc.nodes.wire import ENVELOPE_BYTES
@@ -29,6 +30,7 @@ def test_a_flooded_peer_finishes_like_the_simulator(tmp_path):
             assert net.wait() == {i: 0 for i in range(3)}
             sent = flood.sent(timeout=FLOOD_S + 10)
         assert sent > 1000
+        assert load_model(net.model_path(victim)).metrics["rejected"]["malformed"] > 0  # the flood reached the decoder
         np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
 
 
