@@ -93,11 +93,12 @@ def option_list(options: dict):
               help="Equivalent sample size m0, the same on every peer [default: local size / lr, which is "
                    "m / (lr n) when all peers hold equally many instances].")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
-              show_default=True, help="Seconds each round waits for the neighbours' statistics.")
+              show_default=True, help="Seconds each round waits for the neighbours' statistics (longer for a neighbour "
+                                      "that says it is itself still waiting).")
 @click.option("--first-round-timeout", "first_round_timeout_s", type=click.FloatRange(min=0, min_open=True),
               default=PeerSettings.first_round_timeout_s, show_default=True,
               help="Seconds the first round waits, from the peer's start (or --start-at): covers the other peers' start-up "
-                   "(no later round gives up before then either; a resumed peer uses --timeout only).")
+                   "(that round only; a resumed peer uses --timeout only).")
 @click.option("--start-at", default=None, metavar="TIME",
               help="Send the first statistics at this time (ISO 8601 with a time zone, e.g. 2026-11-24T09:00:00Z, "
                    "or seconds since the epoch), listening until then; peers given the same time begin their "
@@ -109,8 +110,8 @@ def option_list(options: dict):
 @click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=PeerSettings.aggregate, show_default=True,
               help=f"How the neighbours' statistics are combined with this peer's: {AGGREGATION_HELP}.")
 @click.option("--down-after", type=click.IntRange(min=1), default=PeerSettings.down_after, show_default=True,
-              help="Rounds a neighbour may miss in a row before it is marked down and no longer waited for "
-                   "(until it sends again).")
+              help="Rounds in a row without anything from a neighbour before it is marked down and no longer waited "
+                   "for (until it sends again).")
 @click.option("--attack", type=click.Choice(ATTACKS), default=None,
               help=f"Research only: make this peer Byzantine, sending poisoned statistics every round ({ATTACK_HELP}).")
 @click.option("--secret-key", type=click.Path(dir_okay=False), default=None,

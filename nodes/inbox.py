@@ -1,9 +1,11 @@
 """The neighbours' statistics a peer has received, kept for the round they belong to.
 
 A frame for the awaited round, or an early one at most ``window`` rounds after it, gets a slot of its own (one per
-neighbour and round); a stale one (an earlier round), one beyond the run's rounds or the window, a second one for
-the same slot, and one of the wrong kind (plain where masked statistics are expected, or the reverse) are refused
-with their cause. What is held is thus at most neighbours x (window + 1) frames.
+neighbour and round). Of a neighbour's frames further ahead only the latest is kept (it replaces the one before):
+it tells how far the neighbour has got, and the peer may skip ahead to it (``Peer._catch_up``). A stale frame (an
+earlier round), one beyond the run's rounds, a second one for the same slot, and one of the wrong kind (plain where
+masked statistics are expected, or the reverse) are refused with their cause. What is held is thus at most
+neighbours x (window + 2) frames.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ class Inbox:
         self.rounds, self.window, self.masked = rounds, window, masked
         self._slots: dict[int, dict[str, Message | Masked]] = {}  # round -> sender -> its statistics message
 
-    def put(self, message: Message | Masked, awaited: int) -> None:
-        """Keep ``message`` for its round while the peer awaits round ``awaited``; raise Rejected if it cannot be."""
+    def put(self, message: Message | Masked, awaited: int) -> Message | Masked | None:
+        """Keep ``message`` for its round while the peer awaits round ``awaited``; returns the frame of the same
+        sender beyond the window that it replaces (None if none); raise Rejected if it cannot be kept."""
         if isinstance(message, Masked) != self.masked:
             expected = "masked" if self.masked else "plain"
             raise Rejected("type", f"{type(message).__name__.lower()} statistics; this peer expects {expected} ones",
@@ -29,18 +32,30 @@ class Inbox:
             raise Rejected("stale", f"round {message.round} arrived while waiting for round {awaited}", message.sender)
         if message.round >= self.rounds:
             raise Rejected("malformed", f"round {message.round} is beyond this run's {self.rounds} rounds", message.sender)
-        if message.round > awaited + self.window:  # keeps the buffer of early rounds bounded
-            raise Rejected("ahead", f"round {message.round} while waiting for round {awaited} (window {self.window})",
-                           message.sender)
         slot = self._slots.setdefault(message.round, {})
         if message.sender in slot:
             raise Rejected("duplicate", f"second message for round {message.round}", message.sender)
+        replaced = None
+        if message.round > awaited + self.window:  # only the latest frame beyond the window: bounded
+            for round_ in [r for r in self._slots if r > awaited + self.window and message.sender in self._slots[r]]:
+                replaced = self._slots[round_].pop(message.sender)
+                if not self._slots[round_]:
+                    del self._slots[round_]
         slot[message.sender] = message
+        return replaced
 
     def complete(self, round_: int, senders) -> bool:
         """Whether every one of ``senders`` has sent its statistics of ``round_``."""
         slot = self._slots.get(round_, {})
         return all(sender in slot for sender in senders)
+
+    def holds(self, round_: int) -> bool:
+        """Whether any statistics of ``round_`` are kept."""
+        return bool(self._slots.get(round_))
+
+    def earliest(self) -> int | None:
+        """The earliest round of which statistics are kept, or None."""
+        return min((round_ for round_, slot in self._slots.items() if slot), default=None)
 
     def take(self, round_: int) -> dict[str, Message | Masked]:
         """The statistics of ``round_`` by sender, removed with those of every earlier round."""

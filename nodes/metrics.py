@@ -43,6 +43,12 @@ class Metrics:
     from the peer's own statistics (``Peer._calibrate``)."""
     rounds_kept: int = 0
     """Of those, rounds whose local step from the peer's own statistics failed too, so that it kept its last ones."""
+    rounds_skipped: int = 0
+    """Rounds the peer skipped to catch up with neighbours that were ahead (no local step was run for them)."""
+    notices_sent: int = 0
+    """Waiting notices sent: frames telling the neighbours that this peer still waits (``crc.nodes.liveness``)."""
+    notices_received: int = 0
+    """Waiting notices received from the neighbours."""
 
     @classmethod
     def for_neighbours(cls, peers) -> Metrics:

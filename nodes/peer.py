@@ -4,15 +4,17 @@ Round t reads like the algorithm (``Peer.step``): wait for the neighbours' round
 closed neighbourhood, run the local step, send the round-t statistics, write a checkpoint. The duties around it
 are rooms of their own, each tested on its own:
 
-* ``Liveness`` (``crc.nodes.liveness``): which neighbours a round waits for, until when; who is down;
-* ``Inbox`` (``crc.nodes.inbox``): what arrived early, kept for its round, bounded; stale or far frames refused;
+* ``Liveness`` (``crc.nodes.liveness``): which neighbours a round waits for, until when (waiting notices); who is
+  down;
+* ``Inbox`` (``crc.nodes.inbox``): what arrived early, kept for its round, bounded; stale frames refused;
 * ``SecureAggregationSession`` (``crc.nodes.secure_session``): masking, unmasking requests, reveals;
 * ``Release`` (``crc.nodes.release``): differential-privacy noise, and a research Byzantine peer's poison;
 * ``PeerCheckpoints`` (``crc.nodes.peer_checkpoint``): what a checkpoint holds and its writing every round;
 * ``Metrics`` (``crc.nodes.metrics``): the counts a peer reports.
 
-Anything invalid is rejected, counted by cause and never touches the statistics. The network is a PeerTransport
-given to ``Peer.run``, which closes it.
+A peer left behind (restarted, started late) uses what its neighbours queued for it round by round, and skips ahead
+to their round where nothing more will come for its own (``Peer._catch_up``). Anything invalid is rejected, counted
+by cause and never touches the statistics. The network is a PeerTransport given to ``Peer.run``, which closes it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -37,7 +40,7 @@ from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity
 from crc.nodes.release import Release
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import Expectation, Masked, Message, Rejected, Reveal, Unmask, check_statistics, decode, encode
+from crc.nodes.wire import Expectation, Masked, Message, Rejected, Reveal, Unmask, Waiting, check_statistics, decode, encode, encode_waiting
 
 
 class Peer:
@@ -75,6 +78,7 @@ class Peer:
         self.inbox = Inbox(rounds=settings.rounds, window=settings.window_rounds,
                            masked=self.session is not None and self.session.receives_masked)
         self.stop = threading.Event()
+        self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
         self._refused_before = dict(self.metrics.refused)
 
@@ -105,9 +109,10 @@ class Peer:
         """
         finished = False
         try:
-            if self.round == 0:  # a fresh run: the neighbours may still be starting
+            fresh = self.round == 0  # the neighbours may still be starting
+            if fresh:
                 self._wait_for_start(transport)
-                self.liveness.start_fresh_run()
+            self.liveness.start_run(fresh=fresh)
             self.log.info("listening on %s, %d neighbours, starting at round %d", self.settings.bind,
                           len(self.settings.peers), self.round)
             if self.round < self.settings.rounds and not self.stop.is_set():
@@ -137,12 +142,13 @@ class Peer:
         """One round; False if a stop request interrupted the wait."""
         started = time.perf_counter()
         wanted = self.round
-        waiting_since = self.clock()
-        deadline = self.liveness.deadline(waiting_since)
-        received = self._gather(transport, wanted, deadline)
+        self.liveness.begin_round(wanted)
+        received = self._gather(transport, wanted)
         if self.stop.is_set():
             return False
-        self.liveness.end_round(received, deadline - waiting_since, wanted + 1)
+        if not received and self._catch_up(transport):
+            return True
+        self.liveness.end_round(received)
         self._drop_injected_losses(received, wanted)
         if self.session is not None and self.session.receives_masked:
             aggregated = self._secure_average(transport, received, wanted)
@@ -174,50 +180,95 @@ class Peer:
             begin = self.clock() + max(0.0, self.settings.start_at - time.time())
             if begin > self.clock():
                 self.log.info("waiting %.3f s for the start at %.3f", begin - self.clock(), self.settings.start_at)
-            self._wait(transport, 0, begin, lambda: self.clock() >= begin)
+            self._wait(transport, 0, lambda: begin, lambda: self.clock() >= begin)
 
-    def _gather(self, transport: PeerTransport, wanted: int, deadline: float) -> dict[str, Message | Masked]:
-        """Neighbours' statistics of round ``wanted``: all of those awaited, or what arrived before ``deadline``.
-
-        With every neighbour down, frames already waiting are still read (without waiting).
-        """
+    def _gather(self, transport: PeerTransport, wanted: int) -> dict[str, Message | Masked]:
+        """Neighbours' statistics of round ``wanted``: all of those awaited, or what arrived before the round's
+        deadline (``Liveness.deadline``). With every neighbour down, frames already waiting are still read (without
+        waiting)."""
         drain = self.liveness.all_down
-        if drain:
-            deadline = self.clock()
-        self._wait(transport, wanted, deadline, lambda: not drain and self.inbox.complete(wanted, self.liveness.awaited))
+        now = self.clock()
+        until = (lambda: now) if drain else self.liveness.deadline
+        self._wait(transport, wanted, until, lambda: not drain and self.inbox.complete(wanted, self.liveness.awaited(wanted)),
+                   notify=not drain)
         return self.inbox.take(wanted)
 
-    def _wait(self, transport: PeerTransport, wanted: int, deadline: float, done: Callable[[], bool]) -> None:
-        """Handle frames (for round ``wanted`` and early ones) until ``done()``, a stop request or ``deadline``
-        (once expired, one last receive takes what is already there). Frames are handled one at a time, the stop
-        request checked between them; each receive returns a bounded batch."""
+    def _wait(self, transport: PeerTransport, wanted: int, until: Callable[[], float], done: Callable[[], bool], *,
+              notify: bool = False) -> None:
+        """Handle frames (for round ``wanted`` and early ones) until ``done()``, a stop request or the deadline
+        ``until()`` (once expired, one last receive takes what is already there). Frames are handled one at a time,
+        ``done()`` and the stop request checked between them (the rest of a batch waits for the next wait); with
+        ``notify``, the neighbours are told every half timeout that this peer is still waiting."""
+        final = False
         while not self.stop.is_set() and not done():
-            expired = self.clock() >= deadline
-            for frame, key in transport.receive(deadline):
-                if self.stop.is_set():
-                    break
+            if self._pending:
+                frame, key = self._pending.popleft()
                 self._accept(frame, key, wanted, transport)
-            if expired:
+                continue
+            deadline = until()
+            if final and self.clock() >= deadline:
                 break
+            final = self.clock() >= deadline
+            if notify and not final and self.liveness.notice_due():
+                self._send_notice(transport, wanted)
+            self._pending.extend(transport.receive(deadline))
 
     def _accept(self, frame: bytes, key: str | None, wanted: int, transport: PeerTransport) -> None:
         """Decode a frame and hand it to the room it belongs to; a rejection is counted by cause."""
         try:
             message = decode(frame, self.expect, key)
-            if isinstance(message, Unmask):
+            if isinstance(message, Waiting):
+                self.metrics.notices_received += 1
+                self.liveness.waiting(message.sender, message.round)
+            elif isinstance(message, Unmask):
+                self.liveness.heard(message.sender)
                 reply = self.session.answer(message)
                 if reply is not None:
                     self._send_to(transport, message.sender, reply)
             elif isinstance(message, Reveal):
+                self.liveness.heard(message.sender)
                 self.session.take_reveal(message)
                 self.metrics.bytes_received += len(frame)
             else:
-                self.inbox.put(message, wanted)
-                self.metrics.messages_received += 1
-                self.metrics.bytes_received += len(frame)
-                self.liveness.heard_from(message.sender, self.round + 1)
+                self._keep(message, len(frame), wanted)
         except Rejected as rejection:
             self._reject(rejection.cause, rejection.detail, rejection.sender)
+
+    def _keep(self, message: Message | Masked, size: int, wanted: int) -> None:
+        """Put a neighbour's statistics into the inbox; how far the neighbour has got is noted even for a stale frame
+        (it is behind, but alive). A frame beyond the window that a later one replaces is counted as ``ahead``."""
+        try:
+            replaced = self.inbox.put(message, wanted)
+        except Rejected as rejection:
+            if rejection.cause == "stale":
+                self.liveness.statistics_from(message.sender, message.round)
+            raise
+        self.liveness.statistics_from(message.sender, message.round)
+        self.metrics.messages_received += 1
+        self.metrics.bytes_received += size
+        if replaced is not None:
+            self._reject("ahead", f"round {replaced.round}, more than {self.settings.window_rounds} rounds after the "
+                                  f"awaited {wanted}, replaced by round {message.round}", message.sender)
+
+    def _catch_up(self, transport: PeerTransport) -> bool:
+        """Skip ahead when no neighbour will send the awaited round any more (each one up has sent a later round) and
+        none of it arrived: to the earliest round of which statistics are kept, sending this peer's statistics as its
+        own of that round. Whether it skipped."""
+        target = self.inbox.earliest()
+        if target is None or target <= self.round or not self.liveness.up or self.liveness.awaited(self.round):
+            return False
+        self.log.info("round %d: the neighbours have gone on to round %d: skipping ahead to it", self.round + 1,
+                      target + 1)
+        self.metrics.rounds_skipped += target - self.round
+        self.round = self.metrics.rounds_done = target
+        self._send(transport)
+        self.checkpoints.save(self.state, self.metrics)
+        return True
+
+    def _send_notice(self, transport: PeerTransport, wanted: int) -> None:
+        """Tell the neighbours that this peer still awaits the statistics of round ``wanted``."""
+        dropped_for = transport.send(encode_waiting(run=self.settings.run, sender=self.settings.bind, round_=wanted))
+        self.metrics.notices_sent += len(self.settings.peers) - len(dropped_for)
 
     def _reject(self, cause: str, detail: str, sender: str | None) -> None:
         """Count a rejection; log it as a warning the first time for its cause, then at debug level."""
@@ -242,7 +293,8 @@ class Peer:
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
-            self._wait(transport, wanted, self.clock() + self.settings.timeout_s, self.session.revealed)
+            deadline = self.clock() + self.settings.timeout_s
+            self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
         total = self.session.close(self.model, self.ess)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
@@ -263,7 +315,8 @@ class Peer:
         last message), until every protected neighbour has sent its request (every contributor gets one, a notice
         when it is left out), a stop request, or ``timeout_s``."""
         if not self.session.final_answered():
-            self._wait(transport, self.settings.rounds, self.clock() + self.settings.timeout_s, self.session.final_answered)
+            deadline = self.clock() + self.settings.timeout_s
+            self._wait(transport, self.settings.rounds, lambda: deadline, self.session.final_answered)
 
     # ------------------------------------------------------------------------------------------------ the local step
 

@@ -42,11 +42,13 @@ class PeerSettings:
     iters: int = 1
     """Local RC iterations per round."""
     timeout_s: float = 10.0
-    """Seconds a round waits for the neighbours' statistics once the first round's allowance is over."""
+    """Seconds a round waits for the neighbours' statistics (longer only for a neighbour that says it is still
+    waiting itself, ``crc.nodes.liveness``)."""
     first_round_timeout_s: float = 60.0
-    """Seconds the first round of a fresh run may wait, from the peer's start (or ``start_at``): the peers'
-    start-up. No later round gives up before then either, since a neighbour's neighbour that starts late delays
-    the neighbour's next rounds. A peer resumed from a checkpoint joins running peers and uses ``timeout_s`` only."""
+    """Seconds the first round of a fresh run may wait, from the peer's start (or ``start_at``): the peers' start-up.
+    It governs that round only; a neighbour whose own neighbour starts late says it is waiting, and later rounds
+    wait for it (at most this long beyond their timeout). A peer resumed from a checkpoint joins running peers and
+    uses ``timeout_s`` only."""
     start_at: float | None = None
     """Wall-clock time (seconds since the epoch) at which a fresh run sends its first statistics; until then the
     peer is listening and keeps what arrives. None, or a time already past: at once. Peers started one after
@@ -65,10 +67,13 @@ class PeerSettings:
     aggregate: str = "mean"
     """How neighbours' statistics are combined with the peer's own (``crc.core.aggregation``)."""
     window_rounds: int = 8
-    """Frames for more than this many rounds after the awaited one are refused, so that buffered state stays bounded
-    (neighbours x window x frame); a peer that started late or was restarted catches up through buffered rounds."""
+    """Early frames are kept for their round up to this many rounds after the awaited one; of a neighbour's frames
+    further ahead only the latest is kept, so that buffered state stays bounded (neighbours x (window + 2) frames).
+    A peer that started late or was restarted catches up through the buffered rounds, and skips ahead to its
+    neighbours' round where nothing more will come for the rounds between."""
     down_after: int = 3
-    """Consecutive rounds a neighbour may miss before it is marked down and no longer waited for."""
+    """Consecutive rounds without anything from a neighbour (no statistics of any round, no notice) before it is
+    marked down and no longer waited for, whatever the round."""
     attack: str | None = None
     """Research only: send poisoned statistics of this kind (``crc.core.attacks``) instead of the peer's own."""
     known_keys: Mapping[str, str] | None = None

@@ -26,6 +26,11 @@ With secure aggregation (``crc.nodes.secure_aggregation``) three more types shar
 
 Addresses inside these maps are at most ``ADDRESS_BYTES`` long.
 
+A peer that has waited a while for its neighbours' statistics tells its other neighbours so (``crc.nodes.liveness``)::
+
+    waiting  v, type, run, from, round (the round whose statistics the sender still awaits: its statistics of
+             round + 1 come late, not never)
+
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
 and of the expected length. Given the model, the statistics themselves must
@@ -85,6 +90,9 @@ SEALED_BYTES = SHARE_BYTES * MAX_ENTRIES + 16
 """Longest sealed bundle of shares accepted (one per secret of its owner, plus the 16-byte tag)."""
 ADDRESS_BYTES = 128
 
+WAITING = "waiting"
+WAITING_FIELDS = frozenset({"v", "type", "run", "from", "round"})
+
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
           "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate", "forged")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
@@ -103,6 +111,14 @@ class Message:
     sender: str
     round: int
     stats: np.ndarray
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A neighbour still awaits its neighbours' statistics of ``round``: its own of round + 1 come late, not never."""
+
+    sender: str
+    round: int
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,12 @@ def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, st
                           "data": payload.tobytes()}, use_bin_type=True)
 
 
+def encode_waiting(*, run: str, sender: str, round_: int) -> bytes:
+    """A waiting notice: ``sender`` still awaits its neighbours' statistics of ``round_``."""
+    return msgpack.packb({"v": PROTOCOL_VERSION, "type": WAITING, "run": run, "from": sender, "round": int(round_)},
+                         use_bin_type=True)
+
+
 def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, **fields) -> bytes:
     """One secure-aggregation frame of ``kind`` (``SECURE_AGGREGATION_FIELDS``); ``data`` (masked) is given as uint64 words."""
     body = {"v": PROTOCOL_VERSION, "type": kind, "run": run, "from": sender, "round": int(round_), **fields}
@@ -176,7 +198,7 @@ def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, 
     return msgpack.packb(body, use_bin_type=True)
 
 
-def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Masked | Unmask | Reveal:
+def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Waiting | Masked | Unmask | Reveal:
     """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
@@ -188,6 +210,8 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
                               max_map_len=max(len(FIELDS), entries), max_ext_len=0)
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
+    if isinstance(obj, dict) and obj.get("type") == WAITING:
+        return _decode_waiting(obj, expect, key)
     if expect.secure_aggregation and isinstance(obj, dict) and obj.get("type") in SECURE_AGGREGATION_FIELDS:
         return _decode_secure_aggregation(obj, expect, key)
     if not isinstance(obj, dict) or set(obj) != FIELDS:
@@ -247,17 +271,27 @@ def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longe
     return dict(value)
 
 
-def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
-    kind = obj["type"]
+def _check_header(obj: dict, fields: frozenset, expect: Expectation, key: str | None) -> str:
+    """The sender of a frame of one of the small types, once its fields, their types and its origin are checked."""
     sender = obj.get("from")
-    if not isinstance(sender, str) or set(obj) != SECURE_AGGREGATION_FIELDS[kind]:
-        raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(SECURE_AGGREGATION_FIELDS[kind])}")
+    if not isinstance(sender, str) or set(obj) != fields:
+        raise Rejected("malformed", f"a {obj['type']} frame needs the fields {sorted(fields)}")
     for field, typ in (("v", int), ("run", str), ("round", int)):
         if not isinstance(obj[field], typ) or isinstance(obj[field], bool):
             raise Rejected("malformed", f"field {field!r} is {type(obj[field]).__name__}, expected {typ.__name__}", sender)
     if obj["round"] < 0:
         raise Rejected("malformed", f"round {obj['round']} out of range", sender)
     _check_origin(obj, sender, expect, key)
+    return sender
+
+
+def _decode_waiting(obj: dict, expect: Expectation, key: str | None) -> Waiting:
+    return Waiting(_check_header(obj, WAITING_FIELDS, expect, key), obj["round"])
+
+
+def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
+    kind = obj["type"]
+    sender = _check_header(obj, SECURE_AGGREGATION_FIELDS[kind], expect, key)
     round_ = obj["round"]
     if kind == "masked":
         if not (isinstance(obj["schema"], str) and isinstance(obj["ess"], float) and isinstance(obj["n"], int)

@@ -43,11 +43,24 @@ def test_taking_a_round_drops_the_earlier_ones():
     assert inbox.take(3)[A].round == 3 and inbox.take(1) == {} and inbox.take(2) == {}
 
 
-@pytest.mark.parametrize("round_, cause", [(4, "stale"), (5 + WINDOW + 1, "ahead"), (ROUNDS, "malformed"), (10**9, "malformed")])
-def test_a_frame_outside_the_window_or_the_run_is_refused_by_cause(round_, cause):
+@pytest.mark.parametrize("round_, cause", [(4, "stale"), (ROUNDS, "malformed"), (10**9, "malformed")])
+def test_a_stale_frame_or_one_beyond_the_run_is_refused_by_cause(round_, cause):
     inbox = Inbox(rounds=ROUNDS, window=WINDOW)
     assert refusal(inbox, stats(A, round_), 5) == cause
-    assert inbox.take(round_) == {}
+    assert inbox.take(round_) == {} and inbox.earliest() is None
+
+
+def test_beyond_the_window_only_a_neighbours_latest_frame_is_kept():
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    far = 5 + WINDOW + 1
+    assert inbox.put(stats(A, 5 + WINDOW), 5) is None  # the window's last round: kept as any early frame
+    assert inbox.put(stats(A, far), 5) is None
+    assert inbox.put(stats(B, far + 1), 5) is None  # one per neighbour
+    replaced = inbox.put(stats(A, far + 3), 5)
+    assert replaced.round == far and not inbox.holds(far) and inbox.holds(far + 3)
+    assert inbox.earliest() == 5 + WINDOW
+    taken = inbox.take(far + 3)
+    assert sorted(taken) == [A] and taken[A].round == far + 3 and inbox.earliest() is None
 
 
 def test_a_second_frame_for_a_slot_is_refused_and_the_first_kept():

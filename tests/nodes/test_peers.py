@@ -18,10 +18,12 @@ from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
 from crc.nodes.launcher import launch
+from crc.nodes.settings import PeerSettings
 from crc.nodes.wire import encode
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for
 from crc.tables.reader import read_csv
+from support.liveness import kill_run
 from support.network import Network, scenario
 
 
@@ -118,6 +120,25 @@ def test_a_killed_peer_does_not_stop_the_others(tmp_path):
             else:  # every round after the kill lacks the victim (the last one or two it sent may still count)
                 assert missing >= 10 - killed_at - 2
             assert "no statistics from " + net.addresses[victim] in net.log_path(i).read_text()
+
+
+def test_a_peer_killed_mid_run_costs_the_survivors_k_timeouts_and_costs_nothing_between_them(tmp_path):
+    """kill -9 of the middle of a chain of 5 at round 5 of 20 (1 s timeout): the survivors finish within
+    --down-after timeouts (+ 2 s) of a clean run, no living peer is ever marked down, nothing between them is lost."""
+    timeout, rounds, k = 1.0, 20, PeerSettings.down_after
+    clean = kill_run(tmp_path / "clean", topology="chain", rounds=rounds, kill_at=None, timeout=timeout)
+    killed = kill_run(tmp_path / "killed", topology="chain", rounds=rounds, kill_at=5, timeout=timeout)
+    victim = killed["victim"]
+    assert victim == 2 and 5 <= killed["killed_at"] <= rounds - 2 * k, killed["killed_at"]
+    assert set(clean["codes"].values()) == set(killed["codes"].values()) == {0}
+    assert killed["wall_s"] <= clean["wall_s"] + k * timeout + 2.0, (killed["wall_s"], clean["wall_s"])
+    for i, metrics in killed["metrics"].items():
+        assert metrics["rounds_done"] == rounds and sum(metrics["rejected"].values()) == 0, (i, metrics["rejected"])
+        for u in metrics["missing"]:
+            if u == victim:  # its neighbours go on without it: marked down after k silent rounds
+                assert metrics["down_rounds"][u] >= rounds - killed["killed_at"] - k - 1
+            else:
+                assert (metrics["missing"][u], metrics["down_rounds"][u], metrics["downtime_s"][u]) == (0, 0, 0.0), (i, u)
 
 
 def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_path):

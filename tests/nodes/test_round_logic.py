@@ -69,7 +69,8 @@ class FakeTransport:
     slice: ``during_wait()`` runs (a stop request, an error), then the clock
     jumps to the next arrival, the slice's end or the deadline, whichever comes
     first, and the frames due by then are returned. Neighbours in ``full``
-    have a full queue: ``send`` reports them and they get nothing.
+    have a full queue: ``send`` reports them and they get nothing. The peer's waiting notices are noted in
+    ``notices``, not answered.
     """
 
     def __init__(self, clock: FakeClock, answer, *, poll_slice_s: float = PeerSettings.poll_slice_s,
@@ -77,6 +78,7 @@ class FakeTransport:
         self.clock, self.answer, self.poll_slice_s, self.full, self.during_wait = clock, answer, poll_slice_s, full, during_wait
         self.key_of = key_of
         self.sent: list[bytes] = []
+        self.notices: list[tuple[float, int]] = []  # (when, round awaited) of the peer's waiting notices
         self.closed_linger_ms: int | None = None
         self._pending: list[tuple[float, int, bytes]] = []
         self._order = itertools.count()
@@ -84,8 +86,12 @@ class FakeTransport:
 
     def send(self, frame: bytes) -> list[str]:
         assert self.closed_linger_ms is None, "send after close"
+        obj = msgpack.unpackb(frame)
+        if obj["type"] == wire.WAITING:  # the peer says it still waits: the fake neighbours take note only
+            self.notices.append((self.clock.now, obj["round"]))
+            return sorted(self.full)
         self.sent.append(frame)
-        for delay, reply in self.answer(msgpack.unpackb(frame)["round"]):
+        for delay, reply in self.answer(obj["round"]):
             heapq.heappush(self._pending, (self.clock.now + delay, next(self._order), reply))
         return sorted(self.full)
 
@@ -313,19 +319,45 @@ def test_a_stop_during_the_start_wait_sends_nothing(setup):
     assert transport.sent == [] and peer.round == 0 and clock.now < 30.0
 
 
-def test_a_late_start_two_hops_away_is_covered_by_the_first_rounds_allowance(setup):
-    """A neighbour's round-1 statistics wait for its own late neighbour: 3 s, more than the 1 s timeout."""
+def waiting_notices(setup: Setup, round_: int, until_s: float, *, every_s: float = TIMEOUT_S / 2) -> list:
+    """(delay, frame) of every neighbour's notice that it still awaits round ``round_``, every ``every_s`` until
+    ``until_s``."""
+    times = np.arange(every_s, until_s, every_s)
+    return [(t, wire.encode_waiting(run="crc", sender=ADDRESS[u], round_=round_)) for t in times for u in NEIGHBOURS]
+
+
+def test_a_late_start_two_hops_away_is_waited_for_while_the_neighbours_say_they_wait(setup):
+    """The neighbours' round-1 statistics wait for their own late neighbour: 3 s, more than the 1 s timeout. They
+    say so every half timeout, and the peer waits for them."""
     delay_s = 3.0
 
     def answer(round_):
-        return setup.neighbours_answer(round_, delay=delay_s if round_ == 1 else 0.0)
+        notices = waiting_notices(setup, 0, delay_s) if round_ == 1 else []
+        return notices + setup.neighbours_answer(round_, delay=delay_s if round_ == 1 else 0.0)
 
     clock = FakeClock()
     peer = setup.peer(clock)
     transport = FakeTransport(clock, answer)
     assert peer.run(transport)
     assert clock.now == delay_s and set(peer.metrics.missing.values()) == {0}
+    assert peer.metrics.notices_received == len(NEIGHBOURS) * 5 and no_rejections(peer)
     setup.assert_follows_simulator(peer, transport)
+
+
+def test_the_first_rounds_window_governs_the_first_round_only(setup):
+    """Without notices a late round-1 frame is waited for one timeout: the first round's 5 s window is not a floor
+    for later rounds."""
+    late = NEIGHBOURS[0]
+
+    def answer(round_):
+        return [(3.0 if round_ == 1 and u == late else 0.0, setup.frame(u, round_)) for u in NEIGHBOURS]
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert clock.now == TIMEOUT_S and peer.metrics.missing[ADDRESS[late]] == 1 and not peer.liveness.down
+    setup.assert_follows_simulator(peer, transport, rounds=[1])
 
 
 def test_a_stop_request_interrupts_the_wait(setup, tmp_path):
@@ -570,7 +602,7 @@ def test_a_dead_neighbour_is_marked_down_after_k_rounds_and_costs_k_timeouts_in_
     assert peer.metrics.missing[address] == ROUNDS - 1
     assert peer.metrics.down_rounds[address] == ROUNDS - 1 - k
     assert peer.metrics.downtime_s[address] == 0.0 and address in peer.liveness.down  # down since t = k s, the end
-    assert sum(f"{address} missed {k} rounds in a row: marked down" in r.getMessage() for r in caplog.records) == 1
+    assert sum(f"nothing from {address} in {k} rounds in a row: marked down" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_down_neighbour_that_sends_again_is_waited_for_again(setup, caplog):
@@ -773,3 +805,132 @@ def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_an
     assert np.array_equal(peer.stats, start) and peer.memory is None
     assert peer.metrics.rounds_kept == peer.metrics.aggregate_fallbacks == ROUNDS
     assert all(np.array_equal(sent, start) for sent in transport.sent_stats().values())
+
+
+K = PeerSettings.down_after
+
+
+def test_a_dead_neighbour_costs_k_timeouts_whatever_the_first_rounds_window(setup):
+    """Dead after its round-0 statistics, with the 5 s start-up window: 3 timeouts in all (the window used to be a
+    floor for every later round: 5 s + 2 timeouts)."""
+    dead = NEIGHBOURS[0]
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    assert peer.run(FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[dead] if round_ else [])))
+    assert clock.now == K * TIMEOUT_S and ADDRESS[dead] in peer.liveness.down
+
+
+def slowed_answer(setup: Setup, slow: int, rounds, *, late_s: float, notices: bool):
+    """Neighbour ``slow``'s statistics of ``rounds`` come ``late_s`` after the peer's (it waits a timeout for a dead
+    neighbour of its own), with its waiting notices every half timeout if ``notices``."""
+
+    def answer(round_):
+        replies = [(late_s if round_ in rounds and u == slow else 0.0, setup.frame(u, round_)) for u in NEIGHBOURS]
+        if notices and round_ in rounds:
+            times = np.arange(TIMEOUT_S / 2, late_s, TIMEOUT_S / 2)
+            replies += [(t, wire.encode_waiting(run="crc", sender=ADDRESS[slow], round_=round_ - 1)) for t in times]
+        return replies
+
+    return answer
+
+
+def test_a_neighbour_slowed_by_a_dead_one_is_waited_for_and_nothing_is_lost(setup):
+    """Its statistics of K rounds come a little after a timeout; it says it waits, so they are all used."""
+    slow, late_s = NEIGHBOURS[0], TIMEOUT_S + 0.05
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, slowed_answer(setup, slow, range(2, 2 + K), late_s=late_s, notices=True))
+    assert peer.run(transport)
+    assert clock.now == pytest.approx(K * late_s)
+    assert set(peer.metrics.missing.values()) == {0} and no_rejections(peer) and not peer.liveness.down
+    assert peer.metrics.notices_received == 2 * K
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_without_notices_a_slowed_neighbour_is_missed_but_never_marked_down(setup):
+    slow = NEIGHBOURS[0]
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    assert peer.run(FakeTransport(clock, slowed_answer(setup, slow, range(2, 2 + K), late_s=TIMEOUT_S + 0.05,
+                                                       notices=False)))
+    assert peer.metrics.missing[ADDRESS[slow]] == K and not peer.liveness.down
+    assert peer.metrics.down_rounds[ADDRESS[slow]] == 0 and peer.metrics.rejected["stale"] >= K - 1
+
+
+def test_a_peer_waiting_for_a_silent_neighbour_says_so_every_half_timeout(setup):
+    dead = NEIGHBOURS[0]
+    clock = FakeClock()
+    peer = setup.peer(clock, first_round_timeout_s=TIMEOUT_S)
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_, without=[dead] if round_ else []))
+    assert peer.run(transport)
+    assert [round_ for _, round_ in transport.notices] == [1, 2, 3]
+    np.testing.assert_allclose([when for when, _ in transport.notices], [0.5, 1.5, 2.5])
+    assert peer.metrics.notices_sent == K * len(NEIGHBOURS)
+
+
+def test_frames_queued_for_a_restarted_peer_are_used_round_by_round(setup):
+    """Every round of its neighbours arrives at once (ZeroMQ queued them while it was away), far beyond a window of
+    one round: the peer handles them as its rounds need them and refuses none."""
+    queued = [(0.0, setup.frame(u, r)) for r in range(ROUNDS) for u in NEIGHBOURS]  # fair-queued: round by round
+
+    clock = FakeClock()
+    peer = setup.peer(clock, window_rounds=1)
+    transport = FakeTransport(clock, lambda round_: queued if round_ == 0 else [])
+    assert peer.run(transport)
+    assert clock.now == 0.0 and no_rejections(peer) and set(peer.metrics.missing.values()) == {0}
+    setup.assert_follows_simulator(peer, transport)
+
+
+def test_a_peer_left_behind_skips_ahead_to_its_neighbours_round(setup):
+    """Its neighbours are at round 5 (they went on while it was away); nothing more will come for its rounds 0-4.
+    It skips to round 5 at once, sends its statistics as its own of round 5, and goes on with them."""
+    front = 5
+
+    def answer(round_):
+        if round_ == 0:
+            return [(0.0, setup.frame(u, front)) for u in NEIGHBOURS]
+        return setup.neighbours_answer(round_) if round_ > front else []
+
+    clock = FakeClock()
+    peer = setup.peer(clock, window_rounds=2)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert clock.now == 0.0 and peer.metrics.rounds_skipped == front and peer.metrics.rounds_done == ROUNDS
+    sent = transport.sent_stats()
+    assert sorted(sent) == [0, *range(front, ROUNDS)] and np.array_equal(sent[front], sent[0])
+    assert no_rejections(peer) and len(peer.metrics.soft_loss) == ROUNDS - front
+
+
+def test_a_late_joiner_costs_its_neighbours_k_timeouts_and_then_rejoins(setup):
+    """A neighbour that starts five rounds late: the first-round window (here one timeout) and two more rounds wait
+    for it, then it is down; its first frame (round 0, stale) brings it back, and its rounds are used again."""
+    joiner, joins = NEIGHBOURS[0], 5
+
+    def answer(round_):
+        joiner_frames = {joins: [0, joins]}.get(round_, [round_] if round_ > joins else [])
+        return [(0.0, setup.frame(joiner, r)) for r in joiner_frames] + setup.neighbours_answer(round_, without=[joiner])
+
+    clock = FakeClock()
+    peer = setup.peer(clock, first_round_timeout_s=TIMEOUT_S)
+    assert peer.run(FakeTransport(clock, answer))
+    address = ADDRESS[joiner]
+    assert clock.now == K * TIMEOUT_S and not peer.liveness.down
+    assert peer.metrics.missing[address] == joins and peer.metrics.down_rounds[address] == joins - K
+    assert peer.metrics.rejected["stale"] == 1 and peer.metrics.messages_received == len(NEIGHBOURS) * ROUNDS - joins
+
+
+def test_a_neighbour_that_only_ever_says_it_waits_costs_at_most_the_extension_per_round(setup):
+    """A keyed neighbour that sends notices and never statistics is alive, so never down; each round waits for it
+    at most max(timeout, first-round window) beyond its timeout: a bounded cost."""
+    stuck, first_s = NEIGHBOURS[0], 2.0
+
+    def answer(round_):
+        notices = [(t, wire.encode_waiting(run="crc", sender=ADDRESS[stuck], round_=round_ - 1))
+                   for t in np.arange(0.5, 10.0, 0.5)]
+        return setup.neighbours_answer(round_, without=[stuck]) + (notices if round_ else [])
+
+    clock = FakeClock()
+    peer = setup.peer(clock, first_round_timeout_s=first_s)
+    assert peer.run(FakeTransport(clock, answer))
+    assert clock.now == pytest.approx(first_s + (ROUNDS - 1) * (TIMEOUT_S + first_s))
+    assert peer.metrics.missing[ADDRESS[stuck]] == ROUNDS and not peer.liveness.down

@@ -163,3 +163,27 @@ def test_corrupted_valid_frames_decode_or_are_rejected(flips, values):
     except Rejected:
         return
     assert np.all(np.isfinite(message.stats)) and abs(MODEL.ess(message.stats) - 400.0) <= 1e-9 * 400.0
+
+
+NEIGHBOUR = "tcp://127.0.0.1:7001"
+
+
+def test_a_waiting_notice_round_trips_and_is_checked_like_any_frame():
+    notice = decode(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), EXPECT)
+    assert isinstance(notice, wire.Waiting) and (notice.sender, notice.round) == (NEIGHBOUR, 5)
+    assert len(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5)) < 64
+    keyed = replace(EXPECT, known_keys={NEIGHBOUR: "key"})
+    assert decode(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), keyed, "key").round == 5
+    packed = {"v": wire.PROTOCOL_VERSION, "type": wire.WAITING, "run": "r1", "from": NEIGHBOUR, "round": 5}
+    for data, expect, key, cause in [
+        (wire.encode_waiting(run="r2", sender=NEIGHBOUR, round_=5), EXPECT, None, "run"),
+        (wire.encode_waiting(run="r1", sender="tcp://10.0.0.9:1", round_=5), EXPECT, None, "sender"),
+        (wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), keyed, "other", "forged"),
+        (msgpack.packb({**packed, "round": -1}), EXPECT, None, "malformed"),
+        (msgpack.packb({**packed, "round": True}), EXPECT, None, "malformed"),
+        (msgpack.packb({**packed, "extra": 1}), EXPECT, None, "malformed"),
+        (msgpack.packb({**packed, "v": 9}), EXPECT, None, "version"),
+    ]:
+        with pytest.raises(Rejected) as rejected:
+            decode(data, expect, key)
+        assert rejected.value.cause == cause, data

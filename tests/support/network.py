@@ -26,14 +26,16 @@ from crc.topologies import Schedule, network_factory
 WAIT_S = 60.0
 
 
-def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30, **model):
+def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30,
+             topology: str = "tree", **model):
     """A deployment directory, its graph and the simulator's final statistics (n, size) for it."""
-    config = SimulationConfig.from_settings(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500, **model)
+    config = SimulationConfig.from_settings(data=data, nodes=nodes, local_size=local_size, rounds=rounds, test_size=500,
+                                            topology=topology, **model)
     dataset: Dataset = load_bundled(data)
     rep = prepare_repeat(dataset, config, 0)
     write_deployment(dataset, rep.split, tmp_path)
-    graph = Schedule("tree", nodes, seed=rep.graph_seed).graph(1)
-    engine, _ = make_engine(rep, config, network_factory("tree"))
+    graph = Schedule(topology, nodes, seed=rep.graph_seed).graph(1)
+    engine, _ = make_engine(rep, config, network_factory(topology))
     return config, graph, engine.run(rounds)
 
 
@@ -43,11 +45,13 @@ class Network:
     The peers are forked by a spawner, as ``crc launch`` starts them (fresh processes where it is not supported).
     """
 
-    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, plaintext: bool = False):
-        """``timeout``: the peers' wait per round in seconds, the first round's too (the tests start, or hold
-        back, every peer themselves: no start-up allowance). The peers encrypt with CURVE keys written into
-        ``directory``, or run in plaintext without keys with ``plaintext``."""
+    def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, plaintext: bool = False,
+                 first_round_timeout: float | None = None):
+        """``timeout``: the peers' wait per round in seconds, the first round's too unless ``first_round_timeout``
+        is given (the tests start, or hold back, every peer themselves: no start-up allowance). The peers encrypt
+        with CURVE keys written into ``directory``, or run in plaintext without keys with ``plaintext``."""
         self.directory, self.graph, self.config, self.timeout, self.plaintext = directory, graph, config, timeout, plaintext
+        self.first_round_timeout = timeout if first_round_timeout is None else first_round_timeout
         self.addresses = [f"tcp://127.0.0.1:{p}" for p in free_ports(config.nodes)]
         if not plaintext:
             write_peer_keys(directory, self.addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)],
@@ -58,7 +62,7 @@ class Network:
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
                             ess=ess_for(self.config), timeout=self.timeout,
-                            first_round_timeout=self.timeout, log_level="info", plaintext=self.plaintext)
+                            first_round_timeout=self.first_round_timeout, log_level="info", plaintext=self.plaintext)
 
     def model_path(self, index: int) -> Path:
         return self.directory / f"model-{index}.json"
