@@ -130,6 +130,13 @@ def option_list(options: dict):
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
+@click.option("--metrics-port", type=click.IntRange(min=1, max=65535), default=None,
+              help="Serve the peer's metrics for Prometheus (round, neighbours up and down, messages by cause, round "
+                   "times, privacy spent) at http://METRICS-HOST:PORT/metrics while it runs; `crc status` reads them "
+                   "[default: not served].")
+@click.option("--metrics-host", default=NodeOptions.metrics_host, show_default=True,
+              help="Address the metrics endpoint binds: this machine only unless you give another (e.g. 0.0.0.0 for "
+                   "every interface; the endpoint has no authentication).")
 @click.pass_context
 def node(ctx, log_level, **options):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate

@@ -68,7 +68,7 @@ def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy
     assert "down-after = 3" in lines and "# ess: not set" in lines
 
 
-@pytest.mark.parametrize("extra", [[], ["--rounds", "12", "--safeguard", "--insecure",
+@pytest.mark.parametrize("extra", [[], ["--rounds", "12", "--metrics-port", "9100", "--safeguard", "--insecure",
                                          "--start-at", "2026-11-24T09:00:00+00:00"]])
 def test_print_config_reads_back_to_the_same_settings(deploy, tmp_path, extra):
     first = run("node", "--config", deploy / "peer-1.toml", *extra, "--print-config")
