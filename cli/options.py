@@ -28,7 +28,7 @@ class DataSource(click.ParamType):
     """``--data``: a bundled data set's name, 'synthetic', or a CSV file (a path, relative to a configuration file
     when given in one)."""
 
-    name = "data"
+    name = "name|path"
 
     def convert(self, value, param, ctx):
         return value
@@ -42,7 +42,7 @@ class DataSource(click.ParamType):
 class TopologySpec(click.ParamType):
     """``--topology``: a spec, or ``file:PATH`` (the path relative to a configuration file when given in one)."""
 
-    name = "topology"
+    name = "spec"
 
     def convert(self, value, param, ctx):
         return value
