@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from crc.cli.config_file import ConfigFileCommand
 from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, check_partition_options, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
@@ -62,7 +63,7 @@ class _RoundsDone:
         return sum(self.rounds)
 
 
-@click.command(short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
+@click.command(cls=ConfigFileCommand, short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
 @options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew",
          "rounds", "rc_iterations", "rc_converged", "iters", *ACCELERATION, "loss", *PRIVACY, "lr", "ess", "test_size", "seed", "aggregate",
          "secure_aggregation",

@@ -24,6 +24,7 @@ COMMANDS = {
     "graph": "crc.cli.graph:graph",
     "bench": "crc.cli.bench:bench",
     "keys": "crc.cli.keys:keys",
+    "status": "crc.cli.status:status",
 }
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""

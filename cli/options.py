@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -16,9 +18,40 @@ from crc.core.feature_partition import FEATURE_PARTITION_HELP, is_feature_partit
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
+from crc.tables.datasets import BUNDLED, SYNTHETIC
 from crc.topologies import HELP, load_graph, parse
+from crc.topologies.spec import FILE_PREFIX
 
 DEFAULTS = SimulationConfig()
+
+
+class DataSource(click.ParamType):
+    """``--data``: a bundled data set's name, 'synthetic', or a CSV file (a path, relative to a configuration file
+    when given in one)."""
+
+    name = "name|path"
+
+    def convert(self, value, param, ctx):
+        return value
+
+    def relative_to_config(self, value: str, directory: Path) -> str:
+        if value == SYNTHETIC or (value in BUNDLED and not (directory / value).exists()):  # as load_dataset decides
+            return value
+        return os.fspath(directory / value)
+
+
+class TopologySpec(click.ParamType):
+    """``--topology``: a spec, or ``file:PATH`` (the path relative to a configuration file when given in one)."""
+
+    name = "spec"
+
+    def convert(self, value, param, ctx):
+        return value
+
+    def relative_to_config(self, value: str, directory: Path) -> str:
+        if not value.startswith(FILE_PREFIX):
+            return value
+        return FILE_PREFIX + os.fspath(directory / value[len(FILE_PREFIX):])
 
 
 def _check_topology(ctx, param, value: str) -> str:
@@ -99,12 +132,12 @@ def plots_option(what: str):
 def _all_options(base: SimulationConfig) -> dict:
     """Every shared option by parameter name, in the order --help shows them, with defaults from ``base``."""
     options = [
-        click.option("--data", default=base.data, show_default=True,
+        click.option("--data", type=DataSource(), default=base.data, show_default=True,
                      help="Bundled data set name (see `crc datasets`), 'synthetic', or a CSV file path."),
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
         model_choice(base.model),
         *option_decorators(),
-        click.option("--topology", default=base.topology, show_default=True, callback=_check_topology,
+        click.option("--topology", type=TopologySpec(), default=base.topology, show_default=True, callback=_check_topology,
                      help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,
                      help="Redraw the graph every PERIOD rounds (dynamic network) [default: static]."),

@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
+from crc.cli.config_file import ConfigFileCommand, StringList
 from crc.cli.model_options import with_model_options
 from crc.cli.options import usage_errors
 from crc.cli.output import log_level as default_log_level
@@ -70,11 +71,12 @@ def option_list(options: dict):
     return decorate
 
 
-@click.command(short_help="Run one real peer over ZeroMQ.")
+@click.command(cls=ConfigFileCommand, short_help="Run one real peer over ZeroMQ.")
 @click.option("--bind", required=True,
               help="Address this peer listens on, tcp://HOST:PORT (e.g. tcp://10.0.0.5:7000); also its name on the wire.")
-@click.option("--peers", default="", help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours. "
-                                         "Without any the peer trains alone, on its own data (it says so).")
+@click.option("--peers", type=StringList(), default="", metavar="ADDRESSES",
+              help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours (in a --config file, a list). "
+                   "Without any the peer trains alone, on its own data (it says so).")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
@@ -130,8 +132,15 @@ def option_list(options: dict):
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file to write (JSON).")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS), default=None,
               help="Level of the log on standard error [default: info; debug with `crc -v`, warning with `crc -q`].")
+@click.option("--metrics-port", type=click.IntRange(min=1, max=65535), default=None,
+              help="Serve the peer's metrics for Prometheus (round, neighbours up and down, messages by cause, round "
+                   "times, privacy spent) at http://METRICS-HOST:PORT/metrics while it runs; `crc status` reads them "
+                   "[default: not served].")
+@click.option("--metrics-host", default=NodeOptions.metrics_host, show_default=True,
+              help="Address the metrics endpoint binds: this machine only unless you give another (e.g. 0.0.0.0 for "
+                   "every interface; the endpoint has no authentication).")
 @click.pass_context
-def node(ctx, peers, log_level, **options):
+def node(ctx, log_level, **options):
     """Run one CRC peer: exchange statistics with the --peers every round, calibrate
     on the local --data, and write the trained model to --out.
 
@@ -146,7 +155,7 @@ def node(ctx, peers, log_level, **options):
     writes its model file but exits with status 3.
     """
     structure = {option.name: options.pop(option.name) for option in all_options()}
-    given = NodeOptions(peers=tuple(p.strip() for p in peers.split(",") if p.strip()), model_options=structure, **options)
+    given = NodeOptions(model_options=structure, **options)
     with usage_errors(ctx):
         prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
     received = {}

@@ -1,13 +1,29 @@
-"""What a peer reports about its run: counts kept as it goes, checkpointed with its statistics and written into its
-model file."""
+"""What a peer reports about its run: counts kept as it goes, checkpointed with its statistics, written into its
+model file, and served to Prometheus while it runs.
+
+The endpoint (``MetricsEndpoint``, ``--metrics-port``) reads the peer at each scrape (``Reading``), so the round
+driver does nothing for it; ``families`` turns a reading into Prometheus metrics named by Prometheus' rules
+(``crc_peer_`` prefix, ``_total`` counters, ``_seconds`` and ``_bytes`` units, ``peer`` and ``cause`` labels).
+prometheus_client is imported only by a peer that serves its metrics.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from crc.core.errors import CRCError
 from crc.nodes.wire import CAUSES
+
+ROUND_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+"""Upper bounds (seconds) of the round-time histogram: a round computes in milliseconds and waits up to its timeout
+(10 s by default; the first round up to 60 s)."""
+STOP_WAIT_S = 2.0
+"""Longest wait for the endpoint's thread when the peer stops."""
 
 
 @dataclass
@@ -72,6 +88,11 @@ class Metrics:
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
+    def copy(self) -> Metrics:
+        """A copy with copies of the lists and maps (each copy is made at once, so a scrape may take it while the
+        round driver counts on)."""
+        return Metrics(**{key: copy.copy(value) for key, value in self.__dict__.items()})
+
     @classmethod
     def from_json(cls, obj: dict) -> Metrics:
         """Metrics from a checkpoint; a known field of another type than its default's is a CRCError."""
@@ -101,3 +122,109 @@ def _same_kind(default, value, *, seconds: bool) -> bool:
         valid = (lambda v: _number(v) and v >= 0) if seconds else _count
         return isinstance(value, dict) and all(isinstance(k, str) and valid(v) for k, v in value.items())
     return _count(value)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A peer as one scrape sees it."""
+
+    metrics: Metrics
+    """A copy of the peer's metrics (``Metrics.copy``)."""
+    bind: str
+    run: str
+    rounds: int
+    """Rounds of the run."""
+    neighbours: tuple[str, ...]
+    down: frozenset[str]
+    """The neighbours marked down (not waited for) now."""
+    epsilon: float | None = None
+    """Differential privacy: the ε of the whole run (None: no privacy)."""
+    epsilon_spent: float | None = None
+    """Differential privacy: the ε the releases so far have spent."""
+
+
+def families(reading: Reading) -> list:
+    """The Prometheus metric families of ``reading``."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
+    from prometheus_client.utils import floatToGoString
+
+    m = reading.metrics
+    out = [InfoMetricFamily("crc_peer", "The peer: its bind address and run id.", value={"bind": reading.bind, "run": reading.run}),
+           GaugeMetricFamily("crc_peer_round", "Rounds this peer has completed.", value=m.rounds_done),
+           GaugeMetricFamily("crc_peer_run_rounds", "Rounds of the run.", value=reading.rounds)]
+    states = GaugeMetricFamily("crc_peer_neighbours", "Neighbours up (waited for) and down (missed too many rounds).",
+                               labels=["state"])
+    down = len(reading.down & set(reading.neighbours))
+    states.add_metric(["up"], len(reading.neighbours) - down)
+    states.add_metric(["down"], down)
+    up = GaugeMetricFamily("crc_peer_neighbour_up", "1 if the neighbour is waited for, 0 if marked down.", labels=["peer"])
+    missed = CounterMetricFamily("crc_peer_neighbour_missed_rounds", "Rounds whose statistics from the neighbour did "
+                                 "not arrive.", labels=["peer"])
+    for neighbour in reading.neighbours:
+        up.add_metric([neighbour], 0 if neighbour in reading.down else 1)
+        missed.add_metric([neighbour], m.missing.get(neighbour, 0))
+    out += [states, up, missed,
+            CounterMetricFamily("crc_peer_messages_sent", "Statistics messages queued for neighbours.", value=m.messages_sent),
+            CounterMetricFamily("crc_peer_sent_bytes", "Bytes of the messages sent.", value=m.bytes_sent),
+            CounterMetricFamily("crc_peer_messages_received", "Statistics messages accepted from neighbours.",
+                                value=m.messages_received),
+            CounterMetricFamily("crc_peer_received_bytes", "Bytes of the messages accepted.", value=m.bytes_received),
+            CounterMetricFamily("crc_peer_messages_send_dropped", "Messages not sent: a neighbour's queue was full.",
+                                value=m.send_dropped),
+            _by_cause(CounterMetricFamily("crc_peer_messages_rejected", "Frames rejected, by cause.", labels=["cause"]),
+                      {**{cause: 0 for cause in CAUSES}, **m.rejected}),
+            _by_cause(CounterMetricFamily("crc_peer_connections_refused", "Connections the transport refused, by cause.",
+                                          labels=["cause"]), m.refused),
+            CounterMetricFamily("crc_peer_checkpoint_failures", "Checkpoint writes that failed.", value=m.checkpoint_failures)]
+    seconds = np.sort(np.asarray(m.round_ms, dtype=float)) / 1000
+    counts = np.searchsorted(seconds, ROUND_SECONDS_BUCKETS, side="right")
+    buckets = [(floatToGoString(bound), int(count)) for bound, count in zip(ROUND_SECONDS_BUCKETS, counts)]
+    out.append(HistogramMetricFamily("crc_peer_round_duration_seconds", "Wall time of each round: waiting for the "
+                                     "neighbours, the local step, sending, the checkpoint.",
+                                     buckets=[*buckets, ("+Inf", len(seconds))], sum_value=float(seconds.sum())))
+    if m.round_ms:
+        out.append(GaugeMetricFamily("crc_peer_last_round_duration_seconds", "Wall time of the last round.",
+                                     value=m.round_ms[-1] / 1000))
+    if m.soft_loss:
+        out.append(GaugeMetricFamily("crc_peer_local_soft_loss", "Soft 0-1 loss on the local data after the last round.",
+                                     value=m.soft_loss[-1]))
+    if reading.epsilon is not None:
+        out += [GaugeMetricFamily("crc_peer_privacy_epsilon", "Differential privacy: the run's budget ε.", value=reading.epsilon),
+                GaugeMetricFamily("crc_peer_privacy_epsilon_spent", "Differential privacy: ε spent by the releases so far.",
+                                  value=reading.epsilon_spent)]
+    return out
+
+
+def _by_cause(family, counts: dict):
+    for cause, count in sorted(counts.items()):
+        family.add_metric([cause], count)
+    return family
+
+
+class PeerCollector:
+    """A prometheus_client collector that reads the peer (``read``) at every scrape."""
+
+    def __init__(self, read: Callable[[], Reading]):
+        self.read = read
+
+    def collect(self) -> Iterable:
+        return families(self.read())
+
+
+class MetricsEndpoint:
+    """The peer's metrics over HTTP at ``http://host:port/metrics`` (any path), from a registry of their own, served
+    by a daemon thread until ``close``. Binding fails with an OSError (the port taken, an address not this machine's)."""
+
+    def __init__(self, read: Callable[[], Reading], *, host: str, port: int):
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(PeerCollector(read))
+        self.server, self._thread = start_http_server(port, addr=host, registry=registry)
+        self.url = f"http://{host}:{self.server.server_port}/metrics"
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()  # returns once the serving loop has seen it (within half a second)
+        self.server.server_close()
+        self._thread.join(STOP_WAIT_S)

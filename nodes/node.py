@@ -10,6 +10,7 @@ options, then the files), loads the local data and reads the checkpoint, all bef
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import math
 import socket
@@ -27,6 +28,7 @@ from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_setting
 from crc.core.schema import Schema
 from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
 from crc.nodes.local_data import load_local
+from crc.nodes.metrics import MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.transport import Transport
@@ -83,6 +85,10 @@ class NodeOptions:
     """No encrypted transport: no keys, statistics in plaintext (``--insecure``)."""
     secure_aggregation: bool = False
     neighbourhoods: str | None = None
+    metrics_port: int | None = None
+    """Port of the Prometheus metrics endpoint (None: not served)."""
+    metrics_host: str = "127.0.0.1"
+    """Address the metrics endpoint binds: this machine only unless another is given."""
 
 
 @dataclass(frozen=True)
@@ -111,11 +117,17 @@ class Node:
         return self.peer.stop
 
     def run(self) -> NodeOutcome:
-        """Run the peer's remaining rounds over ZeroMQ; write the model file to ``options.out`` if it finished."""
+        """Run the peer's remaining rounds over ZeroMQ, serving its metrics meanwhile if it has a metrics port; write
+        the model file to ``options.out`` if it finished. A metrics port that cannot be bound is a CRCError."""
         peer, settings = self.peer, self.peer.settings
-        transport = Transport(settings.bind, list(settings.peers), max_frame_bytes=peer.expect.max_frame_bytes,
-                              queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=self.keys)
-        finished = peer.run(transport)  # closes the transport
+        endpoint = self._serve_metrics()
+        try:
+            transport = Transport(settings.bind, list(settings.peers), max_frame_bytes=peer.expect.max_frame_bytes,
+                                  queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=self.keys)
+            finished = peer.run(transport)  # closes the transport
+        finally:
+            if endpoint is not None:
+                endpoint.close()
         rejected = sum(peer.metrics.rejected.values())
         outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.metrics.messages_received == 0,
                               rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected)
@@ -124,6 +136,25 @@ class Node:
             peer.log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
                           sum(peer.metrics.missing.values()), rejected, self.options.out)
         return outcome
+
+    def reading(self) -> Reading:
+        """The peer as a scrape of its metrics sees it now (called from the endpoint's thread)."""
+        peer, settings, privacy = self.peer, self.peer.settings, self.privacy
+        metrics = peer.metrics.copy()
+        return Reading(metrics, bind=settings.bind, run=settings.run, rounds=settings.rounds, neighbours=settings.peers,
+                       down=frozenset(peer.liveness.down), epsilon=None if privacy is None else privacy.epsilon,
+                       epsilon_spent=None if privacy is None else privacy_spent(privacy, metrics.rounds_done))
+
+    def _serve_metrics(self) -> MetricsEndpoint | None:
+        if self.options.metrics_port is None:
+            return None
+        host, port = self.options.metrics_host, self.options.metrics_port
+        try:
+            endpoint = MetricsEndpoint(self.reading, host=host, port=port)
+        except OSError as exc:
+            raise CRCError(f"--metrics-port {port}: cannot serve metrics on {host}:{port} ({exc.strerror or exc})") from None
+        self.peer.log.info("metrics at %s", endpoint.url)
+        return endpoint
 
     def _write_model(self) -> None:
         peer, settings = self.peer, self.peer.settings
@@ -142,6 +173,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     neighbours = tuple(check_address(address, "--peers") for address in options.peers)
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
+    _check_metrics_endpoint(options)
     keys = _transport_keys(options, neighbours)
     masking = _secure_aggregation_keys(options, keys, neighbours)
     shared = Schema.load(options.schema)
@@ -206,6 +238,18 @@ def check_address(address: str, what: str) -> str:
     except (socket.gaierror, UnicodeError) as exc:
         raise CRCError(f"{what} {address!r}: cannot resolve host {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
     return address
+
+
+def _check_metrics_endpoint(options: NodeOptions) -> None:
+    """The metrics endpoint's host resolves and its port is not the peer's own (a CRCError otherwise)."""
+    if options.metrics_port is None:
+        return
+    if options.bind.rpartition(":")[2] == str(options.metrics_port):
+        raise CRCError(f"--metrics-port {options.metrics_port} is the port of --bind {options.bind}: give another")
+    try:
+        socket.getaddrinfo(options.metrics_host, options.metrics_port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CRCError(f"--metrics-host {options.metrics_host!r}: cannot resolve ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def start_time(text: str | None) -> float | None:
@@ -282,3 +326,11 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration) -> 
     from crc.protocol.accountant import plan
 
     return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)
+
+
+@functools.lru_cache(maxsize=4)
+def privacy_spent(privacy: Privacy, releases: int) -> float:
+    """ε that ``releases`` of the plan's releases have spent (0 before the first)."""
+    from crc.protocol.accountant import epsilon_spent
+
+    return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta)

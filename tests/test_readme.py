@@ -5,9 +5,10 @@
 * ```sh blocks: every `crc ...` command line in them must parse (the click group resolves the subcommand and
   parses its options, type conversions and checks included, without running it). Then the blocks run under
   bash in the temporary directory (with the interpreter's own `crc` first on PATH), except the lines
-  ``NOT_RUN`` lists with the reason: installing, the test suite itself, and the paper's experiments, which
-  take minutes to hours. A block with such a line runs its other lines one at a time. The "Real peers" block
-  runs whole (its three peers talk to each other), on free ports instead of 7000-7002 so that it cannot
+  ``NOT_RUN`` lists with the reason: installing, the test suite itself, the paper's experiments, which
+  take minutes to hours, and `crc status`, which needs running peers. A block with such a line runs its other
+  lines one at a time. A command line with ``--config FILE`` is parsed where the README's blocks wrote the
+  file. The "Real peers" block runs whole (its three peers talk to each other), on free ports instead of 7000-7002 so that it cannot
   collide with anything else on the machine; `crc report results/...` reads copies of the committed tables.
 """
 
@@ -34,6 +35,7 @@ NOT_RUN = {
     "pytest": "the test suite itself",
     "crc experiment": "the paper's experiments: minutes to hours",
     "zsh_source": "a zsh script (bash runs this block); checked below that click generates it",
+    "crc status": "reads running peers' metrics: tests/cli/test_status.py runs it against three live peers",
 }
 SHELL_S, PYTHON_S = 600, 180
 
@@ -70,7 +72,11 @@ def all_crc_commands() -> list[list[str]]:
 
 
 @pytest.mark.parametrize("args", all_crc_commands(), ids=lambda args: " ".join(["crc", *args])[:60])
-def test_every_crc_command_line_parses(args):
+def test_every_crc_command_line_parses(args, request, monkeypatch):
+    if "--config" in args:  # the file is read as the line is parsed: parse it where the README wrote it
+        workspace = request.getfixturevalue("workspace")
+        run_peers_block(workspace)
+        monkeypatch.chdir(workspace)
     ctx = main.make_context("crc", list(args))
     rest = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
     name, command, rest = main.resolve_command(ctx, rest)
@@ -134,7 +140,7 @@ def test_every_sh_block_runs(workspace, index):
     body = blocks("sh")[index]
     if "crc node" in body:
         done = run_peers_block(workspace)
-        for name in ("model-0.json", "model-1.json", "model-2.json", "predictions.csv"):
+        for name in ("deploy/model-0.json", "deploy/model-1.json", "deploy/model-2.json", "predictions.csv"):
             assert (workspace / name).exists(), done.stderr[-2000:]
         assert "accuracy" in done.stderr
         return

@@ -21,7 +21,7 @@ ALLOWED = {
     "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),
     "crc.topologies": ({"crc.core.errors", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
     "crc.nodes": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes"},
-                  {"numpy", "zmq", "msgpack", "cryptography", "private_set_intersection"}),
+                  {"numpy", "zmq", "msgpack", "cryptography", "private_set_intersection", "prometheus_client"}),
     "crc.estimators": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
     "crc.bench": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes", "crc.bench"}, {"numpy"}),
     "crc.keel": (set(), set()),

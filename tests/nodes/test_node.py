@@ -2,6 +2,7 @@
 written; the start time's accepted forms and refusals."""
 
 import logging
+import socket
 import time
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ from crc.core.errors import CRCError, OptionConflict
 from crc.core.model_file import load_model
 from crc.nodes.keys import write_peer_keys
 from crc.nodes.launcher import free_ports
-from crc.nodes.node import MAX_START_DELAY_S, NodeOptions, prepare, start_time
+from crc.nodes.node import MAX_START_DELAY_S, NodeOptions, prepare, privacy_spent, start_time
 from crc.nodes.settings import PeerSettings
 from support.network import scenario
 
@@ -34,7 +35,7 @@ def options(deployment, **given) -> NodeOptions:
 
 
 def test_the_options_become_the_peers_settings(deployment):
-    given = options(deployment, rounds=7, timeout_s=2.5, first_round_timeout_s=9.0, down_after=4, accelerated=True,
+    given = options(deployment, rounds=7, timeout_s=2.5, first_round_timeout_s=9.0, down_after=4, algorithm="accelerated",
                     run="trial", aggregate="clipped", ess=123.0)
     settings = prepare(given, LOG).peer.settings
     assert (settings.bind, settings.peers, settings.rounds, settings.run) == (given.bind, given.peers, 7, "trial")
@@ -43,6 +44,9 @@ def test_the_options_become_the_peers_settings(deployment):
     assert settings.known_keys is None and settings.secure_aggregation is None
     assert prepare(given, LOG).peer.ess == 123.0
     default = prepare(options(deployment), LOG).peer
+    assert default.settings.acceleration.exact_diffusion and default.settings.iters == 2  # the recommended algorithm
+    paper = prepare(options(deployment, algorithm="paper"), LOG).peer.settings
+    assert not paper.acceleration.exact_diffusion and paper.iters == 1
     assert default.settings.timeout_s == PeerSettings.timeout_s and default.ess == pytest.approx(len(default.y) / 0.05)
 
 
@@ -71,7 +75,7 @@ def test_secure_aggregation_needs_the_mean_and_neighbourhoods(tmp_path, deployme
 
 
 def test_addresses_are_checked_first(deployment):
-    with pytest.raises(CRCError, match="--peers 'tcp://127.0.0.1:0': the port"):
+    with pytest.raises(CRCError, match="'--peers': 'tcp://127.0.0.1:0': the port"):
         prepare(options(deployment, peers=("tcp://127.0.0.1:0",), data="missing.csv"), LOG)
     with pytest.raises(CRCError, match="--peers lists a neighbour twice"):
         prepare(options(deployment, peers=("tcp://127.0.0.1:7", "tcp://127.0.0.1:7")), LOG)
@@ -90,6 +94,37 @@ def test_a_stopped_node_writes_no_model_file(tmp_path, deployment):
     node.stop.set()
     outcome = node.run()
     assert not outcome.finished and outcome.rounds_done == 0 and not (tmp_path / "never.json").exists()
+
+
+def test_the_metrics_endpoint_is_checked_before_the_run(deployment):
+    given = options(deployment)
+    with pytest.raises(CRCError, match=r"--metrics-port \d+ is the port of --bind"):
+        prepare(replace(given, metrics_port=int(given.bind.rpartition(":")[2])), LOG)
+    with pytest.raises(CRCError, match="--metrics-host 'no-such-host.invalid': cannot resolve"):
+        prepare(replace(given, metrics_port=9100, metrics_host="no-such-host.invalid"), LOG)
+
+
+def test_a_metrics_port_in_use_stops_the_node_before_its_transport(tmp_path, deployment):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        node = prepare(options(deployment, peers=(), rounds=2, out=str(tmp_path / "m.json"), metrics_port=port), LOG)
+        with pytest.raises(CRCError, match=f"--metrics-port {port}: cannot serve metrics on 127.0.0.1:{port}"):
+            node.run()
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_reading_names_the_peer_and_the_privacy_spent(deployment):
+    node = prepare(options(deployment, rounds=8, dp_epsilon=4.0, aggregate="mean"), LOG)
+    reading = node.reading()
+    assert (reading.bind, reading.neighbours, reading.rounds, reading.down) == (node.options.bind, node.options.peers, 8,
+                                                                                frozenset())
+    assert reading.epsilon == 4.0 and reading.epsilon_spent == 0.0 and reading.metrics is not node.peer.metrics
+    spent = [privacy_spent(node.privacy, releases) for releases in range(9)]
+    assert spent[0] == 0.0 and all(a < b for a, b in zip(spent, spent[1:]))
+    assert spent[8] == pytest.approx(node.privacy.epsilon_spent) and spent[8] <= 4.0
+    assert prepare(options(deployment), LOG).reading().epsilon is None
 
 
 def test_a_start_time_is_iso_8601_with_a_zone_or_seconds_since_the_epoch():
