@@ -20,6 +20,7 @@ from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
 from crc.nodes.settings import PeerSettings
+from crc.nodes.vertical_launcher import launch_groups
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import repeat_seeds
 from crc.topologies import Schedule
@@ -102,22 +103,27 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     config = SimulationConfig.from_settings(**settings)
     check_launch(config, plaintext=plaintext)
     check_partition_options(ctx, config, real_peers=True)
-    # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
-    Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
+    vertical = config.feature_partition is not None
+    if not vertical:
+        # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
+        Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
     warned = _warn_tiny_count(config.test_size)
     directory = Path(workdir or tempfile.mkdtemp(prefix="crc-launch-"))
-    rounds_done = _RoundsDone(directory, config.nodes)
-    bar = Progress(config.nodes * config.rounds, "launching", "peer-rounds", phases=1)
+    # a vertical group's peers count their passes: the rounds and the last, scoring-only one
+    peers, rounds = (config.feature_partition.peers, config.rounds + 1) if vertical else (config.nodes, config.rounds)
+    rounds_done = _RoundsDone(directory, peers)
+    bar = Progress(peers * rounds, "launching", "peer-rounds", phases=1)
     bar.phase("preparing the peers' files and starting the peers")
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     stopped, failed = None, False
     for signum in previous:
         signal.signal(signum, _stop)
     try:
-        results = run_launch(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
-                             progress=lambda finished, total: bar.update(rounds_done()), plaintext=plaintext)
+        run = launch_groups if vertical else run_launch
+        results = run(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
+                      progress=lambda finished, total: bar.update(rounds_done()), plaintext=plaintext)
         bar.update(bar.total)
-        figures = _draw_peer_figures(directory, config, plots) if plots else []
+        figures = _draw_peer_figures(directory, config, plots, peers) if plots else []
     except _Stopped as stop:
         stopped = stop.signum
     except KeyboardInterrupt:  # a Ctrl-C that arrived before the handler was installed
@@ -158,17 +164,18 @@ def _warn_tiny_count(test_size: float) -> bool:
     return message is not None
 
 
-def _draw_peer_figures(directory: Path, config: SimulationConfig, plots: str) -> list[Path]:
-    """The peers' figure from their model files (read before a temporary work directory is removed)."""
+def _draw_peer_figures(directory: Path, config: SimulationConfig, plots: str, count: int) -> list[Path]:
+    """The ``count`` peers' figure from their model files (read before a temporary work directory is removed)."""
     from crc.core.files import read_json
     from crc.report.plots import peer_rounds_figure
 
     peers = []
-    for index in range(config.nodes):
+    for index in range(count):
         path = directory / f"model-{index}.json"
         if path.exists():
             metrics = read_json(path, what="model file").get("metrics", {})
             peers.append({"node": index, "soft_loss": metrics.get("soft_loss", []), "round_ms": metrics.get("round_ms", [])})
     Path(plots).mkdir(parents=True, exist_ok=True)
-    title = f"{config.data}: {config.nodes} real peers on a {config.topology}, {config.rounds} rounds"
+    where = f"a {config.partition} group" if config.feature_partition is not None else f"a {config.topology}"
+    title = f"{config.data}: {count} real peers in {where}, {config.rounds} rounds"
     return peer_rounds_figure(peers, Path(plots) / "launch-peers.png", title=title)

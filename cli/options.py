@@ -100,21 +100,38 @@ def usage_errors(ctx: click.Context):
         raise click.UsageError(str(exc), ctx=ctx) from None
 
 
+PARTITION_SETS = ("nodes", "local_size", "start", "algorithm", "momentum", "safeguard", "classifier", "exact_diffusion",
+                  "iters")
+"""Options a vertical or hybrid partition sets itself (``crc.protocol.vertical.resolve_partition``)."""
+
+
 def check_partition_options(ctx: click.Context, config: SimulationConfig, *, real_peers: bool = False) -> None:
     """A UsageError for options a vertical or hybrid partition does not take: its peers and training set follow
-    from the partition and the data set. ``real_peers``: the command starts real peers, which take horizontal
-    partitions only so far."""
+    from the partition and the data set. ``real_peers``: the command starts real peers, which take vertical and
+    hybrid partitions of naive Bayes and QDA without privacy noise or injected loss (hybrid: with the mean and
+    without secure aggregation; vertical: secure aggregation of three peers or more)."""
     if config.feature_partition is None:
         return
     if real_peers:
-        raise click.UsageError(f"--partition {config.partition}: real peers take horizontal partitions only so far; "
-                               "run vertical and hybrid partitions with `crc simulate`")
-    given = [f"--{name.replace('_', '-')}" for name in ("nodes", "local_size", "start")
+        fp = config.feature_partition
+        refused = [flag for flag, given in (("--secure-aggregation", config.secure_aggregation and (
+                                                fp.kind == "hybrid" or fp.blocks < 3)),
+                                            ("--dp-epsilon", config.dp_epsilon is not None), ("--loss", config.loss > 0),
+                                            ("--model pc", config.model == "pc"),
+                                            ("--aggregate", fp.kind == "hybrid" and config.aggregate != "mean"))
+                   if given]
+        if refused:
+            why = {"--secure-aggregation": " (the label holder learns only the sum of its members' scores, which "
+                                           "needs a vertical group of three peers or more)",
+                   "--model pc": " (groups of real peers learn naive Bayes or QDA blocks so far)"}.get(refused[0], "")
+            raise click.UsageError(f"{refused[0]}: not with --partition {config.partition} on real peers{why}")
+    given = [f"--{name.replace('_', '-')}" for name in PARTITION_SETS
              if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
     if given:
         raise click.UsageError(f"{' and '.join(given)}: not with --partition {config.partition}, whose "
                                f"{config.feature_partition.peers} peers follow from the partition (use --train-size "
-                               "for fewer training instances) and whose groups start from their own ML statistics")
+                               "for fewer training instances) and whose groups start from their own ML statistics "
+                               "and take the paper's plain step, one a round")
 
 
 def out_option(what: str = "the results JSON"):

@@ -22,6 +22,7 @@ from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError, plain
+from crc.core.feature_partition import parse_feature_partition
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
@@ -31,7 +32,8 @@ from crc.tables.reader import read_csv
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 ALONE = 3
-"""Exit status of a peer that finished its rounds without statistics from any neighbour (its model file is written)."""
+"""Exit status of a peer that finished its rounds without statistics from any neighbour (its model file is written),
+and of a vertical group's peer whose group stopped because a member was silent."""
 MAX_CLASSES_LISTED = 12
 
 
@@ -60,6 +62,43 @@ def _configure_logging(level: str, name: str) -> logging.Logger:
     return log
 
 
+def _check_vertical(ctx, param, value):
+    """``--partition``: vertical:K or hybrid:GxK, parsed up front."""
+    if value is None:
+        return None
+    try:
+        parsed = parse_feature_partition(value)
+    except CRCError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return parsed.spec
+
+
+def vertical_options() -> dict:
+    """The options of a peer of a vertical group, by parameter name."""
+    return {
+        "partition": click.option(
+            "--partition", default=None, metavar="vertical:K|hybrid:GxK", callback=_check_vertical,
+            help="Be one of a group of K peers that hold different features of the same instances (README: 'Vertical "
+                 "and hybrid data'), with --blocks, --block and --id-column: --peers are the other members, and the "
+                 "label holder is the one peer whose --data has the label column. hybrid:GxK: one of G such groups, "
+                 "whose blocks are averaged with --block-peers (needs --ess). [default: a horizontal peer]"),
+        "block_peers": click.option(
+            "--block-peers", default="",
+            help="With --partition hybrid:GxK: comma-separated addresses of the peers holding the same block in the "
+                 "neighbouring groups, with whom this block's statistics are averaged every round."),
+        "blocks": click.option(
+            "--blocks", type=click.Path(dir_okay=False), default=None,
+            help='With --partition: the blocks file, {"blocks": [[feature names of block 0], ...]}, the same on every '
+                 "member (`crc split` writes blocks.json)."),
+        "block": click.option("--block", type=click.IntRange(min=0), default=None,
+                              help="With --partition: the block this peer holds (0 to K - 1); its --data has that "
+                                   "block's columns."),
+        "id_column": click.option("--id-column", default="id", show_default=True,
+                                  help="With --partition: the column of instance ids, which aligns the group's rows "
+                                       "(by a private set intersection; rows not held by every member are dropped)."),
+    }
+
+
 def option_list(options: dict):
     """Decorator adding the click ``options`` (by parameter name) in their order."""
 
@@ -80,6 +119,7 @@ def option_list(options: dict):
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
+@option_list(vertical_options())
 @with_model_options
 @click.option("--rounds", type=click.IntRange(min=1), default=PeerSettings.rounds, show_default=True,
               help="Communication rounds; the same on every peer.")
@@ -153,9 +193,17 @@ def node(ctx, log_level, **options):
     status 130/143). A peer
     that finished without statistics from any neighbour in the whole run still
     writes its model file but exits with status 3.
+
+    With --partition vertical:K the peer is one of a vertical group: it holds
+    one block of features of the group's instances, aligned by --id-column;
+    its model file holds its block's statistics. A peer of the group silent
+    for --down-after waits stops the group: exit status 3. With --partition
+    hybrid:GxK it is one of G such groups, and averages its block's
+    statistics with the --block-peers every round.
     """
     structure = {option.name: options.pop(option.name) for option in all_options()}
-    given = NodeOptions(model_options=structure, **options)
+    block_peers = tuple(p.strip() for p in (options.pop("block_peers") or "").split(",") if p.strip())
+    given = NodeOptions(block_peers=block_peers, model_options=structure, **options)
     with usage_errors(ctx):
         prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
     received = {}
@@ -167,6 +215,9 @@ def node(ctx, log_level, **options):
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     outcome = prepared.run()
+    if outcome.group_stopped:
+        click.echo(f"Error: {outcome.group_stopped}", err=True)
+        ctx.exit(ALONE)
     if not outcome.finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     if outcome.alone:

@@ -12,11 +12,12 @@ from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
-from crc.nodes.deployment import node_file, write_deployment
+from crc.nodes.deployment import node_file, write_deployment, write_vertical_deployment
 from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, make_split, repeat_seeds
+from crc.protocol.vertical import resolve_partition
 
 PEER_CONFIG_COMMENT = """crc node --config {name}: peer {index} of a trial deployment written by `crc split --keys-for`.
 Every option of `crc node` can be set here, named without its dashes (rounds = 64, timeout = 5,
@@ -43,7 +44,11 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
 
 
 @click.command(short_help="Write a trial deployment's files (node CSVs, test set, schema, peers' keys and settings).")
-@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "alpha", "size_skew", "test_size", "seed")
+@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
+         "test_size", "seed")
+@click.option("--drop-ids", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
+              help="Vertical and hybrid partitions: leave this fraction of the rows out of each peer's file (at random, "
+                   "seeded), a trial of the alignment: a group learns from the ids every one of its peers keeps.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the files into.")
 @click.option("--keys-for", "addresses", default=None, metavar="ADDRESSES",
               help="Also write keys for a trial deployment whose peers bind these comma-separated addresses "
@@ -51,7 +56,7 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
                    ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and "
                    "OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are replaced.")
 @click.pass_context
-def split(ctx, out, addresses, **settings):
+def split(ctx, out, addresses, drop_ids, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
     and OUT/schema.json (standardized on the pooled training set).
 
@@ -60,25 +65,50 @@ def split(ctx, out, addresses, **settings):
     With --keys-for, node i runs `crc node --config OUT/peer-<i>.toml`: its
     address, every other peer as a neighbour, its data, the schema, its keys,
     its checkpoint OUT/checkpoint-<i> and its model file OUT/model-<i>.json.
+
+    With --partition vertical:K, node-<b>.csv holds an `id` column and block
+    b's feature columns (node-0.csv the label column too), each file's rows in
+    an order of their own; OUT/blocks.json names every block's features. Peer b
+    runs `crc node --partition vertical:K --blocks OUT/blocks.json --block b`.
+    With --partition hybrid:GxK, node-<gK+b>.csv holds block b of group g's
+    instances (block 0's the label too).
     """
     config = SimulationConfig.from_settings(**settings)
     config.validate()
     check_partition_options(ctx, config, real_peers=True)
+    if drop_ids and config.feature_partition is None:
+        raise click.UsageError("--drop-ids is for a vertical or hybrid --partition")
+    dataset = load_for(config)
+    if config.feature_partition is not None:
+        config = resolve_partition(config, dataset)
+    peers = config.feature_partition.peers if config.feature_partition is not None else config.nodes
     if addresses is not None:
         with usage_errors(ctx):
             addresses = [check_address(a.strip(), "--keys-for") for a in addresses.split(",") if a.strip()]
-        if len(addresses) != config.nodes or len(set(addresses)) != len(addresses):
-            raise CRCError(f"--keys-for: give {config.nodes} distinct addresses, one per node (got {len(addresses)})")
-    dataset = load_for(config)
+        if len(addresses) != peers or len(set(addresses)) != len(addresses):
+            raise CRCError(f"--keys-for: give {peers} distinct addresses, one per node (got {len(addresses)})")
     drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])
-    write_deployment(dataset, drawn, out)
+    if config.feature_partition is not None:
+        held = write_vertical_deployment(dataset, drawn, out, seed=config.seed, drop_ids=drop_ids)
+        fp = config.feature_partition
+        widths = ", ".join(str(len(block)) for block in drawn.model.blocks)
+        groups = "a vertical group" if fp.kind == "vertical" else f"{fp.groups} groups of {fp.blocks} (group g: node-<gK+b>.csv)"
+        summary = (f"{out}: {peers} peer files of {groups} (an id column and {widths} features; the label in block "
+                   f"0's), blocks.json, test.csv ({len(drawn.test_rows)} instances), schema.json")
+        if drop_ids:
+            summary += (f"; every peer of a group holds {', '.join(map(str, held))} of the group's "
+                        f"{', '.join(str(len(part)) for part in drawn.parts)} instances")
+    else:
+        write_deployment(dataset, drawn, out)
+        sizes = [len(p) for p in drawn.parts]
+        summary = (f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
+                   f"test.csv ({len(drawn.test_rows)} instances), schema.json")
     if addresses is not None:
         write_peer_keys(out, addresses, force=True)
-        write_peer_configs(out, addresses)
-    sizes = [len(p) for p in drawn.parts]
-    click.echo(f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
-               f"test.csv ({len(drawn.test_rows)} instances), schema.json"
-               + (", keys/, known-peers-<i>.json and peer-<i>.toml" if addresses is not None else ""))
+        if config.feature_partition is None:
+            write_peer_configs(out, addresses)
+    click.echo(summary + (", keys/, known-peers-<i>.json" + (" and peer-<i>.toml" if config.feature_partition is None else "")
+                          if addresses is not None else ""))
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))

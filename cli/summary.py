@@ -41,7 +41,7 @@ def summary_lines(results: dict) -> list[str]:
         lines.append(f"secure aggregation: {masked['protected_fraction']:.0%} of messages protected "
                      f"({masked['messages_per_round']} messages a round against {masked['plain_messages_per_round']} in plain)")
     if network:
-        lines.append(f"{network['finished']} of {cfg['nodes']} peers finished in {network['wall_s']:.1f} s")
+        lines.append(f"{network['finished']} of {cfg.get('peers', cfg['nodes'])} peers finished in {network['wall_s']:.1f} s")
     lines.append(f"{'':18}{'train error':>12}{'test error':>12}{'test log-lik':>15}")
     marked = False
     for title, name in ROWS:
@@ -63,7 +63,9 @@ def summary_lines(results: dict) -> list[str]:
     ev = results["evaluation"]
     if ev["sampled"]:
         lines.append(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")
-    if network:
+    if network and "peers" in network:
+        lines.extend(_group_network_lines(network))
+    elif network:
         net = network
         lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message, "
                      f"payload {net['payload_bytes']}), rejected {net['rejected']}, missing {net['missing']}, "
@@ -71,6 +73,17 @@ def summary_lines(results: dict) -> list[str]:
     if marked:
         lines.extend(textwrap.wrap(DEGENERATE_NOTE, width=100))
     return lines
+
+
+def _group_network_lines(net: dict) -> list[str]:
+    """The network of a vertical group: its totals, the set-up, and what each peer sends a round."""
+    each = "; ".join(f"block {p['block']} ({p['role']}) {p['bytes_per_round']:.0f}" for p in net["peers"])
+    dropped = sum(p["rows_dropped"] or 0 for p in net["peers"])
+    text = (f"network: {net['messages']} messages, {net['bytes']} bytes, rejected {net['rejected']}, missing "
+            f"{net['missing']}; set-up (alignment of {net['instances']} instances, {dropped} rows dropped, and the start) "
+            f"{net['setup_ms']:.0f} ms; a round p50 {net['round_ms_p50']:.1f} ms, p99 {net['round_ms_p99']:.1f} ms; "
+            f"bytes sent a round: {each}")
+    return textwrap.wrap(text, width=120)
 
 
 def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str]:

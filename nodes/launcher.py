@@ -102,7 +102,7 @@ class _Process(subprocess.Popen):
         return self.poll() is not None
 
 
-def _start(spawner: Spawner | None, command: list[str], log) -> _Process | Child:
+def start_peer(spawner: Spawner | None, command: list[str], log) -> _Process | Child:
     """Start a peer with ``command``: forked by the spawner if there is one, else as a fresh process."""
     if spawner is None:
         return _Process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
@@ -111,7 +111,7 @@ def _start(spawner: Spawner | None, command: list[str], log) -> _Process | Child
         return spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
 
 
-def _reap(processes: list[_Process | Child]) -> None:
+def reap(processes: list[_Process | Child]) -> None:
     """Stop every process still running: SIGTERM, then SIGKILL after a grace period."""
     for process in processes:
         if not process.exited:
@@ -190,7 +190,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
                                    attack=config.attack if index in byzantine else None, plaintext=plaintext,
                                    start_at=start_at)
             with open(workdir / f"node-{index}.log", "wb") as log:
-                processes.append(_start(spawner, command, log))
+                processes.append(start_peer(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
         while not all(p.exited for p in processes) and time.monotonic() < deadline:
             if progress is not None:
@@ -202,7 +202,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
                 time.sleep(pause)
     finally:
         try:
-            _reap(processes)
+            reap(processes)
         finally:
             if spawner is not None:
                 spawner.close()

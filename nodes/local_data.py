@@ -25,6 +25,12 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
     x, y = encode(schema, columns, source=str(path))
     if len(y) == 0:
         raise CRCError(f"{path}: no instances")
+    return feature_map(path, schema, model, x, clip=clip), y
+
+
+def feature_map(path, schema: Schema, model: GenerativeModel, x: np.ndarray, *, clip: float | None = None) -> np.ndarray:
+    """phi (m, k) of encoded instances ``x`` (m, d) read from ``path``: standardized (clipped to [-clip, clip] with
+    ``clip``); a CRCError naming the file for a value whose features overflow."""
     x = standardize(schema, x)
     with np.errstate(over="ignore", invalid="ignore"):
         phi = model.features(x if clip is None else clip_standardized(schema, x, clip))
@@ -33,4 +39,4 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
         row = int(np.flatnonzero(overflowed)[0])
         raise CRCError(f"{path}: instance {row + 1} has a value too large for the schema's standardization "
                        "(its square, or its product with another, is beyond float64)")
-    return phi, y
+    return phi

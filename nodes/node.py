@@ -89,6 +89,17 @@ class NodeOptions:
     """Port of the Prometheus metrics endpoint (None: not served)."""
     metrics_host: str = "127.0.0.1"
     """Address the metrics endpoint binds: this machine only unless another is given."""
+    partition: str | None = None
+    """``vertical:K`` or ``hybrid:GxK``: a peer of a group holding one block of features (``crc.nodes.vertical_node``);
+    None: a horizontal peer."""
+    block_peers: tuple[str, ...] = ()
+    """A hybrid partition's peers holding the same block in the neighbouring groups."""
+    blocks: str | None = None
+    """A vertical group's blocks file (every block's feature names)."""
+    block: int | None = None
+    """The block this peer of a vertical group holds."""
+    id_column: str = "id"
+    """A vertical group's column of instance ids."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,8 @@ class NodeOutcome:
     rounds_done: int
     neighbours: int
     rejected: int
+    group_stopped: str | None = None
+    """A vertical group that stopped because a peer was silent: why (one line)."""
 
 
 class Node:
@@ -167,14 +180,23 @@ class Node:
 
 
 def prepare(options: NodeOptions, log: logging.Logger) -> Node:
-    """Check ``options`` and build the peer they describe, logging to ``log``; a CRCError (an OptionConflict for
-    options that cannot go together) names the first problem. Nothing touches the network."""
+    """Check ``options`` and build the peer they describe (a ``VerticalNode`` with ``partition``), logging to ``log``;
+    a CRCError (an OptionConflict for options that cannot go together) names the first problem. Nothing touches the
+    network."""
     check_address(options.bind, "--bind")
     neighbours = tuple(check_address(address, "--peers") for address in options.peers)
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
     _check_metrics_endpoint(options)
-    keys = _transport_keys(options, neighbours)
+    block_peers = tuple(check_address(address, "--block-peers") for address in options.block_peers)
+    keys = _transport_keys(options, neighbours + block_peers)
+    if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
+        from crc.nodes.vertical_node import prepare_vertical
+
+        return prepare_vertical(options, keys, log)
+    if options.blocks is not None or options.block is not None or block_peers:
+        raise OptionConflict("--blocks, --block and --block-peers are for a peer of a group holding one block of "
+                             "features: give --partition vertical:K or hybrid:GxK")
     masking = _secure_aggregation_keys(options, keys, neighbours)
     shared = Schema.load(options.schema)
     if options.label is not None and options.label != shared.label:

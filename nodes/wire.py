@@ -225,7 +225,7 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
         raise Rejected("version", f"protocol version {obj['v']}, this peer speaks {PROTOCOL_VERSION}", sender)
     if obj["type"] != MESSAGE_TYPE:
         raise Rejected("type", f"message type {obj['type']!r}", sender)
-    _check_origin(obj, sender, expect, key)
+    check_origin(obj, sender, expect, key)
     _check_model(obj, sender, expect)
     if obj["dtype"] != DTYPE or obj["n"] != expect.size or len(obj["data"]) != 8 * expect.size:
         raise Rejected("length", f"{obj['n']} values of {obj['dtype']!r} in {len(obj['data'])} bytes, "
@@ -238,8 +238,9 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     return Message(sender=sender, round=obj["round"], stats=stats)
 
 
-def _check_origin(obj: dict, sender: str, expect: Expectation, key: str | None) -> None:
-    """Version, run, neighbour and key of a frame whose fields are typed."""
+def check_origin(obj: dict, sender: str, expect: Expectation, key: str | None) -> None:
+    """Version, run, neighbour and key of a frame whose fields are typed; ``expect`` has ``run``, ``neighbours`` and
+    ``known_keys`` (an ``Expectation``, or a vertical group's, ``crc.nodes.vertical_wire``)."""
     if obj["v"] != PROTOCOL_VERSION:
         raise Rejected("version", f"protocol version {obj['v']}, this peer speaks {PROTOCOL_VERSION}", sender)
     if obj["run"] != expect.run:
@@ -281,7 +282,7 @@ def _check_header(obj: dict, fields: frozenset, expect: Expectation, key: str | 
             raise Rejected("malformed", f"field {field!r} is {type(obj[field]).__name__}, expected {typ.__name__}", sender)
     if obj["round"] < 0:
         raise Rejected("malformed", f"round {obj['round']} out of range", sender)
-    _check_origin(obj, sender, expect, key)
+    check_origin(obj, sender, expect, key)
     return sender
 
 

@@ -63,10 +63,3 @@ def test_a_bad_blocks_file_is_refused_naming_the_file(tmp_path, content, message
                  "--no-rc-converged")
     assert result.exit_code in (1, 2) and message in result.output, result.output
     assert "Traceback" not in result.output
-
-
-@pytest.mark.parametrize("command", ["launch", "split"])
-def test_real_peers_refuse_a_feature_partition_until_they_take_one(command, tmp_path):
-    extra = ["--out", str(tmp_path / "d")] if command == "split" else []
-    result = run(command, "--data", "wdbc", "--partition", "vertical:2", *extra)
-    assert result.exit_code == 2 and "real peers take horizontal partitions only so far" in result.output

@@ -112,13 +112,13 @@ def test_peers_are_reaped_with_sigterm_then_sigkill_when_the_spawner_is_gone(tmp
         spawner.pump(0.5)
         assert not spawner.alive and not polite.exited and not stuck.exited  # the peers outlive their parent
         begun = time.monotonic()
-        launcher._reap(children)
+        launcher.reap(children)
         assert polite.exited and stuck.exited
         assert time.monotonic() - begun < launcher.REAP_GRACE_S + 5
         assert polite.returncode is None and stuck.returncode is None  # their exit codes died with the spawner
         assert completed_round(tmp_path / "a" / "checkpoint-0") == 0  # the SIGTERM reached the polite one
     finally:
-        launcher._reap(children)
+        launcher.reap(children)
         spawner.close()
 
 

@@ -1,0 +1,170 @@
+"""A member of a vertical group without the labels (``crc.nodes.vertical_peer``): it answers the label holder's PSI
+request, orders its rows by the group's ids, and every pass sends its block's scores and takes the weights.
+
+Its label holder is the peer whose PSI request came first; a request from another peer means two label holders,
+and none within ``first_round_timeout_s`` means none (both stop the peer with one line). A wait for the weights that
+runs out sends the scores again (the label holder may have restarted from its checkpoint); ``down_after`` of them in
+a row stop the group.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from crc.core.errors import CRCError
+from crc.nodes.alignment import AlignmentError, answer_request
+from crc.nodes.block_steps import one_hot_rows, residual_rows
+from crc.nodes.vertical_peer import GroupStopped, Outgoing, VerticalPeer
+from crc.nodes.vertical_wire import PSIIds, PSIRequest, Weights
+from crc.nodes.wire import Rejected
+
+
+class GroupMember(VerticalPeer):
+    """A peer of a vertical group whose rows have no labels."""
+
+    role = "member"
+
+    def __init__(self, model, block, data, settings, **options):
+        self.holder: str | None = None
+        """The label holder's address, once its PSI request came."""
+        self._scored: int | None = None
+        """The pass whose scores this peer sent last."""
+        super().__init__(model, block, data, settings, **options)
+        if self.holder is not None:  # resumed
+            self.liveness = self.new_liveness((self.holder,))
+
+    def begin(self) -> Outgoing:
+        if self.done:
+            return []
+        if self.resumed:
+            return self.next_round() + self.proceed()
+        self.group_deadline = self.clock() + self.settings.first_round_timeout_s
+        return []
+
+    def handle(self, message) -> Outgoing:
+        if isinstance(message, PSIRequest):
+            return self._on_request(message)
+        if isinstance(message, PSIIds):
+            return self._on_ids(message)
+        if isinstance(message, Weights):
+            return self._on_weights(message)
+        raise Rejected("type", f"{type(message).__name__} are for the label holder, and this peer is a member",
+                       message.sender)
+
+    def expire_group(self) -> Outgoing:
+        if self.holder is None:
+            raise CRCError(f"no label holder: no peer of the group sent a PSI request within "
+                           f"{self.settings.first_round_timeout_s:g} s (exactly one member's --data must have the label "
+                           f"column {self.model.schema.label!r}, and it must be running)")
+        self.liveness.end_round(set())
+        if self.liveness.down:
+            raise GroupStopped(f"the label holder {self.holder} sent nothing in {self.settings.down_after} wait(s) of "
+                               f"{self.settings.timeout_s:g} s: the group stops")
+        self.wait_from_now()
+        if self.pass_ is None or self._scored != self.pass_ + 1:
+            return []
+        self.metrics.scores_resent += 1
+        return self._scores()
+
+    def _awaited(self) -> int:
+        return 0 if self.pass_ is None else self.pass_ + 1
+
+    # ------------------------------------------------------------------------------------------------ alignment
+
+    def _on_request(self, message: PSIRequest) -> Outgoing:
+        if self.holder is not None and message.sender != self.holder:
+            raise CRCError(f"two label holders in the group: {self.holder} and {message.sender} both sent a PSI "
+                           f"request (exactly one member's --data may have the label column {self.model.schema.label!r})")
+        if self.holder is not None:  # a repeat, or a label holder that restarted without a checkpoint
+            self.metrics.repeats_ignored += 1
+            return []
+        setup, response = answer_request(self.data.ids, message.request, message.ids, message.sender)
+        self.holder = message.sender
+        self.liveness = self.new_liveness((self.holder,))
+        self.liveness.start_run(fresh=True)
+        self.wait_from_now()
+        answer = self.frame("psi-answer", 0, ids=len(self.data.ids), block=self.block, setup=setup, response=response)
+        return [(self.holder, answer)]
+
+    def _from_holder(self, message) -> None:
+        if message.sender != self.holder:
+            raise Rejected("sender", f"{type(message).__name__} from {message.sender}, not this group's label holder "
+                                     f"({self.holder or 'none yet'})", message.sender)
+
+    def _on_ids(self, message: PSIIds) -> Outgoing:
+        self._from_holder(message)
+        if self.rows is not None:
+            self.metrics.repeats_ignored += 1
+            return []
+        ids = list(message.ids)
+        if any(a >= b for a, b in zip(ids, ids[1:])):
+            raise AlignmentError(f"{self.data.source}: the group's id list from {message.sender} is not sorted")
+        self.align(ids)
+        self.wait_from_now()
+        return []
+
+    # ---------------------------------------------------------------------------------------------------- passes
+
+    def _on_weights(self, message: Weights) -> Outgoing:
+        self._from_holder(message)
+        if self.rows is None:
+            raise Rejected("ahead", "weights before the group's ids", message.sender)
+        t, awaited = message.round, self._awaited()
+        if t < awaited:  # sent again for scores this peer sent again
+            self.metrics.repeats_ignored += 1
+            return []
+        if t > awaited:
+            raise Rejected("ahead", f"weights of pass {t} while waiting for pass {awaited}", message.sender)
+        final = t == self.passes and not self.hybrid  # the vertical group's last pass only scores
+        expected = 0 if final else len(self.rows) * self.steps.width
+        if message.values.size != expected:
+            raise Rejected("length", f"{message.values.size} weights in pass {t}, expected {expected}", message.sender)
+        weights = None if final else message.values.reshape(len(self.rows), self.steps.width)
+        if t == 0:
+            if not one_hot_rows(weights):
+                raise Rejected("malformed", "the round-0 weights are not one-hot labels", message.sender)
+            self.start(weights)
+        else:
+            if self._scored != t:
+                raise Rejected("ahead", f"weights of pass {t}, whose scores this peer has not sent", message.sender)
+            if weights is not None and not residual_rows(weights):
+                raise Rejected("malformed", "weights that cannot be Y - P (an entry beyond [-1, 1] or a row that does "
+                                            "not sum to 0)", message.sender)
+            self.advance(t, weights, message.best)
+        self.liveness.end_round({self.holder})
+        self.passed(t)
+        self.group_deadline = math.inf  # until the scores of the next pass are sent
+        if self.done:
+            return []
+        return self.next_round() + self.proceed()
+
+    def proceed(self) -> Outgoing:
+        """The scores of the next pass, once what it starts from is known (once)."""
+        if self.done or self.pass_ is None or self.aggregated is None or self._scored == self.pass_ + 1:
+            return []
+        self._scored = self.pass_ + 1
+        self.wait_from_now()
+        return self._scores()
+
+    def _scores(self) -> Outgoing:
+        """This block's scores of what the next pass starts from (masked with secure aggregation)."""
+        scores, t = self.steps.scores(self.aggregated, self.phi), self.pass_ + 1
+        if self.masks is not None:
+            return [(self.holder, self.frame("masked-scores", t, words=self.masks.masked(scores, self.holder, t)))]
+        return [(self.holder, self.frame("scores", t, values=scores))]
+
+    # ------------------------------------------------------------------------------------------------ checkpoint
+
+    def _role_size(self) -> int:
+        return 1
+
+    def _role_vector(self) -> list:
+        return [[float(self.settings.peers.index(self.holder))]]
+
+    def _restore_role(self, vector: np.ndarray) -> None:
+        index = vector[0]
+        if not (index == round(index) and 0 <= index < len(self.settings.peers)):
+            raise CRCError(f"label holder {index!r} is not one of the peers")
+        self.holder = self.settings.peers[int(index)]

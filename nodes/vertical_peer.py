@@ -1,0 +1,418 @@
+"""A peer of a vertical group (DESIGN.md, "Peers"; README, "Vertical and hybrid data"): its block's statistics, the
+group's round driver over the network, its checkpoint.
+
+A vertical group of K peers holds the same instances, peer b the features of block b; one of them, the label holder
+(``crc.nodes.label_holder``), also holds the labels, the others are its members (``crc.nodes.group_member``).
+
+Setup: the label holder aligns the group's instances by a private set intersection (``crc.nodes.alignment``):
+"psi-request" to every member, a "psi-answer" from each, then "psi-ids", the group's ids sorted; every peer orders its
+rows by them, dropping (and counting) the rows whose id is not held by every member. Then the round-0 "weights", the
+one-hot labels, from which every peer computes its start: its block's ML statistics scaled to the ESS.
+
+Pass t = 1 .. T + 1 (T = the rounds): every member sends its block's "scores" of its current statistics; the label
+holder adds them to its own and the log-prior, computes the posteriors, the soft 0-1 loss of the iterate just scored
+and the weights ``Y - P``, and sends "weights" (t) {W, best: whether that iterate is the best so far}; every peer
+keeps a copy of its statistics if best, then adds ``W^T phi_b`` (``crc.nodes.block_steps``), writes its checkpoint
+and goes on. Pass T + 1 only scores: its weights carry no W. Each peer ends with its block's best statistics: the
+group's classifier is their join, centralized RC of the block product with RC's choice of the iterate.
+
+In a hybrid partition (``block_neighbours`` given) every round t first averages the block's statistics with the
+peers holding the same block in the neighbouring groups (``crc.nodes.block_gossip``), and the pass starts from that
+average: the scores are the average's, and the step adds ``W^T phi_b`` to it. There is no choice of the best iterate
+(the simulator's hybrid groups run CRC), so no last scoring pass either: each peer ends with its last statistics.
+
+The peer is a state machine driven by ``begin``, ``receive`` (a frame) and ``expire`` (its ``deadline`` passed),
+each returning the frames to send; ``run`` drives it over a PeerTransport, and tests drive a whole group in one
+thread. Every wait is bounded: the rounds' waits are ``Liveness``'s, and a peer silent for ``down_after`` of them
+stops the group (``GroupStopped``, exit status 3): a vertical group needs every block each round.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crc.core.acceleration import PAPER
+from crc.core.calibration import DEFAULT_LR
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
+from crc.nodes.alignment import rows_in_order
+from crc.nodes.block_gossip import BlockGossip
+from crc.nodes.block_steps import BlockSteps
+from crc.nodes.liveness import Liveness
+from crc.nodes.metrics import Metrics
+from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState
+from crc.nodes.score_masks import ScoreMasks
+from crc.nodes.settings import PeerSettings
+from crc.nodes.transport import PeerTransport
+from crc.nodes.vertical_wire import GroupExpectation, decode_group, encode_group
+from crc.nodes.wire import Message, Rejected, check_statistics
+
+Outgoing = list[tuple[str, bytes]]
+"""Frames to send: (address, frame) pairs."""
+
+
+class Frame(bytes):
+    """A frame this peer encoded, with what it is for the metrics (``bytes_by_kind``): its message type, ``start``
+    for the round-0 weights (the labels)."""
+
+    kind: str
+
+
+class GroupStopped(CRCError):
+    """A peer of the group stayed silent for ``down_after`` waits: the group cannot go on (exit status 3)."""
+
+
+@dataclass
+class BlockData:
+    """A peer's rows as its file holds them: instance ids (n,), the block's feature map ``phi`` (n, k_b), and the class
+    codes ``y`` (n,) for the label holder (None for a member); ``source`` names the file in messages."""
+
+    ids: list[str]
+    phi: np.ndarray
+    y: np.ndarray | None = None
+    source: str = "data"
+
+
+@dataclass
+class VerticalMetrics(Metrics):
+    """A vertical peer's metrics: a peer's, and its alignment and retransmissions."""
+
+    instances: int = 0
+    """The group's instances (the ids every member holds)."""
+    rows_dropped: int = 0
+    """This peer's rows whose id not every member holds, left out."""
+    scores_resent: int = 0
+    """Member: scores sent again after a wait for the label holder's weights ran out (it may have restarted)."""
+    weights_resent: int = 0
+    """Label holder: weights sent again to a member that sent scores of a pass already answered (it restarted)."""
+    repeats_ignored: int = 0
+    """Frames that repeat one already taken (a retransmission), ignored."""
+    messages_by_kind: dict = field(default_factory=dict)
+    bytes_by_kind: dict = field(default_factory=dict)
+    """Frames and bytes sent, by message type (``start``: the round-0 weights): the set-up's apart from the passes'."""
+
+
+class VerticalPeer:
+    """The part of a vertical group's peer that both roles share: its block, its rows, its statistics and checkpoint.
+
+    ``model`` is the group's block model, ``block`` the one this peer holds; ``settings.peers`` are the other members
+    of the group and ``settings.rounds`` the rounds T. ``ess``: the ESS m0, None for m / ``lr`` once the group's m
+    instances are known. ``block_neighbours``: a hybrid partition's peers holding the same block in the neighbouring
+    groups (None: a vertical partition); a hybrid peer needs ``ess``, the same on every peer. ``masks``: the members
+    send their scores masked, the label holder decodes only their sum (a vertical group of three peers or more).
+    """
+
+    role = ""
+
+    def __init__(self, model: GenerativeModel, block: int, data: BlockData, settings: PeerSettings, *,
+                 ess: float | None = None, lr: float = DEFAULT_LR, block_neighbours: tuple[str, ...] | None = None,
+                 masks: ScoreMasks | None = None, clock: Callable[[], float] = time.monotonic,
+                 log: logging.Logger | None = None):
+        self.steps = BlockSteps(model, block)
+        self.model, self.block, self.data, self.settings = model, block, data, settings
+        self.ess_option, self.lr, self.clock = ess, lr, clock
+        self.log = log or logging.getLogger("crc.node")
+        self.expect = GroupExpectation(run=settings.run, schema_id=model.schema_id, neighbours=frozenset(settings.peers),
+                                       rows=len(data.ids), width=self.steps.width, known_keys=settings.known_keys)
+        self.hybrid = block_neighbours is not None
+        self.masks = masks
+        """Secure aggregation of the members' scores (``crc.nodes.score_masks``); None: scores in the clear."""
+        if masks is not None and (self.hybrid or len(settings.peers) < 2):
+            raise CRCError("secure aggregation of the scores needs a vertical group with two members or more besides "
+                           "the label holder (vertical:3 or more): with one, their sum is its scores")
+        self.passes = settings.rounds if self.hybrid else settings.rounds + 1
+        self.metrics = VerticalMetrics.for_neighbours((*settings.peers, *(block_neighbours or ())))
+        self.gossip: BlockGossip | None = None
+        if self.hybrid:
+            if ess is None:
+                raise CRCError("a peer of a hybrid partition needs the ESS (--ess), the same on every peer")
+            self.gossip = BlockGossip(self.steps.part, tuple(block_neighbours), ess=ess, settings=settings,
+                                      rounds=settings.rounds, clock=clock, metrics=self.metrics, log=self.log)
+        self.liveness: Liveness | None = None
+        self.pass_: int | None = None
+        """Passes completed: 0 after the start, t after pass t; None before the group is aligned."""
+        self.rows: np.ndarray | None = None
+        """This peer's rows (m,) in the group's order."""
+        self.phi = self.y = self.stats = self.best = None
+        self.aggregated: np.ndarray | None = None
+        """What the coming pass starts from (size,): the statistics, or in a hybrid partition their average with the
+        block neighbours' (None while that is awaited)."""
+        self.ess = math.nan
+        self.best_iterate = 0
+        """The iterate ``best`` holds: 0 for the start, t after pass t's step."""
+        self.done = False
+        self.group_deadline = math.inf
+        """When the wait for the group (the label holder, or the members) runs out, on ``clock``."""
+        self.stop = threading.Event()
+        self._waiting_since = math.nan
+        self._pass_started = time.perf_counter()
+        self._logged_causes: set[str] = set()
+        self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, PAPER, self.log)
+        self.resumed = self._resume()
+        self._refused_before = dict(self.metrics.refused)
+
+    # ------------------------------------------------------------------------------------------------ the driver
+
+    def run(self, transport: PeerTransport) -> bool:
+        """Run the group's remaining passes over ``transport`` (closed on return); True if all were done, False if a
+        stop request came first. A setup that cannot go on raises CRCError; a silent peer GroupStopped."""
+        finished = False
+        try:
+            self._deliver(transport, self.begin())
+            while not self.done and not self.stop.is_set():
+                for frame, key in transport.receive(self.deadline):
+                    self._deliver(transport, self.receive(frame, key))
+                    if self.done or self.stop.is_set():
+                        break
+                if not self.done and not self.stop.is_set() and self.clock() >= self.deadline:
+                    self._deliver(transport, self.expire())
+            finished = self.done
+        finally:
+            for liveness in (self.liveness, self.gossip and self.gossip.liveness):
+                if liveness is not None:
+                    liveness.close()
+            self.metrics.count_refused(self._refused_before, transport.refused())
+            self._save()
+            # After a setup error too, the frames already queued leave: a label holder that stops on a second label
+            # holder's request lets its own request reach it, so that both stop with the same line.
+            transport.close(0 if self.stop.is_set() else self.settings.final_linger_ms)
+        return finished
+
+    def _deliver(self, transport: PeerTransport, frames: Outgoing) -> None:
+        for address, frame in frames:
+            if transport.send_to(address, frame):
+                self.metrics.count_sent(1, len(frame))
+                kind = getattr(frame, "kind", "other")
+                self.metrics.messages_by_kind[kind] = self.metrics.messages_by_kind.get(kind, 0) + 1
+                self.metrics.bytes_by_kind[kind] = self.metrics.bytes_by_kind.get(kind, 0) + len(frame)
+            else:
+                self.metrics.send_dropped += 1
+                self.log.warning("queue to %s full: a frame was not sent", address)
+
+    def receive(self, frame: bytes, key: str | None) -> Outgoing:
+        """Decode a frame and take it; a rejection is counted by cause (and logged once per cause)."""
+        try:
+            try:
+                message = decode_group(frame, self.expect, key)
+            except Rejected as rejection:
+                if rejection.cause != "type" or self.gossip is None:
+                    raise
+                message = self.gossip.decode(frame, key)  # a block neighbour's statistics
+            frames = self._take_statistics(message) if isinstance(message, Message) else self.handle(message)
+        except Rejected as rejection:
+            self._reject(rejection)
+            return []
+        if self.liveness is not None and message.sender in self.liveness.peers:
+            self.liveness.heard(message.sender)  # alive: a member is marked down only after rounds of silence
+        self.metrics.messages_received += 1
+        self.metrics.bytes_received += len(frame)
+        return frames
+
+    def _reject(self, rejection: Rejected) -> None:
+        self.metrics.count_rejected(rejection.cause)
+        level = logging.WARNING if rejection.cause not in self._logged_causes else logging.DEBUG
+        self._logged_causes.add(rejection.cause)
+        self.log.log(level, "rejected message (%s) from %s: %s", rejection.cause, rejection.sender or "unknown sender",
+                     rejection.detail)
+
+    @property
+    def deadline(self) -> float:
+        """When ``expire`` is due, on ``clock``: the group's wait, or a hybrid peer's wait for its block neighbours."""
+        awaiting = self.gossip is not None and self.gossip.awaiting
+        return min(self.group_deadline, self.gossip.deadline) if awaiting else self.group_deadline
+
+    def expire(self) -> Outgoing:
+        """The ``deadline`` passed: the block neighbours' wait (their average is what arrived), or the group's."""
+        frames = []
+        if self.gossip is not None and self.gossip.awaiting and self.clock() >= self.gossip.deadline:
+            self.aggregated = self.gossip.average(self.stats)
+            frames += self.proceed()
+        if self.clock() >= self.group_deadline:
+            frames += self.expire_group()
+        return frames
+
+    # ------------------------------------------------------------------------------------- what the roles define
+
+    def begin(self) -> Outgoing:
+        """The first frames of a run (fresh or resumed)."""
+        raise NotImplementedError
+
+    def handle(self, message) -> Outgoing:
+        """Take a decoded message of the group; raise Rejected if it does not fit."""
+        raise NotImplementedError
+
+    def proceed(self) -> Outgoing:
+        """Do what the role can now (its statistics to start the pass from may have come)."""
+        raise NotImplementedError
+
+    def expire_group(self) -> Outgoing:
+        """The wait for the group ran out."""
+        raise NotImplementedError
+
+    def _role_vector(self) -> list:
+        """What the role adds to the checkpoint's vector."""
+        raise NotImplementedError
+
+    def _restore_role(self, vector: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _role_size(self) -> int:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------------------------ the group's rows
+
+    def align(self, group_ids: list[str]) -> None:
+        """Order this peer's rows by the group's ids (an AlignmentError if it names one this peer does not hold); the
+        rows of other ids are dropped and counted."""
+        self._use_rows(np.array(rows_in_order(self.data.ids, group_ids, self.data.source), dtype=np.int64))
+        dropped = len(self.data.ids) - len(self.rows)
+        self.log.log(logging.WARNING if dropped else logging.INFO,
+                     "aligned: the group holds %d instances; %d of this peer's %d rows dropped (ids not held by every "
+                     "member)", len(self.rows), dropped, len(self.data.ids))
+
+    def _use_rows(self, rows: np.ndarray) -> None:
+        self.rows = rows
+        self.phi = self.data.phi[rows]
+        self.y = None if self.data.y is None else self.data.y[rows]
+        self.ess = float(self.ess_option or len(rows) / self.lr)
+        self.metrics.instances, self.metrics.rows_dropped = len(rows), len(self.data.ids) - len(rows)
+
+    def start(self, labels: np.ndarray) -> None:
+        """Pass 0: the block's ML statistics of the group's one-hot ``labels`` (m, r) scaled to the ESS; the best
+        iterate so far."""
+        self.stats = self.steps.start(self.phi, labels, self.ess)
+        self.best, self.best_iterate = self.stats.copy(), 0
+
+    def advance(self, t: int, weights: np.ndarray | None, best: bool) -> None:
+        """Pass ``t``: keep the iterate just scored if ``best`` (vertical), then add ``weights`` (m, width), unless None,
+        to what the pass started from."""
+        if best and not self.hybrid:
+            self.best, self.best_iterate = self.stats.copy(), t - 1
+        if weights is not None:
+            self.stats = self.steps.step(self.aggregated, self.phi, weights)
+        if self.hybrid:  # no choice of the iterate: the last one is the classifier
+            self.best, self.best_iterate = self.stats, t
+
+    def next_round(self) -> Outgoing:
+        """After a pass that was not the last: what the next one starts from. Vertical: the statistics. Hybrid: this
+        block's statistics go to the block neighbours, and their average is awaited (it may be complete already)."""
+        if self.gossip is None:
+            self.aggregated = self.stats
+            return []
+        self.aggregated = None
+        frame = self.gossip.frame(self.stats, self.pass_)
+        self.gossip.await_round(self.pass_)
+        self._average_if_complete()
+        return [(peer, frame) for peer in self.gossip.neighbours]
+
+    def _take_statistics(self, message: Message) -> Outgoing:
+        self.gossip.take(message)
+        self._average_if_complete()
+        return self.proceed()
+
+    def _average_if_complete(self) -> None:
+        if self.aggregated is None and self.gossip.complete:
+            self.aggregated = self.gossip.average(self.stats)
+
+    def passed(self, t: int) -> None:
+        """Pass ``t`` is complete: count it, write the checkpoint."""
+        self.pass_ = t
+        self.metrics.rounds_done = t
+        now = time.perf_counter()
+        self.metrics.round_ms.append(1000 * (now - self._pass_started))
+        self._pass_started = now
+        self._save()
+        self.done = t >= self.passes
+
+    def wait_from_now(self) -> None:
+        """A new wait for the group begins: its deadline is Liveness's, and in a hybrid partition one timeout more (the
+        other members may be waiting for their block neighbours)."""
+        self._waiting_since = self.clock()
+        extra = self.settings.timeout_s if self.hybrid else 0.0
+        self.liveness.begin_round(0 if self.pass_ is None else self.pass_ + 1)
+        self.group_deadline = self.liveness.deadline() + extra
+
+    def waited(self) -> float:
+        return self.clock() - self._waiting_since
+
+    def frame(self, kind: str, round_: int, **fields) -> Frame:
+        frame = Frame(encode_group(kind, run=self.settings.run, sender=self.settings.bind, round_=round_,
+                                   schema_id=self.model.schema_id, **fields))
+        frame.kind = "start" if kind == "weights" and round_ == 0 else kind
+        return frame
+
+    def new_liveness(self, peers: tuple[str, ...]) -> Liveness:
+        return Liveness(peers, timeout_s=self.settings.timeout_s, first_round_timeout_s=self.settings.first_round_timeout_s,
+                        down_after=self.settings.down_after, clock=self.clock, metrics=self.metrics, log=self.log)
+
+    # ------------------------------------------------------------------------------------------------ checkpoints
+
+    @property
+    def identity(self) -> dict:
+        """What a checkpoint must match to be resumed. Its ``rounds`` are the passes (in a vertical partition the
+        rounds and the last, scoring-only pass), which bound the checkpoint's round."""
+        s = self.settings
+        found = {"bind": s.bind, "peers": sorted(s.peers), "rounds": self.passes, "run": s.run,
+                 "schema_id": self.model.schema_id, "role": self.role, "block": self.block, "rows": len(self.data.ids),
+                 "ess": self.ess_option, "lr": self.lr}
+        if self.gossip is not None:
+            found["block_neighbours"] = sorted(self.gossip.neighbours)
+        if self.masks is not None:
+            found["secure_aggregation"] = True
+        return found
+
+    def _vector(self) -> np.ndarray:
+        """The checkpoint's vector: statistics, best statistics, best iterate, each own row's position in the group's
+        order (-1: dropped), then the role's part."""
+        positions = np.full(len(self.data.ids), -1.0)
+        positions[self.rows] = np.arange(len(self.rows))
+        return np.concatenate([self.stats, self.best, [self.best_iterate], positions, *self._role_vector()])
+
+    def _vector_size(self) -> int:
+        return 2 * self.steps.size + 1 + len(self.data.ids) + self._role_size()
+
+    def _save(self) -> None:
+        if self.pass_ is not None:
+            self.checkpoints.save(PeerState(self.pass_, self._vector()), self.metrics)
+
+    def _resume(self) -> bool:
+        """Continue from the checkpoint if there is one (True); one that does not hold what this peer writes is a
+        CRCError."""
+        found = self.checkpoints.load(PeerState(0, np.zeros(self._vector_size())))
+        if found is None:
+            return False
+        state, metrics = found
+        try:
+            self._restore(state.round, state.stats)
+            self.metrics = VerticalMetrics.from_json(metrics)
+        except (CRCError, Rejected) as exc:
+            raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: {exc}") from None
+        self.pass_, self.done = state.round, state.round >= self.passes
+        self.log.info("resumed from checkpoint at pass %d of %d", self.pass_, self.passes)
+        return True
+
+    def _restore(self, round_: int, vector: np.ndarray) -> None:
+        size, n = self.steps.size, len(self.data.ids)
+        stats, best, iterate = vector[:size], vector[size:2 * size], vector[2 * size]
+        positions = vector[2 * size + 1:2 * size + 1 + n]
+        held = np.flatnonzero(positions >= 0)
+        order = positions[held]
+        if not (np.all(positions == np.round(positions)) and np.all(positions >= -1) and held.size
+                and np.array_equal(np.sort(order), np.arange(held.size))):
+            raise CRCError("the rows' positions in the group's order are not a permutation")
+        if not (iterate == round(iterate) and 0 <= iterate <= round_):
+            raise CRCError(f"best iterate {iterate!r} out of range")
+        rows = np.empty(held.size, dtype=np.int64)
+        rows[order.astype(np.int64)] = held
+        self._use_rows(rows)
+        for part in (stats, best):
+            check_statistics(part, self.steps.part, self.ess)
+        self.stats, self.best, self.best_iterate = stats.copy(), best.copy(), int(iterate)
+        self._restore_role(vector[2 * size + 1 + n:])

@@ -1,0 +1,220 @@
+"""`crc split`, `crc node` and `crc launch` with --partition vertical:K: the files, the options, and every bad input one
+line with its exit status (1 for a problem, 2 for a command line that does not fit, 3 for a group that stopped)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from crc.cli.main import main
+from crc.core.schema import Schema
+from crc.nodes.launcher import free_ports
+from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.tables.reader import read_csv
+
+WAIT_S = 60.0
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line(result, status: int, message: str) -> None:
+    assert result.exit_code == status, result.output
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory):
+    out = tmp_path_factory.mktemp("vertical")
+    result = run("split", "--data", "wdbc", "--partition", "vertical:2", "--out", out)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_split_writes_each_peers_block_with_ids_in_an_order_of_its_own(group):
+    schema = Schema.load(group / "schema.json")
+    blocks = json.loads((group / "blocks.json").read_text())["blocks"]
+    assert sorted(name for block in blocks for name in block) == sorted(schema.feature_names)
+    files = [read_csv(group / f"node-{b}.csv") for b in range(2)]
+    assert list(files[0]) == ["id", *blocks[0], schema.label] and list(files[1]) == ["id", *blocks[1]]
+    ids = [f["id"].cells() for f in files]
+    assert sorted(ids[0]) == sorted(ids[1]) and ids[0] != ids[1] and len(ids[0]) == 427
+    assert list(read_csv(group / "test.csv")) == [*schema.feature_names, schema.label]
+
+
+def test_split_of_a_hybrid_partition_writes_each_groups_blocks(tmp_path):
+    result = run("split", "--data", "wdbc", "--partition", "hybrid:2x3", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    files = [read_csv(tmp_path / f"node-{p}.csv") for p in range(6)]
+    ids = [set(f["id"].cells()) for f in files]
+    assert ids[0] == ids[1] == ids[2] and ids[3] == ids[4] == ids[5] and not ids[0] & ids[3]
+    assert len(ids[0] | ids[3]) == 427 and ["class" in f for f in files] == [True, False, False] * 2
+
+
+def test_split_can_leave_rows_out_for_a_trial_of_the_alignment(tmp_path):
+    result = run("split", "--data", "wdbc", "--partition", "vertical:3", "--drop-ids", "0.1", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    sizes = [len(read_csv(tmp_path / f"node-{b}.csv")["id"]) for b in range(3)]
+    common = set.intersection(*(set(read_csv(tmp_path / f"node-{b}.csv")["id"].cells()) for b in range(3)))
+    assert sizes == [384] * 3 and f"every peer of a group holds {len(common)} of the group's 427 instances" in \
+        " ".join(result.output.split())
+    one_line(run("split", "--data", "wdbc", "--drop-ids", "0.1", "--out", tmp_path / "h"), 2,
+             "--drop-ids is for a vertical or hybrid --partition")
+
+
+def test_real_peers_refuse_what_a_group_of_blocks_does_not_take():
+    for extra, message in [
+        (["--secure-aggregation"], "--secure-aggregation: not with --partition vertical:2 on real peers (the label "
+                                   "holder learns only the sum of its members' scores, which needs a vertical group of "
+                                   "three peers or more)"),
+        (["--dp-epsilon", "1"], "--dp-epsilon: not with --partition vertical:2 on real peers"),
+        (["--model", "pc"], "--model pc: not with --partition vertical:2 on real peers (groups of real peers learn naive "
+                            "Bayes or QDA blocks so far)"),
+    ]:
+        one_line(run("launch", "--data", "wdbc", "--partition", "vertical:2", *extra), 2, message)
+    one_line(run("launch", "--data", "wdbc", "--partition", "hybrid", "--momentum", "0.5"), 2,
+             "--momentum: not with --partition hybrid, whose 4 peers follow from the partition")
+    one_line(run("launch", "--data", "wdbc", "--partition", "hybrid", "--aggregate", "clipped"), 2,
+             "--aggregate: not with --partition hybrid on real peers")
+
+
+def test_launch_of_a_vertical_group_prints_the_summary_and_writes_the_network_section(tmp_path):
+    out = tmp_path / "r.json"
+    result = run("-q", "launch", "--data", "wdbc", "--partition", "vertical:2", "--rounds", "3", "--no-rc-converged",
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    results = json.loads(out.read_text())
+    assert results["config"]["partition"] == "vertical:2" and results["network"]["finished"] == 2
+    assert "2 peers hold the same 427 training instances" in " ".join(result.output.split())
+
+
+def node(group, block, *extra, data=None, peers="tcp://127.0.0.1:2"):
+    return run("node", "--partition", "vertical:2", "--blocks", group / "blocks.json", "--block", block,
+               "--bind", "tcp://127.0.0.1:1", "--peers", peers, "--data", data or group / f"node-{block}.csv",
+               "--schema", group / "schema.json", "--out", group / "m.json", "--insecure", *extra)
+
+
+def edited(group, block, tmp_path, edit) -> str:
+    lines = (group / f"node-{block}.csv").read_text().splitlines()
+    path = tmp_path / "edited.csv"
+    path.write_text("\n".join(edit(lines)) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: lines + [lines[1]], "appears twice"),
+    (lambda lines: lines[:1] + [",".join(["", *lines[1].split(",")[1:]])] + lines[2:], "an instance id must be a non-empty text"),
+    (lambda lines: [lines[0].replace("id", "key", 1)] + lines[1:], "no id column 'id'"),
+    (lambda lines: [lines[0] + ",x99"] + [line + ",1" for line in lines[1:]], "'x99' are neither this block's features"),
+    (lambda lines: lines[:1], "header but no data rows"),
+])
+def test_a_peers_file_is_checked_before_any_network_activity(group, tmp_path, edit, message):
+    one_line(node(group, 1, data=edited(group, 1, tmp_path, edit)), 1, message)
+
+
+@pytest.mark.parametrize("extra, status, message", [
+    (["--peers", "tcp://127.0.0.1:2,tcp://127.0.0.1:3"], 1,
+     "--peers lists 2 address(es): the other members of a group of vertical:2 are 1"),
+    (["--block", "2"], 1, "--block 2: a vertical:2 group has blocks 0 to 1"),
+    (["--dp-epsilon", "1"], 2, "--dp-epsilon: not with --partition vertical:2"),
+    (["--secure-aggregation"], 2, "--secure-aggregation derives its masks from the peers' CURVE keys"),
+    (["--partition", "hybrid:2x2"], 2, "--partition hybrid:2x2 needs --ess"),
+    (["--block-peers", "tcp://127.0.0.1:5"], 2, "--block-peers is for a peer of a hybrid partition"),
+    (["--model", "pc"], 1, "not 'pc' yet"),
+])
+def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, status, message):
+    args = list(extra)
+    if args[:1] == ["--peers"]:
+        one_line(node(group, 0, peers=args[1]), status, message)
+        return
+    if args[:1] == ["--block"]:
+        one_line(node(group, int(args[1])), status, message)
+        return
+    one_line(node(group, 0, *args), status, message)
+
+
+def test_blocks_without_a_vertical_partition_are_refused(group):
+    one_line(run("node", "--blocks", group / "blocks.json", "--bind", "tcp://127.0.0.1:1", "--data", group / "node-0.csv",
+                 "--schema", group / "schema.json", "--out", group / "m.json", "--insecure"), 2,
+             "--blocks, --block and --block-peers are for a peer of a group holding one block of features")
+
+
+class Peers:
+    """`crc node` processes of a vertical:2 group on the files of ``group`` (plaintext), always reaped."""
+
+    def __init__(self, group, tmp_path):
+        self.group, self.tmp_path = group, tmp_path
+        self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(2)]
+        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
+        self.processes = {}
+
+    def start(self, block: int, data) -> None:
+        command = [sys.executable, "-I", "-m", "crc", "node", "--partition", "vertical:2", "--blocks", str(self.group / "blocks.json"),
+                   "--block", str(block), "--bind", self.addresses[block], "--peers", self.addresses[1 - block],
+                   "--data", str(data), "--schema", str(self.group / "schema.json"), "--out",
+                   str(self.tmp_path / f"m-{block}.json"), "--insecure", "--rounds", "3", "--timeout", "1",
+                   "--first-round-timeout", "3", "--down-after", "1"]
+        with open(self.log_path(block), "ab") as log, open(os.devnull, "r+b") as devnull:
+            if self.spawner is not None:
+                self.processes[block] = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
+            else:
+                self.processes[block] = subprocess.Popen(command, stdin=devnull, stdout=devnull, stderr=log,
+                                                         env={**os.environ, **SINGLE_THREADED})
+
+    def log_path(self, block: int):
+        return self.tmp_path / f"node-{block}.log"
+
+    def errors(self) -> dict[int, tuple[int, str]]:
+        """Each peer's exit status and its last line (its error)."""
+        codes = {block: process.wait(timeout=WAIT_S) for block, process in self.processes.items()}
+        return {block: (code, self.log_path(block).read_text().strip().splitlines()[-1]) for block, code in codes.items()}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            for process in self.processes.values():
+                if process.poll() is None:
+                    process.kill()
+                process.wait(timeout=10)
+        finally:
+            if self.spawner is not None:
+                self.spawner.close()
+
+
+def test_two_label_holders_are_one_line_and_exit_1(group, tmp_path):
+    with_label = edited(group, 1, tmp_path, lambda lines: [lines[0] + ",class"] + [line + ",B" for line in lines[1:]])
+    with Peers(group, tmp_path) as peers:
+        peers.start(0, group / "node-0.csv")
+        peers.start(1, with_label)
+        errors = peers.errors()
+    assert {code for code, _ in errors.values()} == {1}
+    assert all(line.startswith("Error: two label holders in the group") for _, line in errors.values())
+
+
+def test_no_label_holder_is_one_line_and_exit_1(group, tmp_path):
+    without = edited(group, 0, tmp_path, lambda lines: [",".join(line.split(",")[:-1]) for line in lines])
+    with Peers(group, tmp_path) as peers:
+        peers.start(0, without)
+        peers.start(1, group / "node-1.csv")
+        errors = peers.errors()
+    assert {code for code, _ in errors.values()} == {1}
+    assert all(line.startswith("Error: no label holder: no peer of the group sent a PSI request within 3 s")
+               for _, line in errors.values())
+
+
+def test_no_overlap_is_one_line_and_exit_1_and_stops_the_group(group, tmp_path):
+    renamed = edited(group, 1, tmp_path, lambda lines: lines[:1] + ["other-" + line for line in lines[1:]])
+    with Peers(group, tmp_path) as peers:
+        peers.start(0, group / "node-0.csv")
+        peers.start(1, renamed)
+        errors = peers.errors()
+    assert errors[0][0] == 1 and errors[0][1].startswith("Error: no instance id is held by every member of the group")
+    assert errors[1][0] == 3 and "the group stops" in errors[1][1]

@@ -1,0 +1,166 @@
+"""A vertical group of real `crc node --partition vertical:K` processes on 127.0.0.1: equal to the simulator through the
+launcher; a dead member stops the group with exit status 3, a restarted one resumes. Every wait bounded, every process
+reaped. The group's logic itself is tested in-process in test_vertical_peers.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from crc.core.model_file import load_model
+from crc.nodes.checkpoint import completed_round
+from crc.nodes.deployment import write_vertical_deployment
+from crc.nodes.keys import write_peer_keys
+from crc.nodes.launcher import free_ports
+from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.nodes.vertical_launcher import launch_groups, vertical_node_command
+from crc.protocol import SimulationConfig
+from crc.protocol.simulator import simulate
+from crc.tables.datasets import load_dataset
+from crc.topologies import network_factory
+from support.vertical import hybrid_reference, reference
+
+WAIT_S = 60.0
+ROUNDS = 8
+
+
+def assert_same_statistics(actual, desired):
+    np.testing.assert_allclose(actual, desired, rtol=1e-9, atol=1e-9 * np.abs(desired).max())
+
+
+def test_launch_of_a_vertical_group_equals_simulate(tmp_path):
+    config = SimulationConfig.from_settings(data="wdbc", partition="vertical:3", rounds=ROUNDS, rc_converged=False)
+    results = launch_groups(config, tmp_path)
+    expected = simulate(config, network_factory(config.topology))
+    ref = reference("wdbc", "nb", 3, rounds=ROUNDS)
+    joined = ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
+    assert_same_statistics(joined, ref.best)
+    for section in ("crc", "rc", "ml"):
+        for key, value in expected[section].items():
+            assert results[section][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (section, key)
+    assert results["config"]["block_features"] == expected["config"]["block_features"]
+    network = results["network"]
+    assert network["finished"] == 3 and network["rejected"] == 0 and network["missing"] == 0
+    assert network["instances"] == 427 and network["encrypted"]
+    holder, *members = network["peers"]
+    assert holder["role"] == "label holder" and holder["messages_per_round"] == 2.0  # weights to both members
+    assert all(m["role"] == "member" and m["messages_per_round"] == 1.0 for m in members)  # scores to the holder
+    assert members[0]["bytes_per_round"] > 8 * 427 * 2  # a row of two scores per instance, and the envelope
+    assert network["messages"] == 2 * (1 + 1 + 1 + ROUNDS + 1) + 2 * (1 + ROUNDS + 1)
+
+
+def test_launch_with_secure_aggregation_of_the_scores_follows_simulate(tmp_path):
+    config = SimulationConfig.from_settings(data="wdbc", model="qda", partition="vertical:3", rounds=ROUNDS,
+                                            secure_aggregation=True, rc_converged=False)
+    results = launch_groups(config, tmp_path)
+    ref = reference("wdbc", "qda", 3, rounds=ROUNDS)
+    joined = ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
+    np.testing.assert_allclose(joined, ref.best, rtol=1e-6, atol=1e-6 * np.abs(ref.best).max())  # the fixed point
+    assert all(load_model(tmp_path / f"model-{b}.json").metrics["secure_aggregation"] for b in range(3))
+    assert results["secure_aggregation"] == {"scores": "the members' sum", "members": 2}
+    assert results["network"]["rejected"] == 0
+
+
+def test_launch_of_hybrid_groups_equals_simulate(tmp_path):
+    """More rounds than the window of early statistics (8): groups run up to a round apart."""
+    rounds = 12
+    config = SimulationConfig.from_settings(data="wdbc", model="qda", partition="hybrid:3x2", topology="tree",
+                                            rounds=rounds, rc_converged=False)
+    results = launch_groups(config, tmp_path)
+    expected = simulate(config, network_factory(config.topology))
+    ref = hybrid_reference("wdbc", "qda", 3, 2, rounds=rounds, topology="tree")
+    for g in range(3):
+        joined = ref.model.join([load_model(tmp_path / f"model-{2 * g + b}.json").stats for b in range(2)])
+        assert_same_statistics(joined, ref.best[g])
+    for section in ("crc", "rc", "ml"):
+        for key, value in expected[section].items():
+            assert results[section][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (section, key)
+    network = results["network"]
+    assert network["finished"] == 6 and network["rejected"] == 0 and network["missing"] == 0
+    assert network["instances"] == 427 and results["evaluation"]["nodes"] == 3
+
+
+class Group:
+    """``crc node`` processes of a vertical:3 group on wdbc (in plaintext), watched and always reaped."""
+
+    def __init__(self, directory, *, rounds: int = ROUNDS, timeout: float = 1.0, first_round_timeout: float = 10.0):
+        self.config = SimulationConfig.from_settings(data="wdbc", partition="vertical:3", rounds=rounds, rc_converged=False)
+        self.ref = reference("wdbc", "nb", 3, rounds=rounds)
+        self.directory, self.timeout, self.first_round_timeout = directory, timeout, first_round_timeout
+        write_vertical_deployment(load_dataset("wdbc"), self.ref.rep.split, directory, seed=0)
+        self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(3)]
+        write_peer_keys(directory, self.addresses, force=True)
+        self.processes: dict[int, subprocess.Popen] = {}
+        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
+
+    def start(self, block: int, *extra: str) -> None:
+        command = vertical_node_command(block, self.addresses, self.ref.config, members=[b for b in range(3) if b != block],
+                                        block_peers=[], workdir=self.directory, ess=self.ref.ess,
+                                        timeout=self.timeout, first_round_timeout=self.first_round_timeout, log_level="info")
+        command = [*command, "--down-after", "2", *extra]
+        with open(self.directory / f"node-{block}.log", "ab") as log, open(os.devnull, "r+b") as devnull:
+            if self.spawner is not None:  # forked from a process that imported what a peer needs: a fast start
+                self.processes[block] = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
+            else:
+                self.processes[block] = subprocess.Popen(command, stdin=devnull, stdout=devnull, stderr=log,
+                                                         env={**os.environ, **SINGLE_THREADED})
+
+    def log(self, block: int) -> str:
+        return (self.directory / f"node-{block}.log").read_text()
+
+    def wait_for_pass(self, block: int, done: int) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while (completed_round(self.directory / f"checkpoint-{block}") or 0) < done:
+            assert time.monotonic() < deadline and self.processes[block].poll() is None, self.log(block)
+            time.sleep(0.01)
+
+    def wait(self, blocks=(0, 1, 2)) -> dict[int, int]:
+        return {block: self.processes[block].wait(timeout=WAIT_S) for block in blocks}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            for process in self.processes.values():
+                if process.poll() is None:
+                    process.kill()
+                process.wait(timeout=10)
+        finally:
+            if self.spawner is not None:
+                self.spawner.close()
+
+
+def test_a_killed_member_restarted_resumes_and_the_group_equals_the_simulator(tmp_path):
+    with Group(tmp_path, rounds=200, timeout=2.0) as group:
+        for block in range(3):
+            group.start(block)
+        group.wait_for_pass(2, 3)
+        group.processes[2].send_signal(signal.SIGKILL)
+        group.processes[2].wait(timeout=10)
+        group.start(2)
+        assert group.wait() == {0: 0, 1: 0, 2: 0}, group.log(2)
+        assert "resumed from checkpoint" in group.log(2)
+        joined = group.ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
+        assert_same_statistics(joined, group.ref.best)
+
+
+def test_a_stopped_member_stops_the_group_with_exit_status_3(tmp_path):
+    with Group(tmp_path, rounds=1000, timeout=1.0, first_round_timeout=3.0) as group:
+        for block in range(3):
+            group.start(block)
+        group.wait_for_pass(1, 2)
+        group.processes[1].send_signal(signal.SIGTERM)
+        began = time.monotonic()
+        assert group.wait((1,)) == {1: 128 + signal.SIGTERM}  # stopped, after its checkpoint
+        assert completed_round(tmp_path / "checkpoint-1") >= 2
+        codes = group.wait((0, 2))
+        assert codes == {0: 3, 2: 3}
+        assert time.monotonic() - began < 3.0 + 2 * 1.0 + 3.0  # the start-up allowance at most, then two waits of 1 s
+        assert group.addresses[1] in group.log(0) and "the group stops" in group.log(0)
+        assert not (tmp_path / "model-0.json").exists()

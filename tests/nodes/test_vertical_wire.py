@@ -1,0 +1,66 @@
+"""The vertical group's messages (crc.nodes.vertical_wire): every type round-trips; hostile frames are rejected with
+their cause before anything is used."""
+
+import msgpack
+import numpy as np
+import pytest
+
+from crc.nodes.vertical_wire import FIELDS, GroupExpectation, PSIAnswer, PSIIds, PSIRequest, Scores, Weights, decode_group, encode_group
+from crc.nodes.wire import Rejected
+
+ME, HOLDER, MEMBER = "tcp://127.0.0.1:7000", "tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"
+SCHEMA = "ab" * 32
+EXPECT = GroupExpectation(run="crc", schema_id=SCHEMA, neighbours=frozenset({HOLDER, MEMBER}), rows=5, width=2)
+
+
+def frame(kind, sender=HOLDER, round_=1, **fields):
+    return encode_group(kind, run="crc", sender=sender, round_=round_, schema_id=SCHEMA, **fields)
+
+
+def test_every_type_round_trips():
+    values = np.arange(10.0).reshape(5, 2) - 4.5
+    assert decode_group(frame("psi-request", ids=3, request=b"r"), EXPECT) == PSIRequest(HOLDER, 1, 3, b"r")
+    assert decode_group(frame("psi-answer", ids=4, block=2, setup=b"s", response=b"p"), EXPECT) == \
+        PSIAnswer(HOLDER, 1, 4, 2, b"s", b"p")
+    assert decode_group(frame("psi-ids", ids=["a", "b"]), EXPECT) == PSIIds(HOLDER, 1, ("a", "b"))
+    scores = decode_group(frame("scores", values=values), EXPECT)
+    assert isinstance(scores, Scores) and np.array_equal(scores.values, values.reshape(-1))
+    weights = decode_group(frame("weights", best=True, values=values[:0]), EXPECT)
+    assert isinstance(weights, Weights) and weights.best is True and weights.values.size == 0
+
+
+def packed(**changes):
+    body = {"v": 1, "type": "scores", "run": "crc", "from": HOLDER, "round": 1, "schema": SCHEMA, "n": 1,
+            "data": np.zeros(1).tobytes(), **changes}
+    return msgpack.packb({k: v for k, v in body.items() if v is not None}, use_bin_type=True)
+
+
+@pytest.mark.parametrize("raw, cause", [
+    (packed(v=2), "version"), (packed(run="other"), "run"), (packed(schema="cd" * 32), "schema"),
+    (packed(**{"from": "tcp://127.0.0.1:9"}), "sender"), (packed(type="stats"), "type"), (packed(n=None), "malformed"),
+    (packed(round=True), "malformed"), (packed(round=-1), "malformed"), (packed(n=2), "length"),
+    (packed(data=np.array([np.nan]).tobytes()), "non-finite"), (packed(data=np.array([1e300]).tobytes()), "magnitude"),
+    (packed(extra=1), "malformed"), (b"\x92\x01\x02", "malformed"), (b"\xc1", "malformed"),
+    (msgpack.packb({"v": 1, "type": "psi-ids", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
+                    "ids": [str(i) for i in range(6)]}), "malformed"),  # more ids than this peer holds
+    (msgpack.packb({"v": 1, "type": "weights", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
+                    "best": 1, "n": 0, "data": b""}), "malformed"),  # best must be a bool
+    (b"\x00" * (EXPECT.max_frame_bytes + 1), "oversized"),
+])
+def test_hostile_frames_are_rejected_with_their_cause(raw, cause):
+    with pytest.raises(Rejected) as caught:
+        decode_group(raw, EXPECT)
+    assert caught.value.cause == cause
+
+
+def test_with_keys_a_frame_must_come_with_the_key_of_the_member_it_names():
+    keyed = GroupExpectation(run="crc", schema_id=SCHEMA, neighbours=frozenset({HOLDER}), rows=5, width=2,
+                             known_keys={HOLDER: "k" * 40})
+    good = frame("psi-request", ids=1, request=b"r")
+    assert decode_group(good, keyed, "k" * 40).sender == HOLDER
+    with pytest.raises(Rejected, match="forged"):
+        decode_group(good, keyed, "x" * 40)
+
+
+def test_every_field_list_has_the_common_fields():
+    assert all({"v", "type", "run", "from", "round", "schema"} <= fields for fields in FIELDS.values())
