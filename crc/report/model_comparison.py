@@ -4,7 +4,7 @@ mixture-of-nodes baseline, one Markdown line per (data set, model)."""
 from __future__ import annotations
 
 from crc.report.format import DEGENERATE_NOTE, HIGHLIGHTING, degenerate_loglik, gap, heading, loglik, markdown_row, number
-from crc.report.plots import circuits_figure
+from crc.report.plots import methods_figure
 from crc.report.table_kind import Plot, TableKind
 
 METHODS = ("ml", "rc", "crc", "mixture_of_nodes")
@@ -69,7 +69,7 @@ class ModelComparisonKind(TableKind):
         if not panels:
             return []
         title = f"{table['table']}: test error of each model under ML, RC and CRC (round 64)"
-        return [Plot("errors", lambda path: circuits_figure(panels, path, title=title))]
+        return [Plot("errors", lambda path: methods_figure(panels, path, title=title))]
 
 
 def _circuit_verdict(table: dict, row: dict) -> str:

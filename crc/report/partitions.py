@@ -4,10 +4,15 @@ vertical and hybrid partitions, beside the figures the federated-circuits paper 
 from __future__ import annotations
 
 from crc.report.format import heading, markdown_row, number
-from crc.report.table_kind import TableKind
+from crc.report.plots import methods_figure
+from crc.report.table_kind import Plot, TableKind
 
 METHODS = (("CRC", "crc"), ("RC", "rc"), ("FedPC one-pass (here)", "baseline"))
 """The methods of a cell: (header, prefix of its summary keys)."""
+PLOTTED = (("baseline", "FedPC one-pass (here)", {"marker": "x", "color": "0.45", "markersize": 4.5}),
+           ("rc", "RC", {"marker": "o", "color": "black", "markersize": 3.5}),
+           ("crc", "CRC (mean over peers)", {"marker": "s", "color": "C0", "markersize": 4}))
+"""The methods of the table's figure: (summary prefix, legend label, matplotlib style)."""
 PAPER_DATA = {"wdbc": "Cancer", "german": "Credit"}
 """The paper's data set beside each bundled one (german is a small stand-in for its credit data)."""
 PAPER = {
@@ -85,3 +90,21 @@ class PartitionsKind(TableKind):
                   "federated-circuits paper's Table 6 as printed, on its own data (Cancer beside wdbc, Credit beside "
                   "german), splits and models; they are not run here."]
         return "\n".join(lines) + "\n"
+
+    def plots(self, table: dict) -> list[Plot]:
+        """Per data set, the test accuracy of CRC, RC and the one-pass baseline in every (setting, model) column."""
+        panels = {}
+        for row in table["rows"]:
+            columns = []
+            for column in table["columns"]:
+                cell = row["cells"].get(column["key"], {})
+                figures = {prefix: cell[f"{prefix}_accuracy"] for prefix, _, _ in PLOTTED if f"{prefix}_accuracy" in cell}
+                if figures:
+                    columns.append((column["header"].replace(" peers", "").replace("horizontal", "h."), figures))
+            if columns:
+                panels[row["data"]] = columns
+        if not panels:
+            return []
+        title = f"{table['table']}: test accuracy under horizontal, vertical and hybrid partitions"
+        return [Plot("accuracy", lambda path: methods_figure(panels, path, title=title, methods=PLOTTED,
+                                                               ylabel="test accuracy"))]

@@ -178,10 +178,17 @@ def gap_figure(series: dict[str, list[tuple[float, float]]], path, *, title: str
         return _save(plt, figure, path)
 
 
-def circuits_figure(panels: dict[str, list[tuple[str, dict[str, float]]]], path, *, title: str) -> list[Path]:
-    """Per data set: each model's test error under ML, RC and CRC (a line from RC to CRC: the gap).
+MODEL_METHODS = (("ml", "ML", {"marker": "x", "color": "0.45", "markersize": 4.5}),
+                 ("rc", "RC", {"marker": "o", "color": "black", "markersize": 3.5}),
+                 ("crc", "CRC (mean over peers)", {"marker": "s", "color": "C0", "markersize": 4}))
+"""The methods of ``methods_figure``'s default: (key, legend label, matplotlib style)."""
 
-    ``panels`` is ``{data set: [(model label, {"ml", "rc", "crc"}: test error)]}``.
+
+def methods_figure(panels: dict[str, list[tuple[str, dict[str, float]]]], path, *, title: str,
+                   methods=MODEL_METHODS, ylabel: str = "test error") -> list[Path]:
+    """Per data set: each model's figure under every method of ``methods`` (a line from RC to CRC: the gap).
+
+    ``panels`` is ``{data set: [(model label, {method key: figure})]}``; ``methods`` are (key, label, style).
     """
     if not panels:
         raise CRCError("nothing to plot: no finished cells")
@@ -191,13 +198,11 @@ def circuits_figure(panels: dict[str, list[tuple[str, dict[str, float]]]], path,
         figure, axes = plt.subplots(rows, columns, figsize=(FULL_WIDTH, 1.9 * rows + 0.5), squeeze=False)
         for ax, (name, models) in zip(axes.flat, panels.items()):
             xs = range(len(models))
-            for x, (_, errors) in zip(xs, models):
-                if "rc" in errors and "crc" in errors:
-                    ax.plot([x, x], [errors["rc"], errors["crc"]], color="C0", linewidth=1.0, zorder=2)
-            for key, label, style in (("ml", "ML", {"marker": "x", "color": "0.45", "markersize": 4.5}),
-                                      ("rc", "RC", {"marker": "o", "color": "black", "markersize": 3.5}),
-                                      ("crc", "CRC (mean over peers)", {"marker": "s", "color": "C0", "markersize": 4})):
-                points = [(x, errors[key]) for x, (_, errors) in zip(xs, models) if key in errors]
+            for x, (_, figures) in zip(xs, models):
+                if "rc" in figures and "crc" in figures:
+                    ax.plot([x, x], [figures["rc"], figures["crc"]], color="C0", linewidth=1.0, zorder=2)
+            for key, label, style in methods:
+                points = [(x, figures[key]) for x, (_, figures) in zip(xs, models) if key in figures]
                 ax.plot([p[0] for p in points], [p[1] for p in points], linestyle="none", label=label, zorder=3, **style)
             ax.set_xticks(list(xs))
             ax.set_xticklabels([label for label, _ in models], rotation=90)
@@ -206,8 +211,9 @@ def circuits_figure(panels: dict[str, list[tuple[str, dict[str, float]]]], path,
         for ax in list(axes.flat)[len(panels):]:
             ax.axis("off")
         for ax in axes[:, 0]:
-            ax.set_ylabel("test error")
-        figure.legend(*_legend_handles(axes), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False)
+            ax.set_ylabel(ylabel)
+        figure.legend(*_legend_handles(axes), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(methods),
+                      frameon=False)
         figure.suptitle(title)
         figure.tight_layout()
         return _save(plt, figure, path)

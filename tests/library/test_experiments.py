@@ -192,4 +192,5 @@ def test_the_committed_cells_of_the_papers_tables_are_still_the_cells_they_plan(
     cells = plan(TABLES[name], [row["data"] for row in table["rows"]], repeats=5, seed=0)
     stored = [cell for cell in cells if cell.path(COMMITTED).exists()]
     assert stored and all(_is_done(cell, COMMITTED) for cell in stored)
-    assert all(cell.config.algorithm == "paper" for cell in cells)
+    if TABLES[name].algorithm == "paper":  # the paper's tables; fedpc's horizontal columns run the default
+        assert all(cell.config.algorithm == "paper" for cell in cells)
