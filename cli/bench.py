@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import click
 
-from crc.bench import REPEATS, engine_versus_loop, models_versus_nb, peers_run, scale_run
+from crc.bench import REPEATS, VERTICAL_BLOCKS, VERTICAL_DATASETS, engine_versus_loop, models_versus_nb, peers_run, scale_run, vertical_run
 from crc.cli.model_options import with_model_options
 from crc.cli.options import out_option
 from crc.cli.output import emit_json
 from crc.protocol import SimulationConfig
 
 
+def _names(listed: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in listed.split(",") if name.strip())
+
+
+def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
+    """``--vertical-blocks``: whole numbers from 1."""
+    try:
+        sizes = tuple(int(k) for k in _names(value))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: comma-separated whole numbers, e.g. 2,4,8") from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter(f"{value!r}: at least one group size, each 1 or more")
+    return sizes
+
+
 @click.command()
-@click.option("--only", type=click.Choice(["engine", "scale", "models", "peers"]), default=None, help="Run one part only.")
+@click.option("--only", type=click.Choice(["engine", "scale", "models", "peers", "vertical"]), default=None,
+              help="Run one part only.")
 @click.option("--data", default="letter", show_default=True, help="Data set of the engine and peers parts.")
 @with_model_options
 @click.option("--repeats", type=click.IntRange(min=1), default=REPEATS, show_default=True,
@@ -20,9 +36,13 @@ from crc.protocol import SimulationConfig
 @click.option("--scale-nodes", type=click.IntRange(min=2), default=10_000, show_default=True, help="Peers of the scale run.")
 @click.option("--scale-local-size", type=click.IntRange(min=1), default=50, show_default=True,
               help="Local instances per peer of the scale run.")
+@click.option("--vertical-datasets", default=",".join(VERTICAL_DATASETS), show_default=True,
+              help="Comma-separated bundled data sets of the vertical part.")
+@click.option("--vertical-blocks", default=",".join(map(str, VERTICAL_BLOCKS)), show_default=True, callback=_group_sizes,
+              help="Comma-separated group sizes K (feature blocks) of the vertical part.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
 @out_option("the JSON")
-def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model):
+def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets, vertical_blocks, seed, out, **model):
     """Measure the CRC engine; prints JSON.
 
     engine: the paper's algorithm in its default setting (50 peers x 50
@@ -43,6 +63,11 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model
     bytes a message takes on a TCP connection, counted by a relay) and with
     secure aggregation (secure_aggregation_cost: messages, bytes and round
     times beside the CURVE run's, and the fraction of messages protected).
+    vertical: for each of --vertical-datasets and each K of --vertical-blocks,
+    one vertical group of K real peers (`crc launch --partition vertical:K`,
+    64 rounds) beside K horizontal peers sharing the same training instances,
+    in the same run: set-up (alignment and start), round p50/p99, bytes a peer
+    sends a round, test gap to RC.
     """
     report = {}
     if only in (None, "engine"):
@@ -55,4 +80,8 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, seed, out, **model
         report["models"] = models_versus_nb(repeats, seed)
     if only in (None, "peers"):
         report["peers"] = peers_run(SimulationConfig.from_settings(data=data, nodes=16, seed=seed, **model))
+    if only in (None, "vertical"):
+        report["vertical"] = vertical_run(_names(vertical_datasets), vertical_blocks,
+                                          seed=seed, **model)
     emit_json(report, out=out, to_stdout=True)
+

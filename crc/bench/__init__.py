@@ -275,3 +275,51 @@ def _transport_figures(results: dict, simulated: dict) -> dict:
         "wire": wire_bytes(frame, encrypted=net["encrypted"]),
         "same_test_error_as_simulate": abs(results["crc"]["test_error"] - simulated["crc"]["test_error"]) < 1e-12,
     }
+
+
+VERTICAL_DATASETS = ("letter", "magic", "optdigits")
+VERTICAL_BLOCKS = (2, 4, 8)
+
+
+def vertical_run(datasets=VERTICAL_DATASETS, blocks=VERTICAL_BLOCKS, **settings) -> dict:
+    """Real peers of one vertical group (``crc launch --partition vertical:K``, CURVE keys) on each data set for each
+    K of ``blocks``, beside K horizontal peers (a random tree) sharing the same training instances in the same run:
+    the set-up (alignment and start), a round's time (p50, p99) and the bytes a peer sends a round.
+
+    A vertical round is a pass of the group: every member's scores (m instances x r classes, float64) to the label
+    holder, and its weights ``Y - P`` (m x r) back to every member; a horizontal round is every peer's statistics to
+    each neighbour. ``settings`` go to every run's configuration (``rounds``, ``model``, ``seed``)."""
+    from crc.nodes.vertical_launcher import launch_groups  # the vertical peers' launcher (and its PSI) only here
+
+    runs = []
+    for data in datasets:
+        for k in blocks:
+            vertical = SimulationConfig.from_settings(data=data, partition=f"vertical:{k}", rc_converged=False, **settings)
+            with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
+                grouped = launch_groups(vertical, workdir)
+            net, config = grouped["network"], grouped["config"]
+            train = config["pooled_size"]
+            horizontal = SimulationConfig.from_settings(data=data, nodes=k, local_size=train // k, rc_converged=False,
+                                                        **settings)
+            with tempfile.TemporaryDirectory(prefix="crc-bench-") as workdir:
+                plain = launch(horizontal, workdir)
+            members = [peer["bytes_per_round"] for peer in net["peers"] if peer["role"] == "member"]
+            holder = next(peer for peer in net["peers"] if peer["role"] == "label holder")
+            hnet = plain["network"]
+            runs.append({
+                "data": data, "blocks": k, "instances": net["instances"], "classes": config["classes"],
+                "features_per_block": [len(block) for block in config["block_features"]],
+                "vertical": {"setup_ms": net["setup_ms"], "round_ms_p50": net["round_ms_p50"],
+                             "round_ms_p99": net["round_ms_p99"], "wall_s": net["wall_s"],
+                             "member_bytes_per_round": float(np.mean(members)) if members else 0.0,
+                             "label_holder_bytes_per_round": holder["bytes_per_round"],
+                             "test_gap": grouped["test_gap"]},
+                "horizontal": {"round_ms_p50": hnet["round_ms_p50"], "round_ms_p99": hnet["round_ms_p99"],
+                               "wall_s": hnet["wall_s"],
+                               "bytes_per_round": hnet["bytes"] / (horizontal.nodes * horizontal.rounds),
+                               "test_gap": plain["test_gap"]},
+            })
+    return {"rounds": settings.get("rounds", SimulationConfig().rounds), "runs": runs,
+            "what": "vertical: one group of K real peers (CURVE) holding K feature blocks of every training instance; "
+                    "horizontal: K real peers on a random tree holding the same instances shared out; bytes a peer "
+                    "sends a round (set-up apart), round times at the label holder (vertical) or over the peers"}
