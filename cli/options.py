@@ -108,7 +108,7 @@ PARTITION_SETS = ("nodes", "local_size", "start", "algorithm", "momentum", "safe
 def check_partition_options(ctx: click.Context, config: SimulationConfig, *, real_peers: bool = False) -> None:
     """A UsageError for options a vertical or hybrid partition does not take: its peers and training set follow
     from the partition and the data set. ``real_peers``: the command starts real peers, which take vertical and
-    hybrid partitions of naive Bayes and QDA without privacy noise or injected loss (hybrid: with the mean and
+    hybrid partitions without privacy noise or injected loss (hybrid: with the mean and
     without secure aggregation; vertical: secure aggregation of three peers or more)."""
     if config.feature_partition is None:
         return
@@ -117,13 +117,11 @@ def check_partition_options(ctx: click.Context, config: SimulationConfig, *, rea
         refused = [flag for flag, given in (("--secure-aggregation", config.secure_aggregation and (
                                                 fp.kind == "hybrid" or fp.blocks < 3)),
                                             ("--dp-epsilon", config.dp_epsilon is not None), ("--loss", config.loss > 0),
-                                            ("--model pc", config.model == "pc"),
                                             ("--aggregate", fp.kind == "hybrid" and config.aggregate != "mean"))
                    if given]
         if refused:
             why = {"--secure-aggregation": " (the label holder learns only the sum of its members' scores, which "
-                                           "needs a vertical group of three peers or more)",
-                   "--model pc": " (groups of real peers learn naive Bayes or QDA blocks so far)"}.get(refused[0], "")
+                                           "needs a vertical group of three peers or more)"}.get(refused[0], "")
             raise click.UsageError(f"{refused[0]}: not with --partition {config.partition} on real peers{why}")
     given = [f"--{name.replace('_', '-')}" for name in PARTITION_SETS
              if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]

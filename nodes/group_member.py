@@ -15,7 +15,7 @@ import numpy as np
 
 from crc.core.errors import CRCError
 from crc.nodes.alignment import AlignmentError, answer_request
-from crc.nodes.block_steps import one_hot_rows, residual_rows
+from crc.nodes.block_steps import one_hot_rows, residual_rows, responsibility_rows
 from crc.nodes.vertical_peer import GroupStopped, Outgoing, VerticalPeer
 from crc.nodes.vertical_wire import PSIIds, PSIRequest, Weights
 from crc.nodes.wire import Rejected
@@ -118,17 +118,23 @@ class GroupMember(VerticalPeer):
         if t > awaited:
             raise Rejected("ahead", f"weights of pass {t} while waiting for pass {awaited}", message.sender)
         final = t == self.passes and not self.hybrid  # the vertical group's last pass only scores
-        expected = 0 if final else len(self.rows) * self.steps.width
+        columns = self.steps.classes if t == 0 else self.steps.width  # round 0: the labels
+        expected = 0 if final else len(self.rows) * columns
         if message.values.size != expected:
             raise Rejected("length", f"{message.values.size} weights in pass {t}, expected {expected}", message.sender)
-        weights = None if final else message.values.reshape(len(self.rows), self.steps.width)
+        weights = None if final else message.values.reshape(len(self.rows), columns)
+        if t > 0 and self._scored != t:
+            raise Rejected("ahead", f"weights of pass {t}, whose scores this peer has not sent", message.sender)
         if t == 0:
             if not one_hot_rows(weights):
                 raise Rejected("malformed", "the round-0 weights are not one-hot labels", message.sender)
             self.start(weights)
+        elif t <= self.em_passes:
+            if not responsibility_rows(weights, self.steps.components):
+                raise Rejected("malformed", "EM weights that cannot be responsibilities (an entry beyond [0, 1], a row "
+                                            "that does not sum to 1, or one spread over two classes)", message.sender)
+            self.advance(t, weights, False)
         else:
-            if self._scored != t:
-                raise Rejected("ahead", f"weights of pass {t}, whose scores this peer has not sent", message.sender)
             if weights is not None and not residual_rows(weights):
                 raise Rejected("malformed", "weights that cannot be Y - P (an entry beyond [-1, 1] or a row that does "
                                             "not sum to 0)", message.sender)

@@ -15,7 +15,7 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.core.models.base import one_hot
 from crc.nodes.alignment import LabelHolderPSI
-from crc.nodes.block_steps import group_weights
+from crc.nodes.block_steps import em_weights, group_weights
 from crc.nodes.inbox import Inbox
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped, Outgoing, VerticalPeer
@@ -164,25 +164,31 @@ class LabelHolder(VerticalPeer):
         return frames
 
     def _answer(self, t: int) -> Outgoing:
-        """Pass ``t`` with every block's scores: the loss of the iterate scored, the weights, this block's step; then
-        the next round begins."""
+        """Pass ``t`` with every block's scores: the loss of the iterate scored, the weights (an EM pass's: the
+        responsibilities), this block's step; then the next round begins."""
         received = self.inbox.take(t)
         shape = (len(self.rows), self.steps.width)
         total = self.steps.scores(self.aggregated, self.phi) + self.steps.log_prior(self.aggregated)[None, :]
         total += self._members_scores(received, t).reshape(shape)
-        loss, weights = group_weights(total, self.y)
-        best = loss < self.best_loss
-        if best:
-            self.best_loss = loss
-        self.metrics.soft_loss.append(loss)
+        if t <= self.em_passes:
+            best, weights = False, em_weights(total, self.y, self.steps.components)
+        else:
+            loss, weights = group_weights(total, self.y, self.steps.components)
+            best = loss < self.best_loss
+            if best:
+                self.best_loss = loss
+            self.metrics.soft_loss.append(loss)
         if t == self.passes and not self.hybrid:
             weights = None  # the last pass only scores
         self.advance(t, weights, best)
         self.last = (best, weights)
         self.liveness.end_round(received)
         self.passed(t)
-        self.log.info("pass %d of %d: the group's training soft 0-1 loss %.4f%s", t, self.passes, loss,
-                      " (best so far)" if best and not self.hybrid else "")
+        if t <= self.em_passes:
+            self.log.debug("pass %d of %d: EM", t, self.passes)
+        else:
+            self.log.info("pass %d of %d: the group's training soft 0-1 loss %.4f%s", t, self.passes, loss,
+                          " (best so far)" if best and not self.hybrid else "")
         frame = self._weights_frame(t, best, weights)
         frames = [(peer, frame) for peer in self.settings.peers]
         if not self.done:
@@ -211,17 +217,18 @@ class LabelHolder(VerticalPeer):
         return 3 + len(self.data.ids) * self.steps.width
 
     def _role_vector(self) -> list:
-        """The best loss, the last pass's best flag, whether it had weights, and its weights (padded)."""
+        """The best loss, the last pass's best flag, its weights' columns (0: none), and its weights (padded)."""
         best, weights = self.last
         padded = np.zeros(len(self.data.ids) * self.steps.width)
         if weights is not None:
             padded[:weights.size] = weights.reshape(-1)
-        return [[self.best_loss, float(best), float(weights is not None)], padded]
+        return [[self.best_loss, float(best), 0.0 if weights is None else float(weights.shape[1])], padded]
 
     def _restore_role(self, vector: np.ndarray) -> None:
-        loss, best, has_weights = vector[:3]
-        if not (0 <= loss <= 1 or loss == NO_LOSS) or best not in (0.0, 1.0) or has_weights not in (0.0, 1.0):
+        loss, best, columns = vector[:3]
+        if (not (0 <= loss <= 1 or loss == NO_LOSS) or best not in (0.0, 1.0)
+                or columns not in (0.0, float(self.steps.classes), float(self.steps.width))):
             raise CRCError("the label holder's best loss or last flags are out of range")
-        size = len(self.rows) * self.steps.width
-        weights = vector[3:3 + size].reshape(len(self.rows), self.steps.width) if has_weights else None
+        size = len(self.rows) * int(columns)
+        weights = vector[3:3 + size].reshape(len(self.rows), int(columns)) if columns else None
         self.best_loss, self.last = float(loss), (bool(best), None if weights is None else weights.copy())

@@ -20,6 +20,7 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import all_options
+from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
 from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
@@ -34,7 +35,8 @@ from crc.protocol.vertical import describe, resolve_partition
 from crc.topologies import Schedule
 
 SETUP_KINDS = ("psi-request", "psi-answer", "psi-ids", "start")
-"""The messages of a group's set-up (``crc.nodes.vertical_peer.Frame``): the alignment and the round-0 weights."""
+"""The messages of a group's set-up (``crc.nodes.vertical_peer.Frame``): the alignment, the round-0 weights and a
+mixture's EM passes."""
 
 
 def neighbourhoods(config: SimulationConfig, graph) -> list[tuple[list[int], list[int]]]:
@@ -154,20 +156,21 @@ def _evaluate(dataset, config: SimulationConfig, rep, processes, workdir: Path, 
     if config.secure_aggregation:  # what the label holder learns of the scores
         result["secure_aggregation"] = {"scores": "the members' sum", "members": fp.blocks - 1}
     combined = results_json(config, dataset, [result])
+    em = BlockSteps(model, 0).em_passes
     passes = config.rounds + (1 if fp.kind == "vertical" else 0)
-    return {**combined, "network": network_section([models[p].metrics for p in sorted(models)], passes, wall=wall,
+    return {**combined, "network": network_section([models[p].metrics for p in sorted(models)], passes, em, wall=wall,
                                                     workdir=workdir, status=status),
             "nodes": status}
 
 
-def network_section(metrics: list[dict], passes: int, *, wall: float, workdir: Path, status: list[dict]) -> dict:
+def network_section(metrics: list[dict], passes: int, em: int, *, wall: float, workdir: Path, status: list[dict]) -> dict:
     """The results' ``network`` from the finished peers' metrics (in peer order): totals as for horizontal peers, the
-    set-up (alignment and start) apart, and per peer the messages and bytes of a round (a pass: its scores, or the
-    label holder's weights to every member, and in a hybrid partition its statistics to its block neighbours). The
-    round times are the label holders' (a group's pass ends there)."""
+    set-up (alignment and start, with a mixture's ``em`` EM passes) apart, and per peer the messages and bytes of one
+    of the ``passes`` (its scores, or the label holder's weights to every member, and in a hybrid partition its
+    statistics to its block neighbours). The round times are the label holders' (a group's pass ends there)."""
     rejected = _summed(metrics, "rejected")
     holders = [m.get("round_ms", []) for m in metrics if m.get("role") == "label holder"]
-    pass_ms = [ms for times in holders for ms in times[1:]]  # pass 0 is the set-up: start-up, alignment, start
+    pass_ms = [ms for times in holders for ms in times[1 + em:]]  # pass 0: start-up, alignment, start; then EM
 
     def per_peer(m: dict) -> dict:
         by_kind = m.get("bytes_by_kind", {})
@@ -186,7 +189,7 @@ def network_section(metrics: list[dict], passes: int, *, wall: float, workdir: P
         "refused_connections": {k: v for k, v in _summed(metrics, "refused").items() if v},
         "missing": sum(sum(m.get("missing", {}).values()) for m in metrics),
         "instances": sum(m.get("instances", 0) for m in metrics if m.get("role") == "label holder"),
-        "setup_ms": max((times[0] for times in holders if times), default=0.0),
+        "setup_ms": max((sum(times[:1 + em]) for times in holders if times), default=0.0),
         "round_ms_p50": float(np.percentile(pass_ms, 50)) if pass_ms else 0.0,
         "round_ms_p99": float(np.percentile(pass_ms, 99)) if pass_ms else 0.0,
         "rounds_seconds": sum(pass_ms) / 1000,

@@ -96,8 +96,7 @@ class VerticalNode:
                    "secure_aggregation": peer.masks is not None}
         if peer.gossip is not None:
             metrics["block_peers"] = list(peer.gossip.neighbours)
-        part = peer.steps.part
-        TrainedModel(part.schema, self.options.model, peer.best, metrics, **self.structure).save(self.options.out)
+        TrainedModel(peer.steps.schema, self.options.model, peer.best, metrics, **self.structure).save(self.options.out)
 
 
 def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.Logger) -> VerticalNode:
@@ -154,7 +153,7 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
     peer = role(model, options.block, data, settings, ess=options.ess, lr=options.lr, log=log,
                 block_neighbours=tuple(options.block_peers) if hybrid else None, masks=masks)
     log.info("%s of block %d (%d features) of a group of %s: %d rows%s", peer.role, options.block,
-             len(steps.part.schema.features), partition.spec, len(data.ids),
+             len(steps.schema.features), partition.spec, len(data.ids),
              f", {len(options.block_peers)} block neighbour(s)" if hybrid else "")
     if keys is None:
         log.warning("insecure: no keys, so scores and weights travel in plaintext and any process that reaches %s can "
@@ -170,7 +169,7 @@ def load_block(path, steps: BlockSteps, id_column: str, label: str) -> BlockData
     if id_column not in columns:
         raise CRCError(f"{path}: no id column {id_column!r} (--id-column names the column of instance ids)")
     ids = check_ids(columns.pop(id_column).cells(), str(path))
-    schema = steps.part.schema
+    schema = steps.schema
     extra = [name for name in columns if name not in schema.feature_names and name != label]
     if extra:
         raise CRCError(f"{path}: column(s) {', '.join(map(repr, extra[:5]))} are neither this block's features nor the "

@@ -16,6 +16,10 @@ keeps a copy of its statistics if best, then adds ``W^T phi_b`` (``crc.nodes.blo
 and goes on. Pass T + 1 only scores: its weights carry no W. Each peer ends with its block's best statistics: the
 group's classifier is their join, centralized RC of the block product with RC's choice of the iterate.
 
+A mixture of block products first runs EM (``BlockSteps.em_passes`` E passes, ``crc.nodes.block_steps``): passes 1 .. E
+are as above, but the label holder's weights are the responsibilities ``Y q`` and every peer's block statistics
+become ``W^T phi_b``; after pass E they are scaled to the ESS, the start, and RC's passes are E + 1 .. E + T + 1.
+
 In a hybrid partition (``block_neighbours`` given) every round t first averages the block's statistics with the
 peers holding the same block in the neighbouring groups (``crc.nodes.block_gossip``), and the pass starts from that
 average: the scores are the average's, and the step adds ``W^T phi_b`` to it. There is no choice of the best iterate
@@ -60,7 +64,7 @@ Outgoing = list[tuple[str, bytes]]
 
 class Frame(bytes):
     """A frame this peer encoded, with what it is for the metrics (``bytes_by_kind``): its message type, ``start``
-    for the round-0 weights (the labels)."""
+    for the round-0 weights (the labels) and a mixture's EM passes."""
 
     kind: str
 
@@ -127,7 +131,8 @@ class VerticalPeer:
         if masks is not None and (self.hybrid or len(settings.peers) < 2):
             raise CRCError("secure aggregation of the scores needs a vertical group with two members or more besides "
                            "the label holder (vertical:3 or more): with one, their sum is its scores")
-        self.passes = settings.rounds if self.hybrid else settings.rounds + 1
+        self.em_passes = self.steps.em_passes
+        self.passes = self.em_passes + (settings.rounds if self.hybrid else settings.rounds + 1)
         self.metrics = VerticalMetrics.for_neighbours((*settings.peers, *(block_neighbours or ())))
         self.gossip: BlockGossip | None = None
         if self.hybrid:
@@ -285,14 +290,21 @@ class VerticalPeer:
         self.metrics.instances, self.metrics.rows_dropped = len(rows), len(self.data.ids) - len(rows)
 
     def start(self, labels: np.ndarray) -> None:
-        """Pass 0: the block's ML statistics of the group's one-hot ``labels`` (m, r) scaled to the ESS; the best
-        iterate so far."""
-        self.stats = self.steps.start(self.phi, labels, self.ess)
+        """Pass 0: the block's ML statistics of the group's one-hot ``labels`` (m, r) scaled to the ESS (a mixture: its
+        EM start); the best iterate so far."""
+        self.stats = self.steps.em_start() if self.em_passes else self.steps.start(self.phi, labels, self.ess)
         self.best, self.best_iterate = self.stats.copy(), 0
 
     def advance(self, t: int, weights: np.ndarray | None, best: bool) -> None:
-        """Pass ``t``: keep the iterate just scored if ``best`` (vertical), then add ``weights`` (m, width), unless None,
-        to what the pass started from."""
+        """Pass ``t``: an EM pass (t <= E) makes the statistics ``W^T phi_b`` for ``weights`` (m, width), scaled to the
+        ESS after the last; an RC pass keeps the iterate just scored if ``best`` (vertical), then adds ``weights``,
+        unless None, to what the pass started from."""
+        if t <= self.em_passes:
+            self.stats = self.steps.em_step(self.phi, weights)
+            if t == self.em_passes:
+                self.stats = self.steps.scaled(self.stats, self.ess)
+            self.best, self.best_iterate = self.stats.copy(), t
+            return
         if best and not self.hybrid:
             self.best, self.best_iterate = self.stats.copy(), t - 1
         if weights is not None:
@@ -303,12 +315,13 @@ class VerticalPeer:
     def next_round(self) -> Outgoing:
         """After a pass that was not the last: what the next one starts from. Vertical: the statistics. Hybrid: this
         block's statistics go to the block neighbours, and their average is awaited (it may be complete already)."""
-        if self.gossip is None:
+        if self.gossip is None or self.pass_ < self.em_passes:  # EM passes stay within the group
             self.aggregated = self.stats
             return []
         self.aggregated = None
-        frame = self.gossip.frame(self.stats, self.pass_)
-        self.gossip.await_round(self.pass_)
+        round_ = self.pass_ - self.em_passes
+        frame = self.gossip.frame(self.stats, round_)
+        self.gossip.await_round(round_)
         self._average_if_complete()
         return [(peer, frame) for peer in self.gossip.neighbours]
 
@@ -335,7 +348,7 @@ class VerticalPeer:
         """A new wait for the group begins: its deadline is Liveness's, and in a hybrid partition one timeout more (the
         other members may be waiting for their block neighbours)."""
         self._waiting_since = self.clock()
-        extra = self.settings.timeout_s if self.hybrid else 0.0
+        extra = self.settings.timeout_s if self.hybrid and (self.pass_ or 0) >= self.em_passes else 0.0
         self.liveness.begin_round(0 if self.pass_ is None else self.pass_ + 1)
         self.group_deadline = self.liveness.deadline() + extra
 
@@ -345,7 +358,8 @@ class VerticalPeer:
     def frame(self, kind: str, round_: int, **fields) -> Frame:
         frame = Frame(encode_group(kind, run=self.settings.run, sender=self.settings.bind, round_=round_,
                                    schema_id=self.model.schema_id, **fields))
-        frame.kind = "start" if kind == "weights" and round_ == 0 else kind
+        starting = round_ <= self.em_passes and kind in ("weights", "scores", "masked-scores")  # labels, EM
+        frame.kind = "start" if starting else kind
         return frame
 
     def new_liveness(self, peers: tuple[str, ...]) -> Liveness:
@@ -377,6 +391,13 @@ class VerticalPeer:
 
     def _vector_size(self) -> int:
         return 2 * self.steps.size + 1 + len(self.data.ids) + self._role_size()
+
+    def _ess_at(self, pass_: int) -> float:
+        """The ESS of the statistics after pass ``pass_``: a mixture's EM start has 1, its EM passes' statistics the
+        group's instances; then the ESS m0."""
+        if pass_ >= self.em_passes:
+            return self.ess
+        return 1.0 if pass_ == 0 else float(len(self.rows))
 
     def _save(self) -> None:
         if self.pass_ is not None:
@@ -413,6 +434,6 @@ class VerticalPeer:
         rows[order.astype(np.int64)] = held
         self._use_rows(rows)
         for part in (stats, best):
-            check_statistics(part, self.steps.part, self.ess)
+            check_statistics(part, self.steps.part, self._ess_at(round_))
         self.stats, self.best, self.best_iterate = stats.copy(), best.copy(), int(iterate)
         self._restore_role(vector[2 * size + 1 + n:])

@@ -74,8 +74,6 @@ def test_real_peers_refuse_what_a_group_of_blocks_does_not_take():
                                    "holder learns only the sum of its members' scores, which needs a vertical group of "
                                    "three peers or more)"),
         (["--dp-epsilon", "1"], "--dp-epsilon: not with --partition vertical:2 on real peers"),
-        (["--model", "pc"], "--model pc: not with --partition vertical:2 on real peers (groups of real peers learn naive "
-                            "Bayes or QDA blocks so far)"),
     ]:
         one_line(run("launch", "--data", "wdbc", "--partition", "vertical:2", *extra), 2, message)
     one_line(run("launch", "--data", "wdbc", "--partition", "hybrid", "--momentum", "0.5"), 2,
@@ -126,7 +124,7 @@ def test_a_peers_file_is_checked_before_any_network_activity(group, tmp_path, ed
     (["--secure-aggregation"], 2, "--secure-aggregation derives its masks from the peers' CURVE keys"),
     (["--partition", "hybrid:2x2"], 2, "--partition hybrid:2x2 needs --ess"),
     (["--block-peers", "tcp://127.0.0.1:5"], 2, "--block-peers is for a peer of a hybrid partition"),
-    (["--model", "pc"], 1, "not 'pc' yet"),
+    (["--model", "pc", "--structure", "region-graph"], 1, "a vertical partition needs a circuit whose products split by feature block"),
 ])
 def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, status, message):
     args = list(extra)

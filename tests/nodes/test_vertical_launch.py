@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from crc.core.model_file import load_model
+from crc.core.models.circuit import EM_ITERATIONS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_vertical_deployment
 from crc.nodes.keys import write_peer_keys
@@ -33,11 +34,15 @@ def assert_same_statistics(actual, desired):
     np.testing.assert_allclose(actual, desired, rtol=1e-9, atol=1e-9 * np.abs(desired).max())
 
 
-def test_launch_of_a_vertical_group_equals_simulate(tmp_path):
-    config = SimulationConfig.from_settings(data="wdbc", partition="vertical:3", rounds=ROUNDS, rc_converged=False)
+@pytest.mark.parametrize("model", ["nb", "pc"])
+def test_launch_of_a_vertical_group_equals_simulate(tmp_path, model):
+    """The mixture of block products (pc) runs its EM passes first, counted with the set-up."""
+    config = SimulationConfig.from_settings(data="wdbc", model=model, partition="vertical:3", rounds=ROUNDS,
+                                            rc_converged=False)
     results = launch_groups(config, tmp_path)
     expected = simulate(config, network_factory(config.topology))
-    ref = reference("wdbc", "nb", 3, rounds=ROUNDS)
+    ref = reference("wdbc", model, 3, rounds=ROUNDS)
+    em = EM_ITERATIONS if model == "pc" else 0
     joined = ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
     assert_same_statistics(joined, ref.best)
     for section in ("crc", "rc", "ml"):
@@ -51,7 +56,8 @@ def test_launch_of_a_vertical_group_equals_simulate(tmp_path):
     assert holder["role"] == "label holder" and holder["messages_per_round"] == 2.0  # weights to both members
     assert all(m["role"] == "member" and m["messages_per_round"] == 1.0 for m in members)  # scores to the holder
     assert members[0]["bytes_per_round"] > 8 * 427 * 2  # a row of two scores per instance, and the envelope
-    assert network["messages"] == 2 * (1 + 1 + 1 + ROUNDS + 1) + 2 * (1 + ROUNDS + 1)
+    assert network["messages"] == 2 * (1 + 1 + 1 + em + ROUNDS + 1) + 2 * (1 + em + ROUNDS + 1)
+    assert load_model(tmp_path / "model-1.json").model.kind == model
 
 
 def test_launch_with_secure_aggregation_of_the_scores_follows_simulate(tmp_path):

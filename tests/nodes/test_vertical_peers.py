@@ -10,7 +10,9 @@ import pytest
 from crc.core.calibration import rc
 from crc.core.errors import CRCError
 from crc.core.models.base import one_hot
+from crc.core.models.circuit import EM_ITERATIONS
 from crc.nodes.alignment import AlignmentError
+from crc.nodes.block_steps import BlockSteps
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.secure_aggregation import from_fixed
 from crc.nodes.vertical_peer import GroupStopped
@@ -30,6 +32,11 @@ def wdbc3():
     return reference("wdbc", "nb", 3, rounds=ROUNDS)
 
 
+@pytest.fixture(scope="module")
+def wdbc3_mixture():
+    return reference("wdbc", "pc", 3, rounds=ROUNDS)
+
+
 def run_group(ref, **options):
     clock = FakeClock()
     bus = Bus(group(ref, clock=clock, **options.pop("group", {})), clock, **options)
@@ -43,21 +50,26 @@ def no_rejections(peer) -> bool:
 
 
 @pytest.mark.parametrize("data, model, blocks", [("wdbc", "nb", 3), ("wdbc", "qda", 2), ("german", "nb", 2),
-                                                 ("german", "qda", 3), ("penbased", "nb", 4)])
+                                                 ("german", "qda", 3), ("penbased", "nb", 4), ("wdbc", "pc", 2),
+                                                 ("german", "pc", 3)])
 def test_a_vertical_group_equals_the_simulator_pass_by_pass(data, model, blocks):
+    """A mixture of block products (pc) first runs its EM passes: RC's round t is its pass E + t."""
     ref = reference(data, model, blocks, rounds=ROUNDS)
     passes = {}
     bus = run_group(ref, on_pass=lambda address, peer: passes.setdefault(peer.pass_, {}).update({peer.block: peer.stats.copy()}))
     assert not bus.errors and all(peer.done for peer in bus.peers.values())
+    em = BlockSteps(ref.model, 0).em_passes
+    assert em == (EM_ITERATIONS if model == "pc" else 0)
     for t in range(ROUNDS + 1):
-        assert_same_statistics(ref.model.join([passes[t][b] for b in range(blocks)]), ref.history[t], f"round {t}")
+        assert_same_statistics(ref.model.join([passes[em + t][b] for b in range(blocks)]), ref.history[t], f"round {t}")
     assert_same_statistics(bus.joined(), ref.best, "the best iterate")
     holder = bus.peers[addresses(blocks)[0]]
     assert len({peer.best_iterate for peer in bus.peers.values()}) == 1
     assert len(holder.metrics.soft_loss) == ROUNDS + 1 and all(0 <= loss <= 1 for loss in holder.metrics.soft_loss)
+    passes = em + ROUNDS + 1
     for address, member in list(bus.peers.items())[1:]:  # a PSI answer, then the scores of every pass
-        assert bus.sent[address] == 1 + ROUNDS + 1 and member.metrics.messages_received == 1 + 1 + ROUNDS + 2
-    assert bus.sent[addresses(blocks)[0]] == (blocks - 1) * (1 + 1 + ROUNDS + 2)  # request, ids, weights 0 .. T + 1
+        assert bus.sent[address] == 1 + passes and member.metrics.messages_received == 1 + 1 + passes + 1
+    assert bus.sent[addresses(blocks)[0]] == (blocks - 1) * (1 + 1 + passes + 1)  # request, ids, weights 0 .. E + T + 1
     assert all(no_rejections(peer) and peer.metrics.rows_dropped == 0 for peer in bus.peers.values())
     assert bus.clock.now == 0.0  # nobody waited
 
@@ -219,10 +231,12 @@ def test_a_restarted_member_resumes_from_its_checkpoint(wdbc3, tmp_path, lost):
 
 
 @pytest.mark.parametrize("when", ["before its weights left", "before the scores came"])
-def test_a_restarted_label_holder_resumes_and_the_group_goes_on(wdbc3, tmp_path, when):
+@pytest.mark.parametrize("fixture", ["wdbc3", "wdbc3_mixture"])
+def test_a_restarted_label_holder_resumes_and_the_group_goes_on(fixture, request, tmp_path, when):
     """Killed after its checkpoint of pass 3: before its weights of pass 3 left (it sends them again when it
     restarts), or after, before the members' scores of pass 4 reached it (the members send them again when their
-    wait runs out)."""
+    wait runs out). For the mixture, pass 3 is an EM pass."""
+    wdbc3 = request.getfixturevalue(fixture)
     holder, first, second = addresses(3)
     clock = FakeClock()
     bus = Bus(group(wdbc3, tmp_path, clock=clock), clock)
@@ -323,9 +337,10 @@ def group_of(address: str, blocks: int) -> int:
 
 @pytest.mark.parametrize("data, model, groups, blocks, topology, rounds", [
     ("wdbc", "nb", 2, 2, "tree", 20), ("wdbc", "qda", 3, 2, "complete", ROUNDS), ("german", "nb", 3, 3, "ring", ROUNDS),
-    ("german", "qda", 4, 2, "tree", ROUNDS)])
+    ("german", "qda", 4, 2, "tree", ROUNDS), ("wdbc", "pc", 3, 2, "ring", ROUNDS)])
 def test_hybrid_groups_equal_the_simulator_round_by_round(data, model, groups, blocks, topology, rounds):
-    """Rounds beyond the window of early statistics (8) included: a group a round ahead of its neighbours is fine."""
+    """Rounds beyond the window of early statistics (8) included: a group a round ahead of its neighbours is fine.
+    A mixture's groups first run their EM passes, within the group: its round t is its pass E + t."""
     ref = hybrid_reference(data, model, groups, blocks, rounds=rounds, topology=topology)
     clock = FakeClock()
     passes = {}
@@ -334,15 +349,16 @@ def test_hybrid_groups_equal_the_simulator_round_by_round(data, model, groups, b
     bus.start()
     bus.run()
     assert not bus.errors and bus.clock.now == 0.0
+    em = BlockSteps(ref.model, 0).em_passes
     for g in range(groups):
         for t in range(rounds + 1):
-            joined = ref.model.join([passes[g, t][b] for b in range(blocks)])
+            joined = ref.model.join([passes[g, em + t][b] for b in range(blocks)])
             assert_same_statistics(joined, ref.history[t][g], f"group {g}, round {t}")
-    assert all(no_rejections(peer) and peer.pass_ == rounds for peer in bus.peers.values())
+    assert all(no_rejections(peer) and peer.pass_ == em + rounds for peer in bus.peers.values())
     for address, peer in bus.peers.items():  # its scores or weights, and its statistics to each block neighbour
         group_frames = 1 if peer.role == "member" else blocks - 1
         setup = 1 if peer.role == "member" else 3 * (blocks - 1)
-        assert bus.sent[address] == setup + rounds * group_frames + rounds * len(peer.gossip.neighbours)
+        assert bus.sent[address] == setup + (em + rounds) * group_frames + rounds * len(peer.gossip.neighbours)
 
 
 def test_in_a_hybrid_partition_a_dead_peer_stops_its_group_and_the_others_go_on(tmp_path):

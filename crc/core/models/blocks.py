@@ -209,6 +209,20 @@ class BlockMixture(MixtureCircuit):
         """log p_b(x_b | y, k) of shape (..., m, r K): what the peer holding block ``b`` contributes."""
         return self.leaves.block_scores(theta, phi, b)
 
+    @property
+    def parts(self) -> list[GenerativeModel]:
+        """Each block's model over the (y, k) sub-classes: what the peer holding it keeps."""
+        return self.leaves.parts
+
+    def block_columns(self, b: int) -> slice:
+        return self.leaves.block_columns(b)
+
+    def block_statistics(self, s: np.ndarray, b: int) -> np.ndarray:
+        return self.leaves.block_statistics(s, b)
+
+    def join(self, block_stats: list[np.ndarray]) -> np.ndarray:
+        return self.leaves.join(block_stats)
+
 
 def block_model(kind: str, schema: Schema, blocks: list[list[int]], **options) -> GenerativeModel:
     """The model of a vertical or hybrid run of ``--model kind``: a block product for naive Bayes and QDA; for
