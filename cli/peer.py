@@ -78,8 +78,8 @@ def vertical_options() -> dict:
     return {
         "partition": click.option(
             "--partition", default=None, metavar="vertical:K|hybrid:GxK", callback=_check_vertical,
-            help="Be one of a group of K peers that hold different features of the same instances (README: 'Vertical "
-                 "and hybrid data'), with --blocks, --block and --id-column: --peers are the other members, and the "
+            help="Be one of a group of K peers that hold different features of the same instances "
+                 "(docs/how-to/vertical-data.md), with --blocks, --block and --id-column: --peers are the other members, and the "
                  "label holder is the one peer whose --data has the label column. hybrid:GxK: one of G such groups, "
                  "whose blocks are averaged with --block-peers (needs --ess). [default: a horizontal peer]"),
         "block_peers": click.option(

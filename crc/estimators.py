@@ -274,6 +274,8 @@ class QDAClassifier(_GenerativeClassifier):
 class CircuitClassifier(_GenerativeClassifier):
     """A probabilistic circuit per class learned by ML (EM) or RC.
 
+    Its attributes are those of ``NaiveBayesClassifier``.
+
     Parameters
     ----------
     structure : {"mixture", "region-graph"}, default="mixture"
@@ -287,8 +289,6 @@ class CircuitClassifier(_GenerativeClassifier):
         Seed of the structure and of the symmetry breaking of the start.
     categorical_features, learning, lr, iterations
         As in ``NaiveBayesClassifier``; ``learning="ml"`` runs EM.
-
-    Attributes are those of ``NaiveBayesClassifier``.
     """
 
     _kind = "pc"

@@ -16,7 +16,7 @@ its masks the pass's).
 
 The cost: the decoded sum is within (K - 1) 2^-21 of the exact one, absolutely, so a run with secure aggregation
 follows the plain run to about 1e-6 rather than to rounding. What remains revealed: the sum of the members' scores
-(with K = 2 the one member's: refused), and everything else the plain protocol reveals (the table in the README).
+(with K = 2 the one member's: refused), and everything else the plain protocol reveals (the table in docs/explanation/vertical.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A peer of a vertical group (DESIGN.md, "Peers"; README, "Vertical and hybrid data"): its block's statistics, the
+"""A peer of a vertical group (DESIGN.md, "Peers"; docs/how-to/vertical-data.md): its block's statistics, the
 group's round driver over the network, its checkpoint.
 
 A vertical group of K peers holds the same instances, peer b the features of block b; one of them, the label holder

@@ -1,4 +1,8 @@
-"""Every code block of the README runs as written.
+"""Every code block of the README and of the documentation (docs/**/*.md) runs as written.
+
+Each test names its block by page and line (``docs/how-to/keys.md:9``). All pages share one temporary directory,
+as one reader following them would: a block that appears on several pages (the "Real peers" one: the README, the
+tutorial and the deployment guide) runs once there.
 
 * ```python blocks run in a temporary directory, each in a fresh interpreter with a time limit. The model-file
   block reads the files the "Real peers" shell block writes, so that block runs first in the same directory.
@@ -10,7 +14,7 @@
   lines one at a time. A block of `crc node` peers (the "Real peers" one, the vertical group's) runs whole
   (its peers talk to each other), on free ports instead of its own so that it cannot collide with anything
   else on the machine; `crc report results/...` reads copies of the committed tables.
-  A command line with ``--config FILE`` is parsed where the README's blocks wrote the file.
+  A command line with ``--config FILE`` is parsed where the "Real peers" block wrote the file.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ import shutil
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from crc.cli.main import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-RESULTS = README.parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+RESULTS = ROOT / "results"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 NOT_RUN = {
     "pip install": "installs the package into a new virtual environment; the tests run in an installed one",
@@ -40,11 +47,34 @@ NOT_RUN = {
 }
 SHELL_S, PYTHON_S = 600, 180
 
-pytestmark = pytest.mark.skipif(not README.exists(), reason="needs the checkout's README.md")
+pytestmark = pytest.mark.skipif(not README.exists(), reason="needs the checkout's README.md and docs/")
 
 
-def blocks(language: str) -> list[str]:
-    return [body for lang, body in BLOCK.findall(README.read_text(encoding="utf-8")) if lang == language]
+def pages() -> list[Path]:
+    """The README, then every page of the documentation."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # relative to the checkout
+    line: int  # of the opening fence
+    language: str
+    body: str
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def page_blocks(page: Path) -> list[Block]:
+    text = page.read_text(encoding="utf-8")
+    return [Block(page.relative_to(ROOT).as_posix(), text.count("\n", 0, match.start()) + 1, match[1], match[2])
+            for match in BLOCK.finditer(text)]
+
+
+def blocks(language: str, within: list[Path] | None = None) -> list[Block]:
+    """The blocks of one language, of every page (or of those given), in page order."""
+    return [block for page in within or pages() for block in page_blocks(page) if block.language == language]
 
 
 def logical_lines(body: str) -> list[str]:
@@ -68,13 +98,15 @@ def crc_commands(line: str) -> list[list[str]]:
     return commands
 
 
-def all_crc_commands() -> list[list[str]]:
-    return [command for body in blocks("sh") for line in logical_lines(body) for command in crc_commands(line)]
+def all_crc_commands(within: list[Path] | None = None) -> list[tuple[Block, list[str]]]:
+    return [(block, command) for block in blocks("sh", within) for line in logical_lines(block.body)
+            for command in crc_commands(line)]
 
 
-@pytest.mark.parametrize("args", all_crc_commands(), ids=lambda args: " ".join(["crc", *args])[:60])
-def test_every_crc_command_line_parses(args, request, monkeypatch):
-    if "--config" in args:  # the file is read as the line is parsed: parse it where the README wrote it
+@pytest.mark.parametrize("block, args", all_crc_commands(),
+                         ids=lambda value: str(value) if isinstance(value, Block) else " ".join(["crc", *value])[:60])
+def test_every_crc_command_line_parses(block, args, request, monkeypatch):
+    if "--config" in args:  # the file is read as the line is parsed: parse it where the "Real peers" block wrote it
         workspace = request.getfixturevalue("workspace")
         run_peers_block(workspace, real_peers_block())
         monkeypatch.chdir(workspace)
@@ -84,9 +116,20 @@ def test_every_crc_command_line_parses(args, request, monkeypatch):
     command.make_context(name, rest, parent=ctx)  # a click error (unknown option, bad value, missing option) fails here
 
 
-def test_the_readme_has_the_blocks_these_tests_expect():
+def test_the_pages_have_the_blocks_these_tests_expect():
     assert len(all_crc_commands()) >= 8
-    assert any("crc node" in body for body in blocks("sh")) and any("load_model" in body for body in blocks("python"))
+    assert any("crc node" in block.body for block in blocks("sh")) and any("load_model" in block.body for block in blocks("python"))
+    assert len(pages()) > 10, "the documentation's pages are not there"
+
+
+def test_the_readme_starts_with_the_two_first_commands_and_stays_short():
+    """A newcomer's first commands: install and run the main job with no arguments; install and pass the tests."""
+    first, second = (block.body for block in blocks("sh", [README])[:2])
+    assert first.strip().endswith("pip install . && crc simulate")
+    assert second.strip().endswith("pip install '.[test]' && pytest")
+    assert "--config deploy/peer-0.toml" in real_peers_block()
+    assert real_peers_block() in [block.body for block in blocks("sh", [README])], "the README's three-peer example"
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
 
 
 def free_ports(count: int) -> list[int]:
@@ -123,11 +166,12 @@ def workspace(tmp_path_factory) -> Path:
 
 
 PEERS_DONE: dict[tuple[Path, str], subprocess.CompletedProcess] = {}
+BLOCKS_DONE: set[tuple[Path, str]] = set()
 
 
 def peer_blocks() -> list[str]:
     """The blocks that run `crc node` peers."""
-    return [body for body in blocks("sh") if "crc node" in body]
+    return [block.body for block in blocks("sh") if "crc node" in block.body]
 
 
 def real_peers_block() -> str:
@@ -146,15 +190,18 @@ def run_peers_block(workspace: Path, body: str) -> subprocess.CompletedProcess:
     return PEERS_DONE[workspace, body]
 
 
-@pytest.mark.parametrize("index", range(len(blocks("sh"))))
-def test_every_sh_block_runs(workspace, index):
-    body = blocks("sh")[index]
+@pytest.mark.parametrize("block", blocks("sh"), ids=str)
+def test_every_sh_block_runs(workspace, block):
+    body = block.body
     if "crc node" in body:
         done = run_peers_block(workspace, body)
         for name in re.findall(r"--out (\S+)", body):  # every peer's model file, and the predictions
             assert (workspace / name).exists(), done.stderr[-2000:]
         assert "accuracy" in done.stderr or "crc predict" not in body
         return
+    if (workspace, body) in BLOCKS_DONE:  # the same block on an earlier page: it ran in this directory
+        return
+    BLOCKS_DONE.add((workspace, body))
     lines = logical_lines(body)
     skipped = [line for line in lines if any(pattern in line for pattern in NOT_RUN)]
     if not skipped:
@@ -175,9 +222,9 @@ def test_the_bash_completion_script_is_what_click_generates():
     assert done.returncode == 0 and "complete -o nosort -F" in done.stdout
 
 
-@pytest.mark.parametrize("index", range(len(blocks("python"))))
-def test_every_python_block_runs(workspace, index):
-    body = blocks("python")[index]
+@pytest.mark.parametrize("block", blocks("python"), ids=str)
+def test_every_python_block_runs(workspace, block):
+    body = block.body
     if "sklearn" in body:
         pytest.importorskip("sklearn")
     if "load_model" in body:

