@@ -138,6 +138,20 @@ def start_time(peers: int) -> float:
     return time.time() + base + per_peer * peers
 
 
+def await_exits(processes: list[_Process | Child], spawner: Spawner | None, deadline: float,
+                progress: Callable[[int, int], None] | None) -> None:
+    """Wait until every peer of ``processes`` exited or ``deadline`` (``time.monotonic``) passed, telling ``progress``
+    (exited, all) as they go."""
+    while not all(p.exited for p in processes) and time.monotonic() < deadline:
+        if progress is not None:
+            progress(sum(p.exited for p in processes), len(processes))
+        pause = min(0.1, max(0.0, deadline - time.monotonic()))
+        if spawner is not None:
+            spawner.pump(pause)  # returns as soon as a peer's exit is reported
+        else:
+            time.sleep(pause)
+
+
 def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -> float:
     """Seconds a whole launch may take: the peers' start-up (which the first round's timeout is sized
     for), the first round, and every round waiting its full timeout, with one to spare for computing."""
@@ -192,14 +206,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(start_peer(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
-        while not all(p.exited for p in processes) and time.monotonic() < deadline:
-            if progress is not None:
-                progress(sum(p.exited for p in processes), config.nodes)
-            pause = min(0.1, max(0.0, deadline - time.monotonic()))
-            if spawner is not None:
-                spawner.pump(pause)  # returns as soon as a peer's exit is reported
-            else:
-                time.sleep(pause)
+        await_exits(processes, spawner, deadline, progress)
     finally:
         try:
             reap(processes)

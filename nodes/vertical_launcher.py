@@ -24,7 +24,7 @@ from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
 from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
-from crc.nodes.launcher import free_ports, reap, run_deadline_s, start_peer
+from crc.nodes.launcher import await_exits, free_ports, reap, run_deadline_s, start_peer
 from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import Spawner, supported
 from crc.protocol import SimulationConfig
@@ -108,14 +108,7 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
         # every round may wait for the block neighbours and then for the group
         waits = config.rounds + 1 if graph is None else 2 * config.rounds
         deadline = started + run_deadline_s(waits, timeout=timeout, first_round_timeout=first_round_timeout)
-        while not all(p.exited for p in processes) and time.monotonic() < deadline:
-            if progress is not None:
-                progress(sum(p.exited for p in processes), fp.peers)
-            pause = min(0.1, max(0.0, deadline - time.monotonic()))
-            if spawner is not None:
-                spawner.pump(pause)
-            else:
-                time.sleep(pause)
+        await_exits(processes, spawner, deadline, progress)
     finally:
         try:
             reap(processes)
