@@ -27,11 +27,11 @@ def _names(ctx, param, values) -> list[str]:
 @click.argument("names", nargs=-1, required=True, callback=_names)
 @click.option("--datasets", default=None,
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label) [default: each table's own: "
-                   f"{','.join(DEFAULT_DATASETS)}; wdbc,german for fedpc].")
+                   f"{','.join(DEFAULT_DATASETS)}; wdbc,german for fedpc; magic,letter,satimage,penbased for blocks].")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
 @with_model_options
-@algorithm_option("the table's: paper for every table (the paper's tables, circuits, and privacy, whose "
-                  "accountant covers the paper's one plain local step per round)")
+@algorithm_option("the table's: paper for the paper's tables, circuits, and privacy (whose accountant covers the "
+                  "paper's one plain local step per round); the recommended one for fedpc and blocks")
 @options(*(name for name in ACCELERATION if name != "algorithm"), "loss", *PRIVACY, "rc_iterations", "rc_converged")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
@@ -54,8 +54,11 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     table5-7 covariate, label, joint drift      table11  local iterations
     table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
     fedpc    horizontal, vertical and hybrid partitions beside the federated-circuits paper's Table 6 (not in all)
+    blocks   vertical: the mixture of block products against the plain products and FedPC (not in all)
 
-    Every table runs the paper's algorithm unless --algorithm says otherwise.
+    The paper's tables run the paper's algorithm unless --algorithm says
+    otherwise; fedpc and blocks the recommended one (vertical groups and
+    hybrid partitions always take the paper's plain step).
     --algorithm, the acceleration options, --loss, the privacy options and
     --rc-iterations apply to every column (and are recorded in every cell's
     configuration); the privacy table sets --dp-epsilon per column.

@@ -67,7 +67,7 @@ class PartitionsKind(TableKind):
             name = columns[0]["header"].rsplit(", ", 1)[0]
             for title, prefix in METHODS:
                 for column in columns[:1] if prefix == "baseline" else columns:
-                    model = column["key"].partition("-")[2].upper()
+                    model = column["header"].rsplit(", ", 1)[1]
                     label = f"{title}, NB leaves" if prefix == "baseline" else f"{title}, {model}"
                     figures = []
                     for row in rows:
@@ -77,18 +77,21 @@ class PartitionsKind(TableKind):
                         else:
                             figures += [number(cell.get(f"{prefix}_{figure}")) for figure in ("accuracy", "f1")]
                     lines.append(markdown_row([name, label] + figures))
-            for method, values in PAPER.get(setting, []):
+            cited = [row for row in rows if row["data"] in PAPER_DATA]
+            for method, values in PAPER.get(setting, []) if cited else []:
                 figures = []
                 for row in rows:
                     paper = values.get(PAPER_DATA.get(row["data"], ""))
                     figures += ["", ""] if paper is None else [number(paper[0]), number(paper[1])]
                 lines.append(markdown_row([name, f"{method} (paper, cited)"] + figures))
         lines += ["", "CRC: mean over the peers' classifiers (a vertical group's classifier is its blocks together). "
-                  "F1 of the positive class (the second label: wdbc's malignant, german's bad credit). FedPC "
-                  "one-pass (here): horizontal, the mixture of the peers' own NB models; vertical and hybrid, "
-                  "Algorithm 1 of the paper with naive-Bayes leaf circuits. Lines marked 'paper, cited' are the "
-                  "federated-circuits paper's Table 6 as printed, on its own data (Cancer beside wdbc, Credit beside "
-                  "german), splits and models; they are not run here."]
+                  "F1: of the positive class (the second label) for two classes, the mean over classes otherwise. "
+                  "FedPC one-pass (here): horizontal, the mixture of the peers' own NB models; vertical and hybrid, "
+                  "Algorithm 1 of the paper with naive-Bayes leaf circuits."]
+        if any(row["data"] in PAPER_DATA for row in rows):
+            lines[-1] += (" Lines marked 'paper, cited' are the federated-circuits paper's Table 6 as printed, on its "
+                          "own data (Cancer beside wdbc, Credit beside german), splits and models; they are not run "
+                          "here.")
         return "\n".join(lines) + "\n"
 
     def plots(self, table: dict) -> list[Plot]:
