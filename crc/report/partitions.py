@@ -108,6 +108,6 @@ class PartitionsKind(TableKind):
                 panels[row["data"]] = columns
         if not panels:
             return []
-        title = f"{table['table']}: test accuracy under horizontal, vertical and hybrid partitions"
+        title = f"{table['table']}: test accuracy of CRC, RC and FedPC's one-pass baseline"
         return [Plot("accuracy", lambda path: methods_figure(panels, path, title=title, methods=PLOTTED,
                                                                ylabel="test accuracy"))]

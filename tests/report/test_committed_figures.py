@@ -13,7 +13,7 @@ EXPECTED = {
     "table2": "gap-size", "table3": "convergence", "table4": "gap-density", "table5": "gap-density",
     "table6": "gap-density", "table7": "gap-density", "table8": "gap-local-size", "table9": "gap-nodes",
     "table10": "gap-nodes", "table11": "convergence", "table12": "gap-period", "circuits": "errors",
-    "fedpc": "accuracy",
+    "fedpc": "accuracy", "blocks": "accuracy",
 }
 """Each committed table and the figure its kind draws for it."""
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

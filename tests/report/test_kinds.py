@@ -32,7 +32,7 @@ def test_every_grid_refers_to_a_registered_kind_whose_flags_decide_the_cells():
         assert KINDS[grid.kind.name] is grid.kind
     assert {name for name, grid in TABLES.items() if grid.needs_curve} == {"table3", "table11"}
     assert {name for name, grid in TABLES.items() if grid.central_only} == {"table2"}
-    assert [name for name, grid in TABLES.items() if grid.kind.columns_choose_model] == ["circuits", "fedpc"]
+    assert [name for name, grid in TABLES.items() if grid.kind.columns_choose_model] == ["circuits", "fedpc", "blocks"]
     assert any(column.key == LEARNING_CURVE.reference for column in TABLES["table2"].columns)
 
 
