@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from crc.core.aggregation import CLIP_FACTOR, neighbourhood_average, peer_average
-from crc.core.attacks import ATTACKS, byzantine_nodes, byzantine_sender, poison
+from crc.core.attacks import PEER_ATTACKS, byzantine_nodes, byzantine_sender, poison
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.models import MODELS, make_model
 from crc.topologies import averaging_matrix, random_tree_graph
@@ -44,7 +44,7 @@ def test_clipped_equals_mean_without_outliers_and_keeps_the_ess(network):
     np.testing.assert_allclose(model.ess(clipped), model.ess(stats), rtol=1e-12)
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", PEER_ATTACKS)
 def test_attacks_keep_the_ess_and_finite_values_and_change_the_statistics(network, attack):
     model, stats, _ = network
     poisoned = poison(model, stats, attack, np.random.default_rng(0))
@@ -65,7 +65,7 @@ def test_permute_rotates_classes_so_r_rotations_are_the_identity(mixed):
         np.testing.assert_array_equal(s, np.random.default_rng(1).normal(size=model.size))
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", PEER_ATTACKS)
 def test_clipping_bounds_a_poisoned_neighbours_pull_where_the_mean_follows_it(network, attack):
     model, stats, mixing = network
     dense = mixing.toarray()
