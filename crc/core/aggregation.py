@@ -102,9 +102,12 @@ def rule_of(rule: str) -> str:
     return ROBUST_RULE if rule == "robust" else rule
 
 
-def count_index(model) -> np.ndarray:
-    """The flat indices of ``model``'s class counts (one per row of its statistics table)."""
+def count_index(model) -> np.ndarray | None:
+    """The flat indices of ``model``'s class counts (one per row of its statistics table); None for a layout without
+    counts (a vertical group's block statistics, which only the mean aggregates)."""
     layout = model.layout
+    if "count" not in dict(layout.blocks):
+        return None
     return np.arange(layout.size).reshape(layout.n_classes, layout.n_columns)[:, layout.columns("count")].ravel()
 
 

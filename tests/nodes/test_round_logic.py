@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crc.core import plausibility
 from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
@@ -713,9 +714,10 @@ def cancelling_counts(setup: Setup, size: float) -> np.ndarray:
 def test_an_aggregate_the_neighbours_would_reject_is_not_kept_the_round_starts_from_the_peers_own(
         setup, acceleration, monkeypatch, caplog):
     """Frames with class counts of ±2^57 m0 and ±2^109 m0 that total m0 (a hostile-input pass: they crashed a peer,
-    its own counts rounded away). With the wire's count bound lifted they are accepted, and the peer still runs to
+    its own counts rounded away). With the wire's count bounds lifted they are accepted, and the peer still runs to
     the end: the rounds whose aggregate would be rejected start from its own statistics, and all it sends passes."""
-    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e300)
+    monkeypatch.setattr(plausibility, "MAX_COUNT_MAGNITUDE", 1e300)  # the rule the wire applies
+    monkeypatch.setattr(plausibility, "NEGATIVE_COUNT_MASS", 1e300)
     hostile = {0: setup.frame(NEIGHBOURS[0], 0, stats=cancelling_counts(setup, 1.02 * 2.0**57)),
                1: setup.frame(NEIGHBOURS[0], 1, stats=cancelling_counts(setup, 2.0**109))}
 
@@ -728,7 +730,7 @@ def test_an_aggregate_the_neighbours_would_reject_is_not_kept_the_round_starts_f
     with caplog.at_level(logging.WARNING, logger="crc.node"):
         assert peer.run(transport) is True
     assert peer.metrics.aggregate_fallbacks >= 1 and "starts from this peer's own" in caplog.text
-    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e4)
+    monkeypatch.undo()
     expect = peer.expect
     for frame in transport.sent:  # every neighbour takes every frame the peer sent
         decode(frame, expect.__class__(**{**expect.__dict__, "neighbours": frozenset({ADDRESS[ME]})}))
