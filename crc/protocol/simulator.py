@@ -117,6 +117,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
         result["secure_aggregation"] = secure_aggregation_summary(mixing(1) if callable(mixing) else mixing)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
+        result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
     if config.baseline:
