@@ -78,10 +78,12 @@ ROBUST_RULE = "geomedian"
 NEEDS_PAPER = ("screened", *VOTES, "robust")
 """The rules that choose the paper's averaging when no algorithm is named (``crc.core.acceleration.paper_only``)."""
 AGGREGATION_HELP = ("mean: the closed-neighbourhood average of the paper; clipped: self-centred clipping "
-                    "(ClippedGossip) to 2 x the median neighbour distance; median: coordinate-wise median of the "
+                    "(ClippedGossip) to 2 x the median neighbour distance; screened: neighbours beyond that radius left out; "
+                    "median: coordinate-wise median of the "
                     "closed neighbourhood (own statistics included); trimmed: coordinate-wise mean without the "
                     "largest and smallest value; geomedian: geometric median; robust: the recommended rule against "
-                    f"Byzantine neighbours ({ROBUST_RULE}: holds wherever a peer's closed neighbourhood has an honest majority)")
+                    f"Byzantine neighbours ({ROBUST_RULE}: holds wherever a peer's closed neighbourhood has an honest majority). "
+                    "The rules but mean and clipped run the paper's averaging unless --algorithm is given")
 CLIP_FACTOR = 2.0
 """tau_i = CLIP_FACTOR x the lower median of peer i's distances to its neighbours."""
 SCREEN_FACTOR = 2.0
