@@ -15,7 +15,7 @@ from crc.cli.config_file import ConfigFileCommand
 from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, check_partition_options, options, out_option, plots_option
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
-from crc.core.attacks import ATTACK_HELP, ATTACKS
+from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
@@ -72,7 +72,7 @@ class _RoundsDone:
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "
                    "the results add the honest peers' errors ('honest').")
-@click.option("--attack", type=click.Choice(ATTACKS), default=SimulationConfig.attack, show_default=True,
+@click.option("--attack", type=click.Choice(PEER_ATTACKS), default=SimulationConfig.attack, show_default=True,
               help=f"What the --byzantine peers send: {ATTACK_HELP}.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True,

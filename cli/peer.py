@@ -17,7 +17,7 @@ from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
 from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
-from crc.core.attacks import ATTACK_HELP, ATTACKS
+from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.calibration import DEFAULT_LR
 from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
@@ -154,7 +154,7 @@ def option_list(options: dict):
 @click.option("--down-after", type=click.IntRange(min=1), default=PeerSettings.down_after, show_default=True,
               help="Rounds in a row without anything from a neighbour before it is marked down and no longer waited "
                    "for (until it sends again).")
-@click.option("--attack", type=click.Choice(ATTACKS), default=None,
+@click.option("--attack", type=click.Choice(PEER_ATTACKS), default=None,
               help=f"Research only: make this peer Byzantine, sending poisoned statistics every round ({ATTACK_HELP}).")
 @click.option("--secret-key", type=click.Path(dir_okay=False), default=None,
               help="This peer's secret key file (NAME.key_secret, written by `crc keys`, mode 0600): every connection "

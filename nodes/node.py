@@ -205,7 +205,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     generative = make_model(options.model, shared, **structure)
     chosen = resolve({"algorithm": options.algorithm, "momentum": options.momentum, "start": options.start,
                       "safeguard": options.safeguard, "classifier": options.classifier,
-                      "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon})
+                      "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
+                      "aggregate": options.aggregate})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
     privacy = _privacy(generative, options, iters, speedup)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)

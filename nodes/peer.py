@@ -28,11 +28,12 @@ from collections.abc import Callable
 import numpy as np
 
 from crc.core import acceleration
-from crc.core.aggregation import peer_average
+from crc.core.aggregation import count_index, peer_average
 from crc.core.calibration import soft_zero_one
 from crc.core.errors import CRCError
 from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
+from crc.core.plausibility import count_slack
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
@@ -55,7 +56,9 @@ class Peer:
         masked = settings.secure_aggregation is not None
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys,
-                                  secure_aggregation=masked)
+                                  secure_aggregation=masked,
+                                  count_slack=count_slack(model, None if settings.privacy is None else settings.privacy.sigma))
+        self.counts = count_index(model)
         self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
                                bind=settings.bind)
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
@@ -155,7 +158,8 @@ class Peer:
             if self.stop.is_set():
                 return False
         else:
-            aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate)
+            aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate,
+                                      counts=self.counts)
         aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
@@ -298,7 +302,7 @@ class Peer:
         total = self.session.close(self.model, self.ess)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
-                check_statistics(total / len(received), self.model, self.ess)
+                check_statistics(total / len(received), self.model, self.ess, slack=self.expect.count_slack)
             except Rejected as rejection:
                 self._reject(rejection.cause, f"the unmasked sum: {rejection.detail}", None)
                 total = None
@@ -358,7 +362,8 @@ class Peer:
     def _own_problem(self, stats: np.ndarray) -> str | None:
         """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""
         try:
-            check_statistics(stats, self.model, self.ess, secure_aggregation=self.expect.secure_aggregation)
+            check_statistics(stats, self.model, self.ess, secure_aggregation=self.expect.secure_aggregation,
+                             slack=self.expect.count_slack)
         except Rejected as rejection:
             return f"{rejection.cause}: {rejection.detail}"
         return None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from crc.core.acceleration import PAPER, Acceleration
 from crc.core.aggregation import AGGREGATIONS
-from crc.core.attacks import ATTACKS
+from crc.core.attacks import PEER_ATTACKS
 from crc.core.privacy import Privacy
 
 
@@ -105,7 +105,7 @@ class PeerSettings:
             raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
         if self.window_rounds < 0 or self.down_after < 1:
             raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
-        if self.aggregate not in AGGREGATIONS or self.attack not in (None, *ATTACKS):
+        if self.aggregate not in AGGREGATIONS or self.attack not in (None, *PEER_ATTACKS):
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
         if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
             raise ValueError("every neighbour needs a known key")

@@ -33,14 +33,19 @@ A peer that has waited a while for its neighbours' statistics tells its other ne
 
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
-and of the expected length. Given the model, the statistics themselves must
-then have the peer's ESS (class-count total m0, which CRC preserves exactly),
-values within ``MAX_RELATIVE_MAGNITUDE`` x m0 (so that averaging a
-neighbourhood cannot overflow), class counts within ``MAX_COUNT_MAGNITUDE`` x
-m0 (so that it cannot round the receiver's own counts away), values within
-``SECURE_AGGREGATION_TERM_LIMIT`` where secure aggregation is on, and parameters that ``theta`` computes and
-that are finite. A rejection names its cause (see ``CAUSES``). Statistics may
-be negative after calibration, so the sign is not checked.
+and of the expected length. Given the model, the statistics must then be
+plausible (``crc.core.plausibility``, the one rule the simulator's attack model
+applies too): the peer's ESS as the class-count total (CRC preserves it
+exactly); negative class counts totalling at most ``NEGATIVE_COUNT_MASS`` x m0
+(counts can dip below zero after calibration, by at most 0.037 m0 in honest
+runs; with the total m0 this bounds every count to [-m0, 2 m0]), plus the
+privacy slack when the peer is private; values within
+``MAX_RELATIVE_MAGNITUDE`` x m0 and class counts within ``MAX_COUNT_MAGNITUDE``
+x m0 (overflow guards: standardized features are unbounded, so no tighter
+bound on sums follows from the schema); values within
+``SECURE_AGGREGATION_TERM_LIMIT`` where secure aggregation is on; and
+parameters that ``theta`` computes and that are finite. A rejection names its
+cause (see ``CAUSES``).
 """
 
 from __future__ import annotations
@@ -52,8 +57,15 @@ from dataclasses import dataclass
 import msgpack
 import numpy as np
 
-from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
+from crc.core.plausibility import (  # noqa: F401 (re-exported)
+    MAX_COUNT_MAGNITUDE,
+    MAX_RELATIVE_MAGNITUDE,
+    NEGATIVE_COUNT_MASS,
+    SECURE_AGGREGATION_TERM_LIMIT,
+    STATS_ESS_TOLERANCE,
+    problem,
+)
 
 PROTOCOL_VERSION = 1
 MESSAGE_TYPE = "stats"
@@ -63,19 +75,6 @@ MAX_TEXT = 512
 ENVELOPE_BYTES = 1024
 """Generous bound on everything but the payload, used to size frame limits."""
 ESS_RELATIVE_TOLERANCE = 1e-9
-STATS_ESS_TOLERANCE = 1e-9
-"""Relative tolerance on the statistics' class-count total (honest peers drift by rounding only, about 1e-14)."""
-MAX_RELATIVE_MAGNITUDE = 1e30
-"""Largest |value| accepted, as a multiple of m0: honest statistics of standardized data are within a few powers of
-ten of m0; beyond this, sums of a neighbourhood's statistics (and their squares in theta) could overflow."""
-MAX_COUNT_MAGNITUDE = 1e4
-"""Largest |class count| accepted, as a multiple of m0. Counts total m0, and honest ones stay within a few m0 (the
-privacy noise included); far larger ones of opposite signs would cancel in a neighbourhood's average and take the
-receiver's own counts with them in rounding (2^57 m0 moved a peer's ESS by 2 %)."""
-SECURE_AGGREGATION_TERM_LIMIT = 2.0**34
-"""Largest |value| secure aggregation's fixed point encodes (``crc.nodes.secure_aggregation``); a peer that
-aggregates securely accepts no statistics beyond it, so that its own stay within it too."""
-
 SECURE_AGGREGATION_FIELDS = {
     "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
     "unmask": frozenset({"v", "type", "run", "from", "round", "survivors", "shares"}),
@@ -94,7 +93,7 @@ WAITING = "waiting"
 WAITING_FIELDS = frozenset({"v", "type", "run", "from", "round"})
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
-          "stats-ess", "magnitude", "theta", "stale", "ahead", "duplicate", "forged")
+          "stats-ess", "magnitude", "counts", "theta", "stale", "ahead", "duplicate", "forged")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
 
 
@@ -157,7 +156,9 @@ class Expectation:
     size: int
     neighbours: frozenset
     model: GenerativeModel | None = None
-    """The peer's model: with it, the statistics' ESS, magnitude and parameters are checked too."""
+    """The peer's model: with it, the statistics' plausibility is checked too (``crc.core.plausibility``)."""
+    count_slack: float = 0.0
+    """Privacy's slack on the negative count mass (``crc.core.plausibility.count_slack``)."""
     known_keys: Mapping[str, str] | None = None
     """Each neighbour's public key (z85): with them, a frame must come with the key of the neighbour it names."""
 
@@ -234,7 +235,8 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
     if not np.all(np.isfinite(stats)):
         raise Rejected("non-finite", "statistics contain NaN or infinity", sender)
     if expect.model is not None:
-        check_statistics(stats, expect.model, expect.ess, sender, secure_aggregation=expect.secure_aggregation)
+        check_statistics(stats, expect.model, expect.ess, sender, secure_aggregation=expect.secure_aggregation,
+                         slack=expect.count_slack)
     return Message(sender=sender, round=obj["round"], stats=stats)
 
 
@@ -324,32 +326,13 @@ def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) 
 
 
 def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None, *,
-                     secure_aggregation: bool = False) -> None:
-    """Raise Rejected unless finite ``stats`` (size,) have ESS ``ess``, bounded values (within SECURE_AGGREGATION_TERM_LIMIT
-    too if ``secure_aggregation``) and finite parameters."""
-    largest = float(np.abs(stats).max(initial=0.0))
-    if largest > MAX_RELATIVE_MAGNITUDE * ess:
-        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, more than {MAX_RELATIVE_MAGNITUDE:g} x the ESS",
-                       sender)
-    if secure_aggregation and not largest < SECURE_AGGREGATION_TERM_LIMIT:
-        raise Rejected("magnitude", f"a value of magnitude {largest:.3g}, beyond the {SECURE_AGGREGATION_TERM_LIMIT:g} that secure "
-                       "aggregation encodes", sender)
-    counts = model.table(stats)[..., :, model.layout.columns("count")]
-    largest_count = float(np.abs(counts).max(initial=0.0))
-    if largest_count > MAX_COUNT_MAGNITUDE * ess:
-        raise Rejected("magnitude", f"a class count of magnitude {largest_count:.3g}, more than {MAX_COUNT_MAGNITUDE:g} "
-                       "x the ESS", sender)
-    total = float(counts.sum(axis=(-1, -2)))  # model.ess(stats), from the counts already taken
-    if not abs(total - ess) <= STATS_ESS_TOLERANCE * ess:
-        raise Rejected("stats-ess", f"class counts total {total!r}, the ESS is {ess!r}", sender)
-    try:
-        with np.errstate(all="ignore"):
-            theta = model.theta(stats)
-            finite = all(np.all(np.isfinite(value)) for value in theta.values())
-    except (CRCError, ArithmeticError, np.linalg.LinAlgError) as exc:
-        raise Rejected("theta", f"no parameters from these statistics ({exc})", sender) from None
-    if not finite:
-        raise Rejected("theta", "the parameters from these statistics are not finite", sender)
+                     secure_aggregation: bool = False, slack: float = 0.0) -> None:
+    """Raise Rejected unless finite ``stats`` (size,) are plausible for a peer of ESS ``ess``
+    (``crc.core.plausibility.problem``: ESS, negative count mass within its bound plus ``slack``, magnitudes, within
+    SECURE_AGGREGATION_TERM_LIMIT too if ``secure_aggregation``, finite parameters)."""
+    found = problem(stats, model, ess, secure_aggregation=secure_aggregation, slack=slack)
+    if found is not None:
+        raise Rejected(*found, sender)
 
 
 def _check_types(obj: dict, sender: str) -> None:

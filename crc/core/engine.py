@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crc.core import acceleration as accel
-from crc.core.aggregation import neighbourhood_average
+from crc.core.aggregation import count_index, neighbourhood_average
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
@@ -113,10 +113,18 @@ class CRCEngine:
     iterations : int
         LRC steps per round.
     aggregation : str
-        ``mean`` or ``clipped`` (``crc.core.aggregation``).
+        One of ``crc.core.aggregation.AGGREGATIONS``.
     sent : callable, optional
         ``sent(stats) -> (n, size)``: what the nodes send their neighbours (default: their statistics; an attack
         study poisons some rows, ``crc.core.attacks.byzantine_sender``).
+    messages : callable, optional
+        In place of ``sent``: ``messages(stats, rows, cols, weights) -> (E, size)``, what each edge of the round's
+        mixing carries (``crc.core.attacks.byzantine_messages``: an attacker may send each neighbour something else).
+    accept : callable, optional
+        With ``messages``: ``accept(messages (k, size)) -> bool (k,)``, the receivers' check of the messages that
+        differ from their senders' statistics (``crc.core.plausibility.plausible``); a refused message is left out
+        and its receiver's remaining weights are rescaled to sum to 1 (on the closed-neighbourhood average, equal shares of
+        what arrived, as a real peer averages).
     acceleration : Acceleration
         Memory, start and safeguard (``crc.core.acceleration``); the default, ``PAPER``, is the paper's algorithm.
     release : callable, optional
@@ -129,6 +137,7 @@ class CRCEngine:
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
                  aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None,
+                 messages: Callable[..., np.ndarray] | None = None, accept: Callable[[np.ndarray], np.ndarray] | None = None,
                  acceleration: accel.Acceleration = accel.PAPER,
                  release: Callable[[np.ndarray], np.ndarray] | None = None, graph: Mixing | None = None):
         if not ess > 0:
@@ -140,6 +149,8 @@ class CRCEngine:
         self._graph = mixing if graph is None else graph
         self._last_graph = None  # the graph of the last round, when exact diffusion watches it for changes
         self.aggregation, self._sent, self._release = aggregation, sent, release
+        self._messages, self._accept, self._counts = messages, accept, count_index(model)
+        self.refused = 0  # messages the receivers' check left out, over all rounds
         self.n_nodes = local.phi.shape[0]
         self.weights = class_major_weights(local.y, model.n_classes, local.mask)
         # Posteriors need masking only where padding has non-zero features: a zero
@@ -161,8 +172,31 @@ class CRCEngine:
 
     def aggregate(self) -> np.ndarray:
         """Closed-neighbourhood averages of the current statistics for the next round, (n, size)."""
-        sent = None if self._sent is None else self._sent(self.stats)
-        return neighbourhood_average(self.mixing(self.round + 1), self.stats, sent, rule=self.aggregation)
+        mixing = self.mixing(self.round + 1)
+        if self._messages is None:
+            sent = None if self._sent is None else self._sent(self.stats)
+            return neighbourhood_average(mixing, self.stats, sent, rule=self.aggregation, counts=self._counts)
+        matrix = sp.coo_array(mixing)
+        off = matrix.row != matrix.col
+        rows, cols, weights = matrix.row[off], matrix.col[off], matrix.data[off]
+        messages = self._messages(self.stats, rows, cols, weights)
+        if self._accept is not None:
+            changed = np.flatnonzero(np.any(messages != self.stats[cols], axis=1))
+            refused = changed[~self._accept(messages[changed])]
+            if len(refused):
+                self.refused += len(refused)
+                keep = np.ones(len(rows), dtype=bool)
+                keep[refused] = False
+                rows, cols, weights, messages = rows[keep], cols[keep], weights[keep], messages[keep]
+                diagonal = np.zeros(self.n_nodes)
+                np.add.at(diagonal, matrix.row[~off], matrix.data[~off])
+                total = diagonal + np.bincount(rows, weights=weights, minlength=self.n_nodes)
+                weights = weights / total[rows]
+                mixing = sp.coo_array((np.concatenate([diagonal / total, weights]),
+                                       (np.concatenate([np.arange(self.n_nodes), rows]),
+                                        np.concatenate([np.arange(self.n_nodes), cols]))), shape=matrix.shape)
+        return neighbourhood_average(mixing, self.stats, rule=self.aggregation, counts=self._counts,
+                                     edges=(rows, cols, weights, messages))
 
     def _restarts(self) -> np.ndarray | None:
         """Exact diffusion: the nodes (n,) whose closed neighbourhood in the coming round differs from the last

@@ -11,9 +11,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from crc.core.attacks import byzantine_nodes, byzantine_sender
+from crc.core.attacks import byzantine_messages, byzantine_nodes
 from crc.core.data import Dataset
 from crc.core.engine import CRCEngine, LocalData, Mixing
+from crc.core.plausibility import count_slack, plausible
 from crc.core.privacy import Privacy, clip_standardized, release
 from crc.protocol.baseline import mixture_of_nodes
 from crc.protocol.central import CentralCache, CentralProgress, central_results
@@ -35,12 +36,21 @@ Network = Callable[[int, np.random.SeedSequence], Mixing]
 
 
 def byzantine_for(rep: Repeat, config: SimulationConfig) -> tuple[np.ndarray, Callable | None]:
-    """The repeat's Byzantine nodes (seeded) and the engine's ``sent`` hook that poisons them (None without any)."""
+    """The repeat's Byzantine nodes (seeded) and the engine's ``messages`` hook that poisons what they send (None
+    without any)."""
     if not config.byzantine:
         return np.zeros(0, dtype=np.int64), None
     rng = np.random.default_rng([config.seed, rep.index, BYZANTINE_STREAM])
     nodes = byzantine_nodes(config.nodes, config.byzantine, rng)
-    return nodes, byzantine_sender(rep.split.model, nodes, config.attack, rng)
+    return nodes, byzantine_messages(rep.split.model, nodes, config.attack, rng)
+
+
+def receivers_check(rep: Repeat, config: SimulationConfig, privacy: Privacy | None) -> Callable:
+    """The engine's ``accept`` hook: the wire's plausibility check (``crc.core.plausibility``) of every poisoned
+    message, with the privacy slack of the run's noise."""
+    model, ess = rep.split.model, ess_for(config)
+    slack = count_slack(model, None if privacy is None else privacy.sigma)
+    return lambda messages: plausible(messages, model, ess, slack=slack)
 
 
 def private_release(rep: Repeat, config: SimulationConfig, privacy: Privacy | None) -> Callable | None:
@@ -61,13 +71,14 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                                                                                           privacy.clip))
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
-    sent = byzantine_for(rep, config)[1]
+    messages = byzantine_for(rep, config)[1]
     delivered = mixing
     if config.loss > 0:
         delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)],
                                  secure_aggregation=config.secure_aggregation)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
-                       aggregation=config.aggregate, sent=sent, acceleration=config.acceleration,
+                       aggregation=config.aggregate, messages=messages,
+                       accept=None if messages is None else receivers_check(rep, config, privacy), acceleration=config.acceleration,
                        release=private_release(rep, config, privacy), graph=mixing)
     return engine, mixing
 
@@ -106,6 +117,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
         result["secure_aggregation"] = secure_aggregation_summary(mixing(1) if callable(mixing) else mixing)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
+        result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out
     if hasattr(mixing, "density"):
         result["density"] = float(mixing.density(config.rounds))
     if config.baseline:

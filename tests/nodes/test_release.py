@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crc.core.attacks import ATTACKS
+from crc.core.attacks import PEER_ATTACKS
 from crc.core.models import make_model
 from crc.nodes.release import Release
 from crc.protocol.accountant import plan
@@ -34,7 +34,7 @@ def test_the_privacy_noise_is_seeded_keeps_the_ess_and_has_the_plans_scale():
     assert first.on_the_wire(released) is released  # an honest peer sends what it released
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", PEER_ATTACKS)
 def test_a_byzantine_peer_sends_poison_of_the_same_ess_seeded_by_its_address(attack):
     byzantine = Release(MODEL, privacy=None, privacy_seed=None, attack=attack, bind=BIND)
     sent = byzantine.on_the_wire(STATS)

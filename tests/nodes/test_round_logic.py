@@ -23,7 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crc.core import plausibility
 from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration
+from crc.core.attacks import byzantine_messages, poison
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
 from crc.core.errors import CRCError
@@ -713,9 +715,10 @@ def cancelling_counts(setup: Setup, size: float) -> np.ndarray:
 def test_an_aggregate_the_neighbours_would_reject_is_not_kept_the_round_starts_from_the_peers_own(
         setup, acceleration, monkeypatch, caplog):
     """Frames with class counts of ±2^57 m0 and ±2^109 m0 that total m0 (a hostile-input pass: they crashed a peer,
-    its own counts rounded away). With the wire's count bound lifted they are accepted, and the peer still runs to
+    its own counts rounded away). With the wire's count bounds lifted they are accepted, and the peer still runs to
     the end: the rounds whose aggregate would be rejected start from its own statistics, and all it sends passes."""
-    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e300)
+    monkeypatch.setattr(plausibility, "MAX_COUNT_MAGNITUDE", 1e300)  # the rule the wire applies
+    monkeypatch.setattr(plausibility, "NEGATIVE_COUNT_MASS", 1e300)
     hostile = {0: setup.frame(NEIGHBOURS[0], 0, stats=cancelling_counts(setup, 1.02 * 2.0**57)),
                1: setup.frame(NEIGHBOURS[0], 1, stats=cancelling_counts(setup, 2.0**109))}
 
@@ -728,7 +731,7 @@ def test_an_aggregate_the_neighbours_would_reject_is_not_kept_the_round_starts_f
     with caplog.at_level(logging.WARNING, logger="crc.node"):
         assert peer.run(transport) is True
     assert peer.metrics.aggregate_fallbacks >= 1 and "starts from this peer's own" in caplog.text
-    monkeypatch.setattr(wire, "MAX_COUNT_MAGNITUDE", 1e4)
+    monkeypatch.undo()
     expect = peer.expect
     for frame in transport.sent:  # every neighbour takes every frame the peer sent
         decode(frame, expect.__class__(**{**expect.__dict__, "neighbours": frozenset({ADDRESS[ME]})}))
@@ -934,3 +937,40 @@ def test_a_neighbour_that_only_ever_says_it_waits_costs_at_most_the_extension_pe
     assert peer.run(FakeTransport(clock, answer))
     assert clock.now == pytest.approx(first_s + (ROUNDS - 1) * (TIMEOUT_S + first_s))
     assert peer.metrics.missing[ADDRESS[stuck]] == ROUNDS and not peer.liveness.down
+
+
+def test_a_robust_peer_outvotes_an_extreme_neighbour_as_the_simulator_does():
+    """Neighbour 0 sends the most extreme statistics the wire accepts every round; with --aggregate robust (the
+    geometric median; this peer has 3 neighbours, so it tolerates one) the peer accepts them, follows the simulator's
+    robust run round by round, and stays near the clean run where the mean is thrown far off."""
+    schema, x, y = prepared(mixed_columns())
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), GRAPH.number_of_nodes())
+    ess = default_ess(len(y), len(parts))
+    local = LocalData.from_parts(phi, y, parts)
+
+    def history(aggregation, attack):
+        engine = CRCEngine(model, local, averaging_matrix(GRAPH), ess=ess, aggregation=aggregation,
+                           messages=None if attack is None else byzantine_messages(model, np.array([0]), attack, None))
+        stats = [engine.stats.copy()]
+        engine.run(ROUNDS, callback=lambda _, s: stats.append(s.copy()))
+        return np.array(stats)
+
+    robust, clean, mean = history("robust", "extreme"), history("mean", None), history("mean", "extreme")
+
+    def answer(round_):
+        frames = [(0.0, encode(run="crc", sender=ADDRESS[u], round_=round_, schema_id=model.schema_id, ess=ess,
+                               stats=poison(model, robust[round_][u], "extreme", None) if u == 0 else robust[round_][u]))
+                  for u in NEIGHBOURS]
+        return frames
+
+    clock = FakeClock()
+    peer = Peer(model, phi[parts[ME]], y[parts[ME]], ess=ess, clock=clock,
+                settings=PeerSettings(bind=ADDRESS[ME], peers=tuple(ADDRESS[u] for u in NEIGHBOURS), rounds=ROUNDS,
+                                      timeout_s=TIMEOUT_S, first_round_timeout_s=FIRST_ROUND_TIMEOUT_S, aggregate="robust"))
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport) is True and no_rejections(peer)
+    np.testing.assert_allclose(peer.stats, robust[ROUNDS][ME], rtol=1e-9, atol=1e-9 * np.abs(robust[ROUNDS][ME]).max())
+    off = [np.linalg.norm(run[ROUNDS][ME] - clean[ROUNDS][ME]) for run in (robust, mean)]
+    assert off[0] < 1e-20 * off[1]
