@@ -177,7 +177,7 @@ def compute_cell(cell: Cell, network_factory: Callable, *, cache, dataset: Datas
     """Simulate one cell: the record its file holds (``seconds`` is its only timing field).
 
     ``cache`` keeps the centralized errors (``DirectoryCache`` or anything with its ``get`` and ``put``);
-    ``dataset`` is the cell's stored data set when the caller has it (a cluster worker is sent it),
+    ``dataset`` is the cell's stored data set when the caller has it (a cluster worker is sent a CSV file's),
     else it is read here (or drawn, for 'synthetic').
     """
     config = cell.config

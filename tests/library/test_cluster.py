@@ -14,10 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.core.errors import CRCError
 from crc.experiments import TABLES, run_experiments
 from crc.topologies import network_factory
 
@@ -100,7 +102,7 @@ def cluster(tmp_path_factory):
         dask.close()
 
 
-def run(names, out, *, defaults=TINY, jobs=2, cluster=None, on_cell=None):
+def run(names, out, *, defaults=TINY, jobs=2, cluster=None, on_cell=None, **grid):
     """run_experiments in a thread of its own with a time limit (a hung cluster fails the test, never hangs it)."""
     calls = {"pending": None, "finished": []}
 
@@ -117,7 +119,7 @@ def run(names, out, *, defaults=TINY, jobs=2, cluster=None, on_cell=None):
     def target():
         try:
             outcome["tables"] = run_experiments(names, out=out, network_factory=network_factory, jobs=jobs, cluster=cluster,
-                                                defaults=defaults, on_start=on_start, on_cell=finished, **GRID)
+                                                defaults=defaults, on_start=on_start, on_cell=finished, **{**GRID, **grid})
         except BaseException as exc:  # handed to the test below
             outcome["error"] = exc
 
@@ -166,6 +168,21 @@ def test_a_grid_on_the_cluster_writes_the_local_runs_files_and_resumes_as_one(cl
     _, repaired = run(["table12"], tmp_path, cluster=cluster.address)
     assert repaired["pending"] == [("table12", "twonorm", "period2")] == [("table12", "twonorm", c) for c in repaired["finished"]]
     assert without_seconds(files(tmp_path)) == without_seconds(expected)
+
+
+def test_a_csv_data_set_goes_to_the_workers_with_its_cells_and_a_failing_cell_fails_the_run(cluster, tmp_path, monkeypatch):
+    """The CSV file's path is relative to this process's directory, where no worker looks: the client sends the data."""
+    rng = np.random.default_rng(0)
+    rows = [f"{rng.normal() + v:.5f},{rng.normal() - v:.5f},{'yes' if v else 'no'}" for v in rng.integers(2, size=2400)]
+    (tmp_path / "mine.csv").write_text("\n".join(["f1,f2,cls", *rows]) + "\n")
+    monkeypatch.chdir(tmp_path)
+    run(["table12"], Path("local"), datasets=["mine.csv"], label="cls")
+    _, calls = run(["table12"], Path("cluster"), datasets=["mine.csv"], label="cls", cluster=cluster.address)
+    assert len(calls["finished"]) == len(TABLES["table12"].columns)
+    assert (tmp_path / "cluster" / "cells" / "table12" / "mine").is_dir()
+    assert without_seconds(files(tmp_path / "cluster")) == without_seconds(files(tmp_path / "local"))
+    with pytest.raises(CRCError, match=r"table4 twonorm tree\+\d+: a tree on 6 nodes leaves 10 possible extra edges"):
+        run(["table4"], Path("impossible"), defaults={"rounds": 2, "nodes": 6, "local_size": 10}, cluster=cluster.address)
 
 
 def test_a_worker_killed_mid_grid_loses_no_cell(local, tmp_path):
