@@ -266,3 +266,10 @@ def test_without_the_extra_cluster_is_refused_by_name_and_nothing_else_needs_it(
     assert not [r for r in required if r.name in ("distributed", "dask") and r.marker is None]  # a plain install has none
     extras = {str(r.marker).split('"')[1] for r in required if r.name == "distributed"}
     assert extras == {"cluster", "test"}
+
+
+def test_workers_with_another_crc_version_are_refused_before_any_cell(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr("importlib.metadata.version", lambda name: "0.0.0")  # this process only: the workers keep theirs
+    with pytest.raises(CRCError, match=r"--cluster: this client has crc-p2p 0\.0\.0, but tcp://127\.0\.0\.1:\d+ has crc-p2p "):
+        run(["table12"], tmp_path, cluster=cluster.address)
+    assert not (tmp_path / "cells").exists()
