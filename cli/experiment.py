@@ -11,7 +11,9 @@ from crc.cli.acceleration import algorithm_option
 from crc.cli.model_options import with_model_options
 from crc.cli.options import ACCELERATION, PRIVACY, options
 from crc.cli.output import note, verbosity
+from crc.core.errors import OptionConflict
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
+from crc.experiments.cluster import require_distributed
 from crc.topologies import network_factory
 
 
@@ -37,9 +39,13 @@ def _names(ctx, param, values) -> list[str]:
               help="Repeats per cell (fresh split and graph each), as in the paper.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel worker processes.")
+@click.option("--cluster", metavar="ADDRESS", default=None,
+              help="Run the cells on the Dask distributed cluster whose scheduler is at ADDRESS (e.g. tcp://127.0.0.1:8786) "
+                   "instead of local processes: same cells, files and resumption; this process writes the files. Needs the "
+                   "'cluster' extra; the cluster must be your own (Dask pickles tasks).")
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the tables and the finished cells.")
-def experiment(names, datasets, label, model, repeats, seed, jobs, out, **structure):
+def experiment(names, datasets, label, model, repeats, seed, jobs, cluster, out, **structure):
     """Run the paper's experiment NAMES (table2 ... table12, circuits, or all
     of these), or the privacy study (privacy: test gap by ε; not in all).
 
@@ -63,6 +69,10 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     --rc-iterations apply to every column (and are recorded in every cell's
     configuration); the privacy table sets --dp-epsilon per column.
     """
+    if cluster is not None:
+        if jobs != 1:
+            raise OptionConflict("--jobs and --cluster do not go together: the cluster's workers run the cells")
+        require_distributed()  # before planning: a missing extra is a one-line error
     sources = None if datasets is None else [d.strip() for d in datasets.split(",") if d.strip()]
     started = time.perf_counter()
     state = {}
@@ -70,8 +80,8 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     def on_start(pending, cells):
         done = sum(1 for c in cells if not c.skip) - len(pending)
         skipped = sum(1 for c in cells if c.skip)
-        note(f"{len(cells)} cells: {len(pending)} to run, {done} already done, {skipped} n/a "
-             f"({jobs} process{'es' if jobs > 1 else ''})")
+        where = f"on the Dask cluster at {cluster}" if cluster is not None else f"{jobs} process{'es' if jobs > 1 else ''}"
+        note(f"{len(cells)} cells: {len(pending)} to run, {done} already done, {skipped} n/a ({where})")
         state["bar"] = click.progressbar(length=len(pending), label="cells", file=sys.stderr,
                                          hidden=not sys.stderr.isatty() or verbosity() < 0,
                                          item_show_func=lambda text: text).__enter__()
@@ -87,7 +97,7 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, out, **struct
     try:
         tables = run_experiments(names, datasets=sources, repeats=repeats, seed=seed, jobs=jobs, out=out,
                                  network_factory=network_factory, model=model, label=label, defaults=structure,
-                                 on_start=on_start, on_cell=on_cell)
+                                 on_start=on_start, on_cell=on_cell, cluster=cluster)
     finally:
         if "bar" in state:
             state["bar"].__exit__(None, None, None)

@@ -72,6 +72,14 @@ def single_threaded_blas() -> contextlib.AbstractContextManager:
     return contextlib.nullcontext() if blas is None else blas.limit(limits=1)
 
 
+def use_single_threaded_blas() -> None:
+    """BLAS on one thread from now on, for the rest of the process (a process that runs nothing but cells,
+    as a ``crc experiment --cluster`` worker: ``--jobs`` workers get the same from their environment)."""
+    blas = _blas()
+    if blas is not None:
+        blas.limit(limits=1)  # not a context: the limit stays
+
+
 def blas_threads() -> int | None:
     """The number of threads BLAS uses outside ``single_threaded_blas`` (the largest over the loaded libraries)."""
     blas = _blas()

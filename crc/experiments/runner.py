@@ -163,9 +163,26 @@ def _is_done(cell: Cell, out: Path) -> bool:
 
 def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:
     """Run one cell and write its file; returns what was written."""
+    record = compute_cell(cell, network_factory, cache=DirectoryCache(out / ".cache" / "central"))
+    write_cell(cell, out, record)
+    return record
+
+
+def write_cell(cell: Cell, out: Path, record: dict) -> None:
+    """Save a finished cell's record (what ``compute_cell`` returned) as its file, atomically."""
+    atomic_write_json(cell.path(out), record)
+
+
+def compute_cell(cell: Cell, network_factory: Callable, *, cache, dataset: Dataset | None = None) -> dict:
+    """Simulate one cell: the record its file holds (``seconds`` is its only timing field).
+
+    ``cache`` keeps the centralized errors (``DirectoryCache`` or anything with its ``get`` and ``put``);
+    ``dataset`` is the cell's stored data set when the caller has it (a cluster worker is sent a CSV file's),
+    else it is read here (or drawn, for 'synthetic').
+    """
     config = cell.config
-    dataset = _dataset_for(config)
-    cache = DirectoryCache(out / ".cache" / "central")
+    if dataset is None or config.data == SYNTHETIC:
+        dataset = _dataset_for(config)
     started = time.perf_counter()
     try:
         if TABLES[cell.table].central_only:
@@ -175,10 +192,8 @@ def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:
             results = simulate(config, network, dataset=dataset, cache=cache)
     except ValueError as exc:  # CRCError, or a topology that cannot be drawn at this size
         raise CRCError(f"{cell.table} {cell.data} {cell.column}: {exc}") from None
-    record = {"table": cell.table, "data": cell.data, "column": cell.column,
-              "seconds": time.perf_counter() - started, "results": _strip_inf(results)}
-    atomic_write_json(cell.path(out), record)
-    return record
+    return {"table": cell.table, "data": cell.data, "column": cell.column,
+            "seconds": time.perf_counter() - started, "results": _strip_inf(results)}
 
 
 def _strip_inf(results: dict) -> dict:
@@ -189,10 +204,12 @@ def _strip_inf(results: dict) -> dict:
 
 def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out, network_factory: Callable,
                     model: str = "nb", label: str | None = None, defaults: dict | None = None,
-                    on_start: Callable | None = None, on_cell: Callable | None = None) -> list[dict]:
+                    on_start: Callable | None = None, on_cell: Callable | None = None,
+                    cluster: str | None = None) -> list[dict]:
     """Run the pending cells of the named tables and write the assembled table files.
 
-    All pending cells share one pool of ``jobs`` processes, largest first.
+    All pending cells share one pool of ``jobs`` processes, largest first, or, with ``cluster`` (a Dask
+    scheduler's address), go to that cluster's workers (``crc.experiments.cluster``; ``jobs`` is then unused).
     ``on_start(pending, cells)`` is called once; ``on_cell(cell, seconds)``
     after each finished cell. A table's files are rewritten whenever one of
     its cells finishes, so nothing finished is lost. Returns the tables.
@@ -207,7 +224,7 @@ def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out,
     pending = sorted((c for c in cells if not c.skip and not _is_done(c, out)), key=_cost, reverse=True)
     if on_start is not None:
         on_start(pending, cells)
-    for cell, seconds in _execute(pending, out, network_factory, jobs):
+    for cell, seconds in _execute(pending, out, network_factory, jobs, cluster):
         write_table(TABLES[cell.table], plans[cell.table], out)
         if on_cell is not None:
             on_cell(cell, seconds)
@@ -220,8 +237,13 @@ def _cost(cell: Cell) -> float:
     return config.train_size * config.rounds * (config.iters + 1)
 
 
-def _execute(cells: list[Cell], out: Path, network_factory: Callable, jobs: int):
-    """Yield (cell, seconds) as cells finish, in this process or in ``jobs`` worker processes."""
+def _execute(cells: list[Cell], out: Path, network_factory: Callable, jobs: int, cluster: str | None = None):
+    """Yield (cell, seconds) as cells finish: in this process, in ``jobs`` worker processes, or on ``cluster``."""
+    if cluster is not None:
+        from crc.experiments.cluster import execute_on_cluster  # imports Dask distributed, an optional extra
+
+        yield from execute_on_cluster(cells, out, network_factory, cluster)
+        return
     if jobs <= 1 or len(cells) <= 1:
         for cell in cells:
             yield cell, run_cell(cell, out, network_factory)["seconds"]

@@ -18,7 +18,8 @@ ALLOWED = {
     "crc.tables": ({"crc.core", "crc.tables"}, {"numpy", "pandas"}),
     "crc.protocol": ({"crc.core", "crc.tables", "crc.protocol"}, {"numpy", "scipy", "dp_accounting"}),
     "crc.report": ({"crc.core", "crc.report"}, {"numpy", "matplotlib"}),
-    "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy"}),
+    # distributed: only crc.experiments.cluster, only for --cluster (the optional extra 'cluster')
+    "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy", "distributed"}),
     "crc.topologies": ({"crc.core.errors", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
     "crc.nodes": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes"},
                   {"numpy", "zmq", "msgpack", "cryptography", "private_set_intersection", "prometheus_client"}),
