@@ -28,6 +28,7 @@ try:
 except ModuleNotFoundError as exc:
     raise ImportError("crc's estimators need scikit-learn: pip install 'crc-p2p[sklearn]' (or '.[sklearn]' from a clone)") from exc
 
+from crc.core.acceleration import ALGORITHMS, DEFAULT_ALGORITHM, acceleration_of, resolve
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR, rc, soft_zero_one
 from crc.core.columns import as_column
 from crc.core.data import encode, encode_features, standardize
@@ -325,17 +326,19 @@ class FederatedClassifier(_Classifier):
 
     Every peer starts from the uniform statistics of ESS ``ess``; each round it
     averages its statistics with its neighbours' and takes ``iters`` local RC
-    steps on its own part (``crc.core.engine.CRCEngine``). The schema every peer
+    steps on its own part (``crc.core.engine.CRCEngine``), by the recommended
+    algorithm (exact diffusion, two local steps) unless ``algorithm="paper"``,
+    as ``crc simulate`` does. The schema every peer
     shares is inferred from the pooled samples, which also give the
     standardization of the continuous features (as ``crc schema`` does).
 
     The network's classifier (``predict`` and the other methods without
     ``peer``, ``stats_``) is the one of the mean of the peers' final
     statistics; ``peer=i`` gives the ``i``-th peer's own (the peer
-    ``peers_[i]``). On a complete graph with ``iters=1`` the network's
-    statistics after ``t`` rounds are those of centralized RC's ``t``-th
-    iterate from the uniform start, scaled (the paper's Theorem 1); every peer
-    holds them after one more averaging.
+    ``peers_[i]``). With ``algorithm="paper"``, on a complete graph, the
+    network's statistics after ``t`` rounds are those of centralized RC's
+    ``t``-th iterate from the uniform start, scaled (the paper's Theorem 1);
+    every peer holds them after one more averaging.
 
     Parameters
     ----------
@@ -351,8 +354,10 @@ class FederatedClassifier(_Classifier):
     period : int, default=None
         Redraw the graph every ``period`` rounds; None keeps one graph.
     rounds : int, default=64
-    iters : int, default=1
-        Local RC steps per round.
+    algorithm : {"accelerated", "paper"}, default="accelerated"
+        The recommended algorithm, or the paper's Algorithm 2 (``crc.core.acceleration``).
+    iters : int, default=None
+        Local RC steps per round; None for the algorithm's (2 accelerated, 1 the paper's).
     lr : float, default=0.05
         Enters only through the default ESS.
     ess : float, default=None
@@ -377,7 +382,7 @@ class FederatedClassifier(_Classifier):
     """
 
     def __init__(self, *, model="nb", model_options=None, categorical_features=FROM_DTYPE, n_peers=10, topology="tree",
-                 period=None, rounds=64, iters=1, lr=DEFAULT_LR, ess=None, seed=0):
+                 period=None, rounds=64, algorithm=DEFAULT_ALGORITHM, iters=None, lr=DEFAULT_LR, ess=None, seed=0):
         self.model = model
         self.model_options = model_options
         self.categorical_features = categorical_features
@@ -385,6 +390,7 @@ class FederatedClassifier(_Classifier):
         self.topology = topology
         self.period = period
         self.rounds = rounds
+        self.algorithm = algorithm
         self.iters = iters
         self.lr = lr
         self.ess = ess
@@ -415,7 +421,10 @@ class FederatedClassifier(_Classifier):
         """
         _check_integer("n_peers", self.n_peers, 1)
         _check_integer("rounds", self.rounds, 0)
-        _check_integer("iters", self.iters, 1)
+        if self.algorithm not in ALGORITHMS:
+            raise CRCError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+        if self.iters is not None:
+            _check_integer("iters", self.iters, 1)
         _check_positive("lr", self.lr)
         columns = self._columns(X, reset=True)
         y = _labels(y, len(columns[0]))
@@ -427,7 +436,8 @@ class FederatedClassifier(_Classifier):
         local = LocalData.from_parts(model.features(standardize(schema, x)), codes, parts)
         mixing = Schedule(self.topology, len(parts), period=math.inf if self.period is None else self.period, seed=self.seed)
         ess = default_ess(len(codes), len(parts), self.lr) if self.ess is None else self.ess
-        engine = CRCEngine(model, local, mixing, ess=ess, iterations=self.iters)
+        settings = resolve({"algorithm": self.algorithm, "iters": self.iters})
+        engine = CRCEngine(model, local, mixing, ess=ess, iterations=settings["iters"], acceleration=acceleration_of(settings))
         self.peer_stats_, self.ess_, self.peers_ = engine.run(self.rounds), engine.ess, labels
         self._fitted(schema, model, self.peer_stats_.mean(axis=0), classes)
         return self

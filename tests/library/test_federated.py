@@ -8,6 +8,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score, c
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
+from crc.core.acceleration import ACCELERATED, PRESET
 from crc.core.calibration import rc
 from crc.core.data import encode_features
 from crc.core.engine import CRCEngine, LocalData
@@ -43,7 +44,7 @@ def test_theorem_1_on_a_complete_graph_the_network_is_rc_from_the_uniform_start(
     X, y = table()
     rounds = 30
     fed = FederatedClassifier(model=model, model_options=options, categorical_features=DISCRETE_NUMBERS,
-                              topology="complete", rounds=rounds, iters=1).fit(X, y, peers=label_sorted_peers(y, 6))
+                              topology="complete", rounds=rounds, algorithm="paper").fit(X, y, peers=label_sorted_peers(y, 6))
     phi = fed.model_.features(encode_features(fed.schema_, X))
     codes = np.searchsorted(fed.classes_, y)
     central = rc(fed.model_, phi, codes, lr=0.05, iterations=rounds, init=fed.model_.uniform(len(y)), select_best=False)
@@ -61,7 +62,8 @@ def test_peers_are_a_direct_engine_run_on_the_same_parts():
     names = np.array(["f", "e", "d", "c", "b", "a"])  # the peers' labels, in np.unique's order a ... f
     for name, rows in zip(names, cuts):
         peers[rows] = name
-    fed = FederatedClassifier(model="pc", topology="tree+1", period=4, rounds=12, iters=2, ess=500.0, seed=3)
+    fed = FederatedClassifier(model="pc", topology="tree+1", period=4, rounds=12, algorithm="paper", iters=2, ess=500.0,
+                              seed=3)
     fed.fit(X, y, peers=peers)
     assert fed.peers_.tolist() == ["a", "b", "c", "d", "e", "f"]
     model, schema = fed.model_, fed.schema_
@@ -74,6 +76,19 @@ def test_peers_are_a_direct_engine_run_on_the_same_parts():
     for peer in (0, 5):
         expected = model.posteriors(model.theta(fed.peer_stats_[peer]), phi)
         np.testing.assert_allclose(fed.predict_proba(X, peer=peer), expected, rtol=0, atol=1e-12)
+
+
+def test_by_default_the_peers_run_the_recommended_algorithm():
+    X, y = table()
+    peers = label_sorted_peers(y, 4)
+    fed = FederatedClassifier(categorical_features=DISCRETE_NUMBERS, topology="ring", rounds=10, seed=2).fit(X, y, peers=peers)
+    model, parts = fed.model_, [np.flatnonzero(peers == p) for p in range(4)]
+    phi, codes = model.features(encode_features(fed.schema_, X)), np.searchsorted(fed.classes_, y)
+    engine = CRCEngine(model, LocalData.from_parts(phi, codes, parts), Schedule("ring", 4, seed=2), ess=fed.ess_,
+                       iterations=ACCELERATED["iters"], acceleration=PRESET)
+    np.testing.assert_allclose(fed.peer_stats_, engine.run(10), rtol=1e-12, atol=1e-12)
+    paper = clone(fed).set_params(algorithm="paper").fit(X, y, peers=peers)
+    assert not np.allclose(paper.peer_stats_, fed.peer_stats_)
 
 
 def test_without_peers_the_samples_are_shared_out_at_random_by_the_seed():
@@ -181,7 +196,8 @@ def test_errors_and_parameters():
     for name, value, message in [("n_peers", 0, "n_peers must be an integer of at least 1, got 0"),
                                  ("rounds", 2.0, "rounds must be an integer of at least 0, got 2.0"),
                                  ("iters", np.int64(0), "iters must be an integer of at least 1, got 0"),
-                                 ("lr", -1, "lr must be a positive number, got -1")]:
+                                 ("lr", -1, "lr must be a positive number, got -1"),
+                                 ("algorithm", "fast", "algorithm must be one of accelerated, paper, got 'fast'")]:
         with pytest.raises(CRCError, match=message):
             FederatedClassifier(**{name: value}).fit(X, y)
     fitted = FederatedClassifier(rounds=1).fit(X, y, peers=label_sorted_peers(y, 3))
