@@ -40,7 +40,21 @@ from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity
 from crc.nodes.release import Release
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import Expectation, Masked, Message, Rejected, Reveal, Unmask, Waiting, check_statistics, decode, encode, encode_waiting
+from crc.nodes.wire import (
+    Agree,
+    Confirm,
+    Expectation,
+    Masked,
+    Message,
+    Rejected,
+    Reveal,
+    Unmask,
+    Waiting,
+    check_statistics,
+    decode,
+    encode,
+    encode_waiting,
+)
 
 
 class Peer:
@@ -225,9 +239,14 @@ class Peer:
                 reply = self.session.answer(message)
                 if reply is not None:
                     self._send_to(transport, message.sender, reply)
-            elif isinstance(message, Reveal):
+            elif isinstance(message, Confirm):
                 self.liveness.heard(message.sender)
-                self.session.take_reveal(message)
+                reply = self.session.answer_confirmation(message)
+                if reply is not None:
+                    self._send_to(transport, message.sender, reply)
+            elif isinstance(message, (Agree, Reveal)):
+                self.liveness.heard(message.sender)
+                (self.session.take_reveal if isinstance(message, Reveal) else self.session.take_agreement)(message)
                 self.metrics.bytes_received += len(frame)
             else:
                 self._keep(message, len(frame), wanted)
@@ -288,13 +307,20 @@ class Peer:
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 
     def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
-        """The neighbourhood average from masked statistics: ask the contributors whose words arrived to reveal what
-        removes their masks, unmask the sum, average it with this peer's own; its own alone if that fails."""
+        """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
+        that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
+        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
             deadline = self.clock() + self.settings.timeout_s
-            self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
+            self._wait(transport, wanted, lambda: deadline, self.session.agreed, notify=True)
+            confirmations = self.session.confirm()
+            for address, frame in confirmations.items():
+                self._send_to(transport, address, frame)
+            if confirmations:
+                deadline = self.clock() + self.settings.timeout_s
+                self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
         total = self.session.close(self.model, self.ess)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
@@ -305,15 +331,15 @@ class Peer:
         if total is None:
             self.metrics.unmask_fallbacks += 1
             self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
-                             "revealed): keeping this peer's own", wanted + 1, len(received), len(self.settings.peers),
-                             self.session.reveals)
+                             "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
+                             len(self.settings.peers), self.session.agreements, self.session.reveals)
             return self.stats.copy()
         return (self.stats + total) / (1 + len(received))
 
     def _serve_final(self, transport: PeerTransport) -> None:
-        """After the last round: answer the neighbours' unmasking requests for it (they unmask after this peer's
-        last message), until every protected neighbour has sent its request (every contributor gets one, a notice
-        when it is left out), a stop request, or ``timeout_s``."""
+        """After the last round: answer the neighbours' unmasking requests and confirmations for it (they unmask
+        after this peer's last message), until every protected neighbour has sent its confirmation or a notice (this
+        peer left out), a stop request, or ``timeout_s``."""
         if not self.session.final_answered():
             deadline = self.clock() + self.settings.timeout_s
             self._wait(transport, self.settings.rounds, lambda: deadline, self.session.final_answered)
