@@ -174,17 +174,26 @@ class Peer:
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
-        loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
+        loss = self._local_loss()
         self.metrics.rounds_done = self.round
-        self.metrics.soft_loss.append(loss)
+        if loss is not None:
+            self.metrics.soft_loss.append(loss)
         if self.round < self.settings.rounds:
             self._send(transport)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
         self._count_refused(transport)
         self.checkpoints.save(self.state, self.metrics)
-        self.log.info("round %d: %d/%d neighbours, local soft 0-1 loss %.4f", self.round, len(received),
-                      len(self.settings.peers), loss)
+        self.log.info("round %d: %d/%d neighbours%s", self.round, len(received), len(self.settings.peers),
+                      "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
+
+    def _local_loss(self) -> float | None:
+        """The soft 0-1 loss of this round's statistics on the local data, for the metrics and the log; None under
+        differential privacy: computed on the raw private data without noise, it would be a release the accountant
+        does not count (the model file, the log and the metrics endpoint carry only what the guarantee covers)."""
+        if self.settings.privacy is not None:
+            return None
+        return soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
 
     # ------------------------------------------------------------------------- waiting for the neighbours' frames
 
