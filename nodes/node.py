@@ -373,4 +373,4 @@ def privacy_spent(privacy: Privacy, releases: int) -> float:
     """ε that ``releases`` of the plan's releases have spent (0 before the first)."""
     from crc.protocol.accountant import epsilon_spent
 
-    return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta)
+    return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta, privacy.accountant)
