@@ -94,8 +94,8 @@ class SecureAggregationSession:
         level = logging.DEBUG if sender in seen else logging.ERROR if deviation else logging.WARNING  # a flood logs once
         seen.add(sender)
         if deviation:
-            self.log.log(level, "deviation detected: %s showed the members of its neighbourhood different unmasking "
-                         "requests for round %d: %s; nothing revealed", sender, round_, refusal)
+            self.log.log(level, "deviation detected in %s's unmasking of round %d: %s; nothing revealed", sender, round_,
+                         refusal)
         else:
             self.log.log(level, "refused %s's unmasking request for round %d: %s", sender, round_, refusal)
 
