@@ -840,6 +840,28 @@ def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_de
     assert isinstance(decode(transport.to[-1][1], as_u), Reveal) and peer.metrics.deviations == 3
 
 
+def test_a_resumed_peer_reseals_its_last_rounds_shares_under_fresh_nonces(setup, tmp_path):
+    """Restarted from its checkpoint, a peer masks the same round for the same neighbours again: the sealing key is
+    the same (pair, recipient, round), so each bundle must come with a nonce never used before (it was all zeros)."""
+    from crc.nodes.wire import NONCE_BYTES
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in GRAPH.neighbors(u)} for u in NEIGHBOURS}
+    secure = SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods)
+    as_neighbour = replace(setup.peer(FakeClock()).expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
+    nonces = []
+    for _start in ("fresh", "resumed from the checkpoint of the first"):
+        peer = setup.peer(FakeClock(), secure_aggregation=secure, checkpoint_dir=str(tmp_path))
+        assert peer.round == 0
+        transport = Recorder()
+        peer._send(transport)
+        peer.checkpoints.save(peer.state, peer.metrics)
+        masked = [decode(frame, as_neighbour) for _, frame in transport.to if msgpack.unpackb(frame)["type"] == "masked"]
+        assert masked and all(m.round == 0 for m in masked)
+        nonces += [sealed[:NONCE_BYTES] for m in masked for sealed in m.shares.values()]
+    assert len(set(nonces)) == len(nonces) and bytes(NONCE_BYTES) not in nonces
+
+
 def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):
     """A neighbour can walk a peer's statistics to the edge of a bound, where the peer's own local step crosses it
     (a second hostile-input pass: the peer then exited at every restart). It keeps its last statistics instead."""
