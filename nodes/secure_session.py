@@ -15,7 +15,8 @@ least two neighbours) it then, after gathering the round's masked statistics:
 
 As a contributor it agrees to a request (``answer``) and reveals on the confirmation (``answer_confirmation``)
 only if every other member of the set vouched for the same set and membership; a confirmation that does not show
-this is a deviation of the recipient: refused, counted (``deviations``) and logged as an error (once per neighbour, then at debug level).
+this is a deviation of the recipient: refused, counted (``deviations``) and logged as an error (once per
+neighbour, then at debug level).
 
 After its last round the peer still answers the requests for that round (``final_answered``), since its neighbours
 unmask after its last message. The session keeps only the current round's agreements and reveals: its state is
@@ -77,7 +78,8 @@ class SecureAggregationSession:
 
     def answer_confirmation(self, confirmation: Confirm) -> bytes | None:
         """This peer's reveal for a neighbour's confirmation of the request it agreed to; None if refused (counted,
-        logged; a deviation of the recipient is counted in ``deviations`` and logged as an error every time)."""
+        logged; a deviation of the recipient is counted in ``deviations`` too and logged as an error, the first time
+        for each neighbour)."""
         if confirmation.round == self.rounds - 1:
             self._final_asked.add(confirmation.sender)
         try:
