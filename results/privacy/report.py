@@ -235,7 +235,7 @@ def main() -> None:
         "`tree+K` lowers the number of single-neighbour peers but does not remove them; `ring`, `grid`, `regular:D` "
         "(D ≥ 2), the small-world graphs and `complete` protect every message. Each protected message costs four more "
         "(the unmasking request, the agreement to its set, the confirmation relaying the others' vouches, the answer), "
-        "small ones; the bench below was measured before the consistency round, with two (request and answer).",
+        "small ones.",
         "",
         *bench_lines(),
         "",
