@@ -165,7 +165,8 @@ def option_list(options: dict):
 @secure_aggregation_option()
 @click.option("--neighbourhoods", type=click.Path(dir_okay=False), default=None,
               help="With --secure-aggregation: JSON file mapping each neighbour's address to {address: public key} of "
-                   "its own neighbours (this peer included), from which the masks are agreed (`crc launch` writes it).")
+                   "its own neighbours (this peer included), from which the masks are agreed (`crc launch` writes it). "
+                   "Every member's key must be the one --known-peers gives it (keys known out of band).")
 @click.option("--insecure", "plaintext", is_flag=True,
               help="Run without keys: plaintext, and anyone who reaches the port can send statistics in a "
                    "neighbour's name. For trials on a trusted network only; a warning is logged.")

@@ -247,7 +247,8 @@ def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wal
     if config.secure_aggregation:
         results["secure_aggregation"] = {**secure_aggregation_summary(averaging_matrix(graph)),
                                          "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
-                                         "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics)}
+                                         "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics),
+                                         "deviations": sum(m.get("deviations", 0) for m in metrics)}
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected, refused = {}, {}

@@ -52,6 +52,9 @@ class Metrics:
     or a mask could not be removed), so that the peer kept its own statistics."""
     reveals_refused: int = 0
     """Secure aggregation: unmasking requests this peer refused (they would have revealed more than a sum)."""
+    deviations: int = 0
+    """Secure aggregation: of those, the confirmations that proved a neighbour deviated (it showed the members of its
+    neighbourhood different request sets or memberships, or withheld a member's vouch)."""
     checkpoint_failures: int = 0
     """Checkpoint writes that failed (the previous checkpoint was kept)."""
     aggregate_fallbacks: int = 0
@@ -175,7 +178,9 @@ def families(reading: Reading) -> list:
                       {**{cause: 0 for cause in CAUSES}, **m.rejected}),
             _by_cause(CounterMetricFamily("crc_peer_connections_refused", "Connections the transport refused, by cause.",
                                           labels=["cause"]), m.refused),
-            CounterMetricFamily("crc_peer_checkpoint_failures", "Checkpoint writes that failed.", value=m.checkpoint_failures)]
+            CounterMetricFamily("crc_peer_checkpoint_failures", "Checkpoint writes that failed.", value=m.checkpoint_failures),
+            CounterMetricFamily("crc_peer_secure_aggregation_deviations", "Secure aggregation: confirmations that proved a "
+                                "neighbour showed its members different request sets.", value=m.deviations)]
     seconds = np.sort(np.asarray(m.round_ms, dtype=float)) / 1000
     counts = np.searchsorted(seconds, ROUND_SECONDS_BUCKETS, side="right")
     buckets = [(floatToGoString(bound), int(count)) for bound, count in zip(ROUND_SECONDS_BUCKETS, counts)]

@@ -332,12 +332,30 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods")
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
+    return SecureAggregationKeys(keys.own.secret, vouched_neighbourhoods(hoods, options.bind, keys.own.public,
+                                                                         load_known_peers(options.known_peers), neighbours,
+                                                                         source=options.neighbourhoods))
+
+
+def vouched_neighbourhoods(hoods: dict, own: str, own_key: str, known: dict, neighbours: tuple[str, ...], *,
+                           source: str = "the neighbourhoods file") -> dict[str, dict[str, str]]:
+    """Each neighbour's neighbourhood (address -> key), refused unless every member's key is the one this peer knows
+    out of band: its own for itself, the known-peers file's (``known``, every entry, not only the neighbours') for
+    the others. A recipient that lists identities it controls (keys nobody vouched for) as members of its
+    neighbourhood, to subtract their values from the sum, is refused here."""
     for u in neighbours:
-        if hoods[u][options.bind] != keys.own.public:
-            raise CRCError(f"{options.neighbourhoods}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
-        if any(keys.known.get(w, key) != key for w, key in hoods[u].items()):
-            raise CRCError(f"{options.neighbourhoods}: a key in the neighbourhood of {u} differs from the known-peers file's")
-    return SecureAggregationKeys(keys.own.secret, hoods)
+        if hoods[u][own] != own_key:
+            raise CRCError(f"{source}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
+        for w, key in hoods[u].items():
+            if w == own:
+                continue
+            if w not in known:
+                raise CRCError(f"{source}: {w} in the neighbourhood of {u} is not in the known-peers file: secure "
+                               "aggregation takes only members whose keys this peer knows out of band (add its key "
+                               "to the known-peers file once you have checked it with its owner)")
+            if known[w] != key:
+                raise CRCError(f"{source}: the key of {w} in the neighbourhood of {u} differs from the known-peers file's")
+    return {u: dict(hoods[u]) for u in hoods}
 
 
 def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration) -> Privacy | None:
@@ -356,4 +374,4 @@ def privacy_spent(privacy: Privacy, releases: int) -> float:
     """ε that ``releases`` of the plan's releases have spent (0 before the first)."""
     from crc.protocol.accountant import epsilon_spent
 
-    return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta)
+    return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta, privacy.accountant)

@@ -41,7 +41,21 @@ from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity
 from crc.nodes.release import Release
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
-from crc.nodes.wire import Expectation, Masked, Message, Rejected, Reveal, Unmask, Waiting, check_statistics, decode, encode, encode_waiting
+from crc.nodes.wire import (
+    Agree,
+    Confirm,
+    Expectation,
+    Masked,
+    Message,
+    Rejected,
+    Reveal,
+    Unmask,
+    Waiting,
+    check_statistics,
+    decode,
+    encode,
+    encode_waiting,
+)
 
 
 class Peer:
@@ -164,17 +178,26 @@ class Peer:
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
-        loss = soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
+        loss = self._local_loss()
         self.metrics.rounds_done = self.round
-        self.metrics.soft_loss.append(loss)
+        if loss is not None:
+            self.metrics.soft_loss.append(loss)
         if self.round < self.settings.rounds:
             self._send(transport)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
         self._count_refused(transport)
         self.checkpoints.save(self.state, self.metrics)
-        self.log.info("round %d: %d/%d neighbours, local soft 0-1 loss %.4f", self.round, len(received),
-                      len(self.settings.peers), loss)
+        self.log.info("round %d: %d/%d neighbours%s", self.round, len(received), len(self.settings.peers),
+                      "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
+
+    def _local_loss(self) -> float | None:
+        """The soft 0-1 loss of this round's statistics on the local data, for the metrics and the log; None under
+        differential privacy: computed on the raw private data without noise, it would be a release the accountant
+        does not count (the model file, the log and the metrics endpoint carry only what the guarantee covers)."""
+        if self.settings.privacy is not None:
+            return None
+        return soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
 
     # ------------------------------------------------------------------------- waiting for the neighbours' frames
 
@@ -229,9 +252,14 @@ class Peer:
                 reply = self.session.answer(message)
                 if reply is not None:
                     self._send_to(transport, message.sender, reply)
-            elif isinstance(message, Reveal):
+            elif isinstance(message, Confirm):
                 self.liveness.heard(message.sender)
-                self.session.take_reveal(message)
+                reply = self.session.answer_confirmation(message)
+                if reply is not None:
+                    self._send_to(transport, message.sender, reply)
+            elif isinstance(message, (Agree, Reveal)):
+                self.liveness.heard(message.sender)
+                (self.session.take_reveal if isinstance(message, Reveal) else self.session.take_agreement)(message)
                 self.metrics.bytes_received += len(frame)
             else:
                 self._keep(message, len(frame), wanted)
@@ -292,13 +320,20 @@ class Peer:
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 
     def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
-        """The neighbourhood average from masked statistics: ask the contributors whose words arrived to reveal what
-        removes their masks, unmask the sum, average it with this peer's own; its own alone if that fails."""
+        """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
+        that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
+        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
             deadline = self.clock() + self.settings.timeout_s
-            self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
+            self._wait(transport, wanted, lambda: deadline, self.session.agreed, notify=True)
+            confirmations = self.session.confirm()
+            for address, frame in confirmations.items():
+                self._send_to(transport, address, frame)
+            if confirmations:
+                deadline = self.clock() + self.settings.timeout_s
+                self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
         total = self.session.close(self.model, self.ess)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
@@ -309,15 +344,15 @@ class Peer:
         if total is None:
             self.metrics.unmask_fallbacks += 1
             self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
-                             "revealed): keeping this peer's own", wanted + 1, len(received), len(self.settings.peers),
-                             self.session.reveals)
+                             "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
+                             len(self.settings.peers), self.session.agreements, self.session.reveals)
             return self.stats.copy()
         return (self.stats + total) / (1 + len(received))
 
     def _serve_final(self, transport: PeerTransport) -> None:
-        """After the last round: answer the neighbours' unmasking requests for it (they unmask after this peer's
-        last message), until every protected neighbour has sent its request (every contributor gets one, a notice
-        when it is left out), a stop request, or ``timeout_s``."""
+        """After the last round: answer the neighbours' unmasking requests and confirmations for it (they unmask
+        after this peer's last message), until every protected neighbour has sent its confirmation or a notice (this
+        peer left out), a stop request, or ``timeout_s``."""
         if not self.session.final_answered():
             deadline = self.clock() + self.settings.timeout_s
             self._wait(transport, self.settings.rounds, lambda: deadline, self.session.final_answered)

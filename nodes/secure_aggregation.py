@@ -16,16 +16,28 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
 2. u names the set S of contributors whose words arrived and sends each member of N(u) the request with S and the
    bundles the members of S sealed for it (to a member left out of S, or with fewer than two in S, it is a notice
    that asks nothing).
-3. Each w' in S answers (``Contributor.reveal``) with its own b_{w'}, its pairwise seeds k_{w',x} with the dropped
+3. Consistency (Bonawitz et al.'s consistency round, with MACs for signatures): each w' in S that accepts the
+   request (``Contributor.agree``) commits to S for (u, r) and answers with its vouches: for every other member w of
+   S, HMAC-SHA256 under a key derived from X25519(w', w) (only w' and w hold it) of (run, u, r, w', w, the
+   membership of N(u) with its keys as w' knows it, S). Once every member of S agreed, u relays to each member the
+   vouches the others made for it (a member that does not agree costs the round: nothing is confirmed).
+4. Each w' in S answers the confirmation (``Contributor.reveal``) only if it carries a valid vouch of every other
+   member of S for the same S and membership, with its own b_{w'}, its pairwise seeds k_{w',x} with the dropped
    contributors x not in S, and, of every other member w of S, its share of b_w and its shares of k_{w,x} for the
    dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than two
-   contributors or any stranger, or differs from a request it already answered for the same (u, r): u can
-   therefore never hold both what strips w's pairwise masks with the members of S (never given) and b_w while w
-   is not in S, nor b_w for a w it declared dropped.
-4. u adds the words of S, removes each member's self-mask and its pairwise masks with the dropped contributors
-   (from the member's own answer, or, if it was lost after step 1, from ``threshold_for(d)`` of the others'
-   shares), and decodes the sum. If fewer than two words arrived, or a mask cannot be removed (too few shares),
-   u unmasks nothing: it keeps its own statistics for the round.
+   contributors or any stranger, or differs from the set it committed to for the same (u, r); a confirmation
+   without the vouches is a deviation (``Deviation``: u showed members different sets or memberships, or withheld
+   a vouch), refused and reported. Since every honest member of S commits to one set and u cannot forge a vouch,
+   all the answers u gets are for one set S that all its members saw: u can never hold both what strips w's
+   pairwise masks with the members of S (never given) and b_w while w is not in S, nor b_w for a w it declared
+   dropped, nor answers for two sets that differ (the attack {a, b} to a, {a, c} to c, which isolated c).
+5. u adds the words of S, removes each member's self-mask and its pairwise masks with the dropped contributors
+   (from the member's own answer, or, if it was lost after agreeing, from ``threshold_for(d)`` of the others'
+   shares), and decodes the sum. If fewer than two words arrived, a member of S did not agree, or a mask cannot be
+   removed (too few shares), u unmasks nothing: it keeps its own statistics for the round.
+
+Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
+under the same sealing key, and never reuses a nonce with it.
 
 Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 64 terms
 (``MAX_ENTRIES``) are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
@@ -35,8 +47,12 @@ Threshold and collusion: the shares of w's seeds go to the d - 1 other contribut
 t = floor((d-1)/2) + 1, a majority of them. u alone learns only the sum of S; u colluding with fewer than t
 contributors cannot rebuild a seed it was not given, and with d = 2 the other contributor already knows the sum
 minus its own part.
-This is the honest-but-curious model of the paper in ``shared/papers/004_…``: a recipient that sends different sets
-S to different contributors is refused by any contributor it asks twice, but not detected across contributors.
+Membership: who is in N(u), with their keys, is each member's own configuration (the neighbourhoods file, whose
+keys must be those of the member's known-peers file: keys it knows out of band, ``crc.nodes.node``), never u's word;
+the vouches make every member of S confirm the same membership, so u cannot show one member a membership padded with
+identities it controls while the others see the true one. A member whose every other listed member is u's own
+identity is protected only by the out-of-band keys.
+See docs/explanation/threat-model.md for what this protects against whom.
 """
 
 from __future__ import annotations
@@ -44,15 +60,17 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 
+import msgpack
 import numpy as np
-from cryptography.hazmat.primitives import hashes
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
-from crc.nodes.wire import MAX_ENTRIES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
+from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
 
 SCALE_BITS = 20
 PRIME = 2**521 - 1
@@ -61,6 +79,11 @@ PRIME = 2**521 - 1
 
 class Refused(Exception):
     """A contributor will not answer this unmasking request (it would reveal more than the sum)."""
+
+
+class Deviation(Refused):
+    """A refusal that proves the recipient deviated from the protocol: the request set (or the membership) it showed
+    this peer is not the one every other member of the set vouched for, or it withheld a member's vouch."""
 
 
 def threshold_for(contributors: int) -> int:
@@ -147,10 +170,45 @@ class Neighbourhood:
         return self.others(owner).index(holder) + 1
 
 
+def seal(key: bytes, plain: bytes) -> bytes:
+    """``plain`` sealed under ``key`` (ChaCha20-Poly1305): a random 96-bit nonce, then the ciphertext and its tag.
+
+    The nonce is random, not a counter: a peer restarted from its checkpoint seals its last round's shares again
+    under the same key (derived from the pair, recipient and round), and a nonce kept in memory would start over."""
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    return nonce + ChaCha20Poly1305(key).encrypt(nonce, plain, None)
+
+
+def unseal(key: bytes, sealed: bytes) -> bytes:
+    """The plain text of ``seal(key, plain)``; a ValueError if it is too short or does not authenticate."""
+    if len(sealed) < NONCE_BYTES + 16:
+        raise ValueError("too short to be sealed")
+    try:
+        return ChaCha20Poly1305(key).decrypt(sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], None)
+    except Exception as exc:  # cryptography raises InvalidTag; anything else is as bad
+        raise ValueError("does not authenticate") from exc
+
+
+def vouch_message(hood: Neighbourhood, membership: list, round_: int, sender: str, receiver: str,
+                  survivors: tuple[str, ...]) -> bytes:
+    """What a member's vouch authenticates: the run, the recipient, the round, who vouches to whom, the membership
+    of the neighbourhood as the voucher knows it ([address, public key] sorted) and the request set (sorted)."""
+    return msgpack.packb(["crc-secure-aggregation-vouch", hood.run, hood.recipient, int(round_), sender, receiver,
+                          membership, list(survivors)], use_bin_type=True)
+
+
 class Contributor:
     """A peer's side towards one recipient: masks its statistics and answers the recipient's unmasking request.
 
-    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors."""
+    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors.
+
+    Answering takes two steps (the consistency round of Bonawitz et al. 2017, with MACs for signatures):
+    ``agree`` commits this peer to the request set S of the round, once, and returns its vouches: for every other
+    member w' of S a MAC, under a key only this peer and w' derive (from their X25519 secret), of S and of the
+    neighbourhood's membership with its keys as this peer knows it. ``reveal`` then answers only if the recipient
+    relays the vouch of every other member of S for this peer, each for the same S and membership: a recipient that
+    shows members different sets (or memberships) cannot forge the vouch of the set a member did not see, so no
+    honest member reveals anything for a set that not all its members committed to."""
 
     def __init__(self, me: str, neighbourhood: Neighbourhood, secret_key: str, public_keys: Mapping[str, str],
                  *, window: int = 8):
@@ -158,14 +216,23 @@ class Contributor:
             raise ValueError(f"{me} is not a contributor of {neighbourhood.recipient}")
         self.me, self.hood, self.window = me, neighbourhood, window
         self._pair = {w: shared_secret(secret_key, public_keys[w]) for w in neighbourhood.others(me)}
+        own = z85.encode(X25519PrivateKey.from_private_bytes(z85.decode(secret_key.encode())).public_key()
+                         .public_bytes_raw()).decode()
+        self.membership = sorted([[me, own], *([w, public_keys[w]] for w in neighbourhood.others(me))])
         self._seeds: dict[int, bytes] = {}  # round -> this round's self-mask seed
-        self._answered: dict[int, tuple[str, ...]] = {}
+        self._committed: dict[int, tuple] = {}  # round -> (request set, shares held for its members, pair shares)
 
     def _pair_seed(self, other: str, round_: int) -> bytes:
         return derive(self._pair[other], "pair", self.hood.run, self.hood.recipient, round_)
 
     def _share_key(self, other: str, round_: int, sender: str, receiver: str) -> bytes:
         return derive(self._pair[other], "share", self.hood.run, self.hood.recipient, round_, sender, receiver)
+
+    def _vouch(self, other: str, round_: int, sender: str, receiver: str, survivors: tuple[str, ...]) -> hmac.HMAC:
+        mac = hmac.HMAC(derive(self._pair[other], "vouch", self.hood.run, self.hood.recipient, round_, sender, receiver),
+                        hashes.SHA256())
+        mac.update(vouch_message(self.hood, self.membership, round_, sender, receiver, survivors))
+        return mac
 
     def masked(self, stats: np.ndarray, round_: int) -> tuple[np.ndarray, dict[str, bytes]]:
         """The masked words (size,) of ``stats`` for round ``round_`` and, for every other contributor, the sealed
@@ -182,14 +249,15 @@ class Contributor:
             pair = mask(pair_seed, len(stats))
             words = words + pair if self.me < other else words - pair
         split = [shamir_split(secret, len(others), self.hood.threshold) for secret in [seed, *pair_seeds]]
-        sealed = {holder: ChaCha20Poly1305(self._share_key(holder, round_, self.me, holder)).encrypt(
-                      bytes(12), b"".join(shares[i].to_bytes(SHARE_BYTES, "big") for shares in split), None)
+        sealed = {holder: seal(self._share_key(holder, round_, self.me, holder),
+                               b"".join(shares[i].to_bytes(SHARE_BYTES, "big") for shares in split))
                   for i, holder in enumerate(others)}
         return words, sealed
 
-    def reveal(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict:
-        """The answer to the recipient's request naming ``survivors`` (S) for ``round_``, with the shares the other
-        members of S sealed for this peer; raises Refused when answering would reveal more than the sum."""
+    def agree(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict[str, bytes]:
+        """Commit to the recipient's request naming ``survivors`` (S) for ``round_``, with the shares the other
+        members of S sealed for this peer: this peer's vouches {w': 32-byte MAC for w'} for the other members of S.
+        Raises Refused when S would reveal more than a sum, or differs from the set already committed to."""
         members = tuple(sorted(survivors))
         if len(set(members)) != len(members) or not set(members) <= set(self.hood.contributors):
             raise Refused("the request names a peer outside the neighbourhood, or one twice")
@@ -197,10 +265,12 @@ class Contributor:
             raise Refused("the request leaves this peer out although it asks it to answer")
         if len(members) < 2:
             raise Refused("the request names fewer than two contributors: the sum would be one peer's statistics")
-        if self._answered.get(round_, members) != members:
-            raise Refused("the request differs from one already answered for this round")
         if round_ not in self._seeds:
             raise Refused("no masked statistics of this round were sent (or they are too old)")
+        if round_ in self._committed:
+            if self._committed[round_][0] != members:
+                raise Refused("the request differs from one already answered for this round")
+            return self._vouches(round_, members)  # asked again: the same vouches, the shares of the first request
         shares, pair_shares = {}, {}
         for owner in members:
             if owner == self.me:
@@ -208,8 +278,8 @@ class Contributor:
             if owner not in sealed_for_me:
                 raise Refused(f"no share from {owner}")
             try:
-                plain = ChaCha20Poly1305(self._share_key(owner, round_, owner, self.me)).decrypt(bytes(12), sealed_for_me[owner], None)
-            except Exception as exc:  # cryptography raises InvalidTag; anything else is as bad
+                plain = unseal(self._share_key(owner, round_, owner, self.me), sealed_for_me[owner])
+            except ValueError as exc:
                 raise Refused(f"the share from {owner} does not decrypt") from exc
             partners = self.hood.others(owner)
             if len(plain) != SHARE_BYTES * (1 + len(partners)):
@@ -217,9 +287,32 @@ class Contributor:
             values = [int.from_bytes(plain[i:i + SHARE_BYTES], "big") for i in range(0, len(plain), SHARE_BYTES)]
             shares[owner] = values[0]
             pair_shares[owner] = {partner: value for partner, value in zip(partners, values[1:]) if partner not in members}
-        self._answered[round_] = members
-        for old in [r for r in self._answered if r <= round_ - self.window]:
-            del self._answered[old]
+        self._committed[round_] = (members, shares, pair_shares)
+        for old in [r for r in self._committed if r <= round_ - self.window]:
+            del self._committed[old]
+        return self._vouches(round_, members)
+
+    def _vouches(self, round_: int, members: tuple[str, ...]) -> dict[str, bytes]:
+        return {w: self._vouch(w, round_, self.me, w, members).finalize() for w in members if w != self.me}
+
+    def reveal(self, round_: int, vouches: Mapping[str, bytes]) -> dict:
+        """The answer to the request this peer agreed to for ``round_``, once the recipient relays ``vouches``
+        {w: w's MAC for this peer} of every other member of its set. Raises Deviation when one is missing or is not
+        for the same set and membership (the recipient showed members different ones), Refused when nothing was
+        agreed for the round."""
+        if round_ not in self._committed or round_ not in self._seeds:
+            raise Refused("no request of this round was agreed to (or it is too old)")
+        members, shares, pair_shares = self._committed[round_]
+        for w in members:
+            if w == self.me:
+                continue
+            if w not in vouches:
+                raise Deviation(f"the recipient withheld {w}'s vouch for the request set {list(members)}")
+            try:
+                self._vouch(w, round_, w, self.me, members).verify(vouches[w])
+            except InvalidSignature:
+                raise Deviation(f"{w} did not vouch for the request set {list(members)} and this membership: the "
+                                "recipient showed the members different sets (or memberships)") from None
         dropped = [w for w in self.hood.others(self.me) if w not in members]
         return {"seed": self._seeds[round_], "shares": shares, "pair_shares": pair_shares,
                 "pairs": {w: self._pair_seed(w, round_) for w in dropped}}
@@ -312,17 +405,33 @@ class SecureNeighbourhoods:
         shares = {w: received[w].shares[contributor] for w in survivors if w != contributor and contributor in received[w].shares}
         return encode_secure_aggregation("unmask", run=self.run, sender=self.me, round_=round_, survivors=survivors, shares=shares)
 
-    def reveal_frame(self, request) -> bytes | None:
-        """The answer to a neighbour's unmasking request (``wire.Unmask``); None for a notice that asks nothing
-        (this peer left out of the survivors, or fewer than two survivors: the recipient unmasks nothing this
-        round); raises Refused when answering would reveal more than a sum."""
+    def agree_frame(self, request) -> bytes | None:
+        """This peer's vouches for a neighbour's unmasking request (``wire.Unmask``), committing it to the request's
+        set; None for a notice that asks nothing (this peer left out of the survivors, or fewer than two survivors:
+        the recipient unmasks nothing this round); raises Refused when answering would reveal more than a sum."""
         contributor = self.contributors.get(request.sender)
         if contributor is None:
             raise Refused("this peer sent that neighbour no masked statistics")
         if self.me not in request.survivors or len(request.survivors) < 2:
             return None
-        answer = contributor.reveal(request.round, list(request.survivors), request.shares)
-        return encode_secure_aggregation("reveal", run=self.run, sender=self.me, round_=request.round, seed=answer["seed"],
+        vouches = contributor.agree(request.round, list(request.survivors), request.shares)
+        return encode_secure_aggregation("agree", run=self.run, sender=self.me, round_=request.round, vouches=vouches)
+
+    def confirm_frame(self, contributor: str, agreements: Mapping, round_: int) -> bytes:
+        """The confirmation to ``contributor``: the vouches the other members of the set (the senders of
+        ``agreements``, ``wire.Agree``) made for it, relayed unread."""
+        vouches = {w: a.vouches[contributor] for w, a in agreements.items() if w != contributor and contributor in a.vouches}
+        return encode_secure_aggregation("confirm", run=self.run, sender=self.me, round_=round_, vouches=vouches)
+
+    def reveal_frame(self, confirmation) -> bytes:
+        """The answer to a neighbour's confirmation (``wire.Confirm``) of the request this peer agreed to; raises
+        Deviation when the relayed vouches do not show that every member of the set saw the same set and
+        membership, Refused when nothing was agreed."""
+        contributor = self.contributors.get(confirmation.sender)
+        if contributor is None:
+            raise Refused("this peer sent that neighbour no masked statistics")
+        answer = contributor.reveal(confirmation.round, confirmation.vouches)
+        return encode_secure_aggregation("reveal", run=self.run, sender=self.me, round_=confirmation.round, seed=answer["seed"],
                              shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
                              pairs=answer["pairs"],
                              pair_shares={w: {x: v.to_bytes(SHARE_BYTES, "big") for x, v in partners.items()}

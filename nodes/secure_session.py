@@ -4,13 +4,23 @@ Each round, as a contributor, the peer sends every neighbour its statistics mask
 neighbourhood (``frames``) and answers the neighbours' unmasking requests (``answer``). As a recipient (with at
 least two neighbours) it then, after gathering the round's masked statistics:
 
-1. ``open``: names the contributors whose words arrived and builds the unmasking request for every neighbour;
-2. ``take_reveal``: keeps each contributor's reveal (a reveal for another round, or from a peer not asked, is
-   refused: the stages cannot be taken out of order);
-3. ``close``: removes the masks and returns the contributors' sum, or None if it cannot be unmasked.
+1. ``open``: names the contributors whose words arrived (the set S) and builds the unmasking request for every
+   neighbour;
+2. ``take_agreement``: keeps each member of S's agreement (its vouches for the others, committing it to S);
+3. ``confirm``: once every member of S agreed, relays to each the vouches the others made for it;
+4. ``take_reveal``: keeps each contributor's reveal (a reveal or agreement for another round, or from a peer not
+   asked, is refused: the stages cannot be taken out of order);
+5. ``close``: removes the masks and returns the contributors' sum, or None if it cannot be unmasked (a member of
+   S that does not agree costs the round: the others reveal nothing for a set it did not vouch for).
+
+As a contributor it agrees to a request (``answer``) and reveals on the confirmation (``answer_confirmation``)
+only if every other member of the set vouched for the same set and membership; a confirmation that does not show
+this is a deviation of the recipient: refused, counted (``deviations``) and logged as an error (once per
+neighbour, then at debug level).
 
 After its last round the peer still answers the requests for that round (``final_answered``), since its neighbours
-unmask after its last message. The session keeps only the current round's reveals: its state is bounded.
+unmask after its last message. The session keeps only the current round's agreements and reveals: its state is
+bounded.
 """
 
 from __future__ import annotations
@@ -22,9 +32,9 @@ import numpy as np
 
 from crc.core.models.base import GenerativeModel
 from crc.nodes.metrics import Metrics
-from crc.nodes.secure_aggregation import Refused, SecureNeighbourhoods
+from crc.nodes.secure_aggregation import Deviation, Refused, SecureNeighbourhoods
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Masked, Rejected, Reveal, Unmask
+from crc.nodes.wire import Agree, Confirm, Masked, Rejected, Reveal, Unmask
 
 
 class SecureAggregationSession:
@@ -36,9 +46,12 @@ class SecureAggregationSession:
         self.neighbourhoods = SecureNeighbourhoods(me, run, peers, keys)
         self.peers, self.rounds, self.metrics, self.log = peers, rounds, metrics, log
         self._unmasking: tuple[int, dict[str, Masked]] | None = None  # (round, survivors' masked statistics)
+        self._agreements: dict[str, Agree] = {}
+        self._confirmed = False
         self._reveals: dict[str, Reveal] = {}
-        self._final_asked: set[str] = set()  # neighbours that sent their unmasking request for the last round
+        self._final_asked: set[str] = set()  # neighbours whose last round's unmasking this peer has answered to the end
         self._refused_senders: set[str] = set()  # neighbours whose requests were refused (logged once each)
+        self._deviating_senders: set[str] = set()  # neighbours caught deviating (logged as an error once each)
 
     @property
     def receives_masked(self) -> bool:
@@ -52,57 +65,113 @@ class SecureAggregationSession:
                 for address in self.peers}
 
     def answer(self, request: Unmask) -> bytes | None:
-        """This peer's reveal for a neighbour's unmasking request; None for a notice that asks nothing, or for a
-        request refused (counted; logged as a warning the first time for each neighbour)."""
-        if request.round == self.rounds - 1:
-            self._final_asked.add(request.sender)
+        """This peer's agreement (its vouches) for a neighbour's unmasking request; None for a notice that asks
+        nothing, or for a request refused (counted; logged as a warning the first time for each neighbour)."""
         try:
-            return self.neighbourhoods.reveal_frame(request)
+            reply = self.neighbourhoods.agree_frame(request)
         except Refused as refusal:
-            self.metrics.reveals_refused += 1
-            level = logging.DEBUG if request.sender in self._refused_senders else logging.WARNING  # a flood logs once
-            self._refused_senders.add(request.sender)
-            self.log.log(level, "refused %s's unmasking request for round %d: %s", request.sender, request.round, refusal)
+            self._refuse(request.sender, request.round, refusal)
+            return None
+        if reply is None and request.round == self.rounds - 1:  # a notice: nothing more will be asked for that round
+            self._final_asked.add(request.sender)
+        return reply
+
+    def answer_confirmation(self, confirmation: Confirm) -> bytes | None:
+        """This peer's reveal for a neighbour's confirmation of the request it agreed to; None if refused (counted,
+        logged; a deviation of the recipient is counted in ``deviations`` too and logged as an error, the first time
+        for each neighbour)."""
+        if confirmation.round == self.rounds - 1:
+            self._final_asked.add(confirmation.sender)
+        try:
+            return self.neighbourhoods.reveal_frame(confirmation)
+        except Refused as refusal:
+            self._refuse(confirmation.sender, confirmation.round, refusal)
             return None
 
+    def _refuse(self, sender: str, round_: int, refusal: Refused) -> None:
+        self.metrics.reveals_refused += 1
+        deviation = isinstance(refusal, Deviation)
+        self.metrics.deviations += deviation
+        seen = self._refused_senders if not deviation else self._deviating_senders
+        level = logging.DEBUG if sender in seen else logging.ERROR if deviation else logging.WARNING  # a flood logs once
+        seen.add(sender)
+        if deviation:
+            self.log.log(level, "deviation detected in %s's unmasking of round %d: %s; nothing revealed", sender, round_,
+                         refusal)
+        else:
+            self.log.log(level, "refused %s's unmasking request for round %d: %s", sender, round_, refusal)
+
     def final_answered(self) -> bool:
-        """Whether every neighbour this peer's statistics reach masked has sent its request for the last round."""
+        """Whether every neighbour this peer's statistics reach masked is done with it for the last round: has sent
+        a notice (this peer left out) or the confirmation of its request."""
         return set(self.neighbourhoods.protected) <= self._final_asked
 
     def open(self, received: Mapping[str, Masked], round_: int) -> dict[str, bytes]:
         """Stage 1: the unmasking request for every neighbour (to one left out of ``received``, a notice); the
         unmasking of ``round_`` is open if at least two contributors' statistics arrived."""
-        self._reveals = {}
+        self._agreements, self._reveals, self._confirmed = {}, {}, False
         self._unmasking = (round_, dict(received)) if len(received) >= 2 else None
         return {address: self.neighbourhoods.unmask_frame(address, received, round_) for address in self.peers}
 
     @property
     def unmasking(self) -> bool:
-        """Whether reveals are awaited (between ``open`` and ``close``)."""
+        """Whether agreements or reveals are awaited (between ``open`` and ``close``)."""
         return self._unmasking is not None
+
+    def _check_awaited(self, message: Agree | Reveal, stage: str, taken: dict) -> None:
+        if self._unmasking is None or message.round != self._unmasking[0] or message.sender not in self._unmasking[1]:
+            raise Rejected("stale", f"{stage} for round {message.round} that this peer is not unmasking", message.sender)
+        if message.sender in taken:
+            raise Rejected("duplicate", f"second {stage} for round {message.round}", message.sender)
+
+    def agreed(self) -> bool:
+        """Whether every contributor of the open unmasking has agreed to its set."""
+        return self._unmasking is not None and len(self._agreements) == len(self._unmasking[1])
+
+    def take_agreement(self, agreement: Agree) -> None:
+        """Stage 2: keep a contributor's agreement; raise Rejected for one this peer is not awaiting, or a second one."""
+        self._check_awaited(agreement, "an agreement", self._agreements)
+        if self._confirmed:
+            raise Rejected("stale", f"an agreement for round {agreement.round} after the confirmations", agreement.sender)
+        self._agreements[agreement.sender] = agreement
+
+    def confirm(self) -> dict[str, bytes]:
+        """Stage 3: once every contributor agreed, the confirmation for each (the others' vouches for it); nothing
+        before that."""
+        if not self.agreed() or self._confirmed:
+            return {}
+        self._confirmed = True
+        round_ = self._unmasking[0]
+        return {w: self.neighbourhoods.confirm_frame(w, self._agreements, round_) for w in self._unmasking[1]}
 
     def revealed(self) -> bool:
         """Whether every contributor of the open unmasking has revealed."""
         return self._unmasking is not None and len(self._reveals) == len(self._unmasking[1])
 
     def take_reveal(self, reveal: Reveal) -> None:
-        """Stage 2: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second one."""
-        if self._unmasking is None or reveal.round != self._unmasking[0] or reveal.sender not in self._unmasking[1]:
-            raise Rejected("stale", f"a reveal for round {reveal.round} that this peer is not unmasking", reveal.sender)
-        if reveal.sender in self._reveals:
-            raise Rejected("duplicate", f"second reveal for round {reveal.round}", reveal.sender)
+        """Stage 4: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second one."""
+        self._check_awaited(reveal, "a reveal", self._reveals)
+        if not self._confirmed:
+            raise Rejected("stale", f"a reveal for round {reveal.round} before the confirmations", reveal.sender)
         self._reveals[reveal.sender] = reveal
 
     def close(self, model: GenerativeModel, ess: float) -> np.ndarray | None:
-        """Stage 3: the sum (size,) of the contributors' statistics, or None if fewer than two arrived or a mask
+        """Stage 5: the sum (size,) of the contributors' statistics, or None if fewer than two arrived or a mask
         cannot be removed; the unmasking is closed either way."""
         if self._unmasking is None:
             return None
         _, received = self._unmasking
         self._unmasking = None
+        if not self._confirmed:
+            return None
         return self.neighbourhoods.unmask({w: message.words for w, message in received.items()}, self._reveals, model, ess)
 
     @property
     def reveals(self) -> int:
         """Reveals received for the last unmasking."""
         return len(self._reveals)
+
+    @property
+    def agreements(self) -> int:
+        """Agreements received for the last unmasking."""
+        return len(self._agreements)

@@ -13,12 +13,16 @@ Fields (all required)::
     n       number of float64 values
     data    the statistics, raw little-endian float64 bytes (bin)
 
-With secure aggregation (``crc.nodes.secure_aggregation``) three more types share the first five fields::
+With secure aggregation (``crc.nodes.secure_aggregation``) five more types share the first five fields::
 
     masked  + schema, ess, n, data (masked statistics: n raw little-endian uint64 words), shares (map: holder
-            address -> the sender's sealed Shamir shares for it, relayed unread by the recipient)
+            address -> the sender's sealed Shamir shares for it: a random 12-byte nonce, then ChaCha20-Poly1305's
+            ciphertext and tag; relayed unread by the recipient)
     unmask  + survivors (array of the contributors whose masked statistics arrived), shares (map: owner address ->
             the shares that owner sealed for the addressee)
+    agree   + vouches (map: member address -> the sender's 32-byte MAC of the request set and the membership for
+            that member; the sender commits to the set)
+    confirm + vouches (map: member address -> that member's MAC for the addressee, relayed unread)
     reveal  + seed (the sender's 32-byte self-mask seed), shares (map: owner address -> 66-byte Shamir share of
             its self-mask seed), pair_shares (map: owner address -> map: dropped contributor address -> 66-byte
             share of the owner's pairwise seed with it), pairs (map: dropped contributor address -> the sender's
@@ -67,7 +71,8 @@ from crc.core.plausibility import (  # noqa: F401 (re-exported)
     problem,
 )
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""2: secure aggregation's consistency round (agree, confirm) and random nonces in sealed shares."""
 MESSAGE_TYPE = "stats"
 DTYPE = "<f8"
 FIELDS = frozenset({"v", "type", "run", "from", "round", "schema", "ess", "dtype", "n", "data"})
@@ -79,14 +84,19 @@ SECURE_AGGREGATION_FIELDS = {
     "masked": frozenset({"v", "type", "run", "from", "round", "schema", "ess", "n", "data", "shares"}),
     "unmask": frozenset({"v", "type", "run", "from", "round", "survivors", "shares"}),
     "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs", "pair_shares"}),
+    "agree": frozenset({"v", "type", "run", "from", "round", "vouches"}),
+    "confirm": frozenset({"v", "type", "run", "from", "round", "vouches"}),
 }
 MAX_ENTRIES = 64
 """Most entries of a secure message's maps and arrays: the largest neighbourhood secure aggregation takes."""
 SEED_BYTES = 32
 SHARE_BYTES = 66
 """A Shamir share: an element of the field of the prime 2^521 - 1, big-endian."""
-SEALED_BYTES = SHARE_BYTES * MAX_ENTRIES + 16
-"""Longest sealed bundle of shares accepted (one per secret of its owner, plus the 16-byte tag)."""
+NONCE_BYTES = 12
+VOUCH_BYTES = 32
+"""A member's vouch: an HMAC-SHA256 tag."""
+SEALED_BYTES = NONCE_BYTES + SHARE_BYTES * MAX_ENTRIES + 16
+"""Longest sealed bundle of shares accepted (its nonce, one share per secret of its owner, the 16-byte tag)."""
 ADDRESS_BYTES = 128
 
 WAITING = "waiting"
@@ -134,6 +144,20 @@ class Unmask:
     round: int
     survivors: tuple
     shares: dict
+
+
+@dataclass(frozen=True)
+class Agree:
+    sender: str
+    round: int
+    vouches: dict
+
+
+@dataclass(frozen=True)
+class Confirm:
+    sender: str
+    round: int
+    vouches: dict
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,7 @@ def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, 
     return msgpack.packb(body, use_bin_type=True)
 
 
-def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Waiting | Masked | Unmask | Reveal:
+def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Waiting | Masked | Unmask | Agree | Confirm | Reveal:
     """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
@@ -292,7 +316,7 @@ def _decode_waiting(obj: dict, expect: Expectation, key: str | None) -> Waiting:
     return Waiting(_check_header(obj, WAITING_FIELDS, expect, key), obj["round"])
 
 
-def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Reveal:
+def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Agree | Confirm | Reveal:
     kind = obj["type"]
     sender = _check_header(obj, SECURE_AGGREGATION_FIELDS[kind], expect, key)
     round_ = obj["round"]
@@ -310,6 +334,9 @@ def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) 
         if not isinstance(survivors, tuple) or not all(isinstance(w, str) for w in survivors):
             raise Rejected("malformed", "field 'survivors' is not an array of addresses", sender)
         return Unmask(sender, round_, survivors, _byte_map(obj["shares"], sender, "shares"))
+    if kind in ("agree", "confirm"):
+        vouches = _byte_map(obj["vouches"], sender, "vouches", exact=VOUCH_BYTES)
+        return (Agree if kind == "agree" else Confirm)(sender, round_, vouches)
     if not isinstance(obj["seed"], bytes) or len(obj["seed"]) != SEED_BYTES:
         raise Rejected("malformed", f"field 'seed' is not {SEED_BYTES} bytes", sender)
     shares = {owner: int.from_bytes(data, "big")

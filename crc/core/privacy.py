@@ -66,6 +66,8 @@ class Privacy:
         z = σ / Δ, solved for so that ``releases`` compositions spend at most ε.
     epsilon_spent : float
         The accountant's ε for ``releases`` releases at z (≤ ``epsilon``).
+    accountant : str
+        ``pld`` (the exact privacy loss of composed Gaussians) or ``rdp`` (Rényi DP), ``crc.protocol.accountant``.
     """
 
     epsilon: float
@@ -75,6 +77,7 @@ class Privacy:
     sensitivity: float
     noise_multiplier: float
     epsilon_spent: float
+    accountant: str = "pld"
 
     @property
     def sigma(self) -> float:
@@ -84,7 +87,7 @@ class Privacy:
     def to_json(self) -> dict:
         return {"epsilon": self.epsilon, "delta": self.delta, "clip": self.clip, "rounds": self.releases,
                 "sensitivity": self.sensitivity, "noise_multiplier": self.noise_multiplier, "sigma": self.sigma,
-                "epsilon_spent": self.epsilon_spent}
+                "epsilon_spent": self.epsilon_spent, "accountant": self.accountant}
 
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration) -> None:

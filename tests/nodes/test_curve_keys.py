@@ -167,13 +167,13 @@ def test_crc_node_checks_its_keys_before_reading_its_data(tmp_path):
         assert len(result.output.strip().splitlines()) == 1 and message in result.output
 
 
-def test_deployment_keys_give_each_peer_its_neighbours_keys(tmp_path):
+def test_deployment_keys_give_each_peer_its_neighbours_keys_and_theirs(tmp_path):
     addresses = [A, B, C]
     write_peer_keys(tmp_path, addresses, [[1], [0, 2], [1]])
     own = [load_key_pair(peer_secret_key_file(tmp_path, i)) for i in range(3)]
     assert len({pair.public for pair in own}) == 3
     assert load_known_peers(peer_known_peers_file(tmp_path, 1)) == {A: own[0].public, C: own[2].public}
-    assert load_known_peers(peer_known_peers_file(tmp_path, 0)) == {B: own[1].public}
+    assert load_known_peers(peer_known_peers_file(tmp_path, 0)) == {B: own[1].public, C: own[2].public}  # C: in N(B)
     write_peer_keys(tmp_path / "all", addresses)  # no graph: every other peer
     assert set(load_known_peers(peer_known_peers_file(tmp_path / "all", 2))) == {A, B}
 

@@ -1,6 +1,7 @@
 """A ``crc node`` process as a library: options checked and turned into a ready peer, run until its model file is
 written; the start time's accepted forms and refusals."""
 
+import json
 import logging
 import socket
 import time
@@ -11,7 +12,7 @@ import pytest
 
 from crc.core.errors import CRCError, OptionConflict
 from crc.core.model_file import load_model
-from crc.nodes.keys import write_peer_keys
+from crc.nodes.keys import new_key_pair, write_peer_keys
 from crc.nodes.launcher import free_ports
 from crc.nodes.node import MAX_START_DELAY_S, NodeOptions, prepare, privacy_spent, start_time
 from crc.nodes.settings import PeerSettings
@@ -72,6 +73,32 @@ def test_secure_aggregation_needs_the_mean_and_neighbourhoods(tmp_path, deployme
         prepare(keyed, LOG)
     masked = prepare(replace(keyed, neighbourhoods=str(tmp_path / "neighbourhoods-0.json")), LOG).peer.settings
     assert masked.secure_aggregation is not None and set(masked.known_keys) == {given.peers[0]}
+
+
+def test_a_neighbourhood_padded_with_identities_the_recipient_controls_is_refused(tmp_path, deployment):
+    """The padded-membership attack: the recipient u (peer 1, whose real neighbourhood is peers 0 and 2) hands peer 0
+    a neighbourhoods file listing members whose secret keys it holds, to subtract their values from the sum and
+    isolate peer 0's. Peer 0 takes only members whose keys its known-peers file holds (known out of band), so it
+    refuses the file, whether the sybils come under new addresses or under the real peer 2's address."""
+    given = options(deployment, plaintext=False, secure_aggregation=True)
+    third = f"tcp://127.0.0.1:{free_ports(1)[0]}"
+    write_peer_keys(tmp_path, [given.bind, given.peers[0], third], [[1], [0, 2], [1]])
+    keyed = replace(given, secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
+                    known_peers=str(tmp_path / "known-peers-0.json"))
+    honest = json.loads((tmp_path / "neighbourhoods-0.json").read_text())
+    u = given.peers[0]
+    assert set(honest[u]) == {given.bind, third}
+    masked = prepare(replace(keyed, neighbourhoods=str(tmp_path / "neighbourhoods-0.json")), LOG).peer.settings
+    assert set(masked.known_keys) == {u}  # the transport admits the neighbour only; the key of peer 2 vouches its membership
+    assert masked.secure_aggregation.neighbourhoods[u] == honest[u]
+    sybils = {f"tcp://127.0.0.1:{port}": new_key_pair().public for port in free_ports(2)}
+    for padded, message in [({given.bind: honest[u][given.bind], **sybils}, "is not in the known-peers file"),
+                            ({**honest[u], **sybils}, "is not in the known-peers file"),
+                            ({given.bind: honest[u][given.bind], third: new_key_pair().public}, "differs from the known-peers")]:
+        path = tmp_path / "padded.json"
+        path.write_text(json.dumps({u: padded}))
+        with pytest.raises(CRCError, match=message):
+            prepare(replace(keyed, neighbourhoods=str(path)), LOG)
 
 
 def test_addresses_are_checked_first(deployment):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import numpy as np
@@ -59,6 +60,23 @@ def test_a_private_peer_releases_its_step_plus_noise_of_the_planned_scale():
     assert not np.array_equal(unseeded.stats, noisy.stats)
 
 
+def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog):
+    """The local soft 0-1 loss is computed on the raw private data without noise: under --dp-epsilon it is left out
+    of the metrics (so of the model file, the checkpoint and the metrics endpoint) and of the log."""
+    model = make_model("nb", SCHEMA)
+    privacy = plan(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    with caplog.at_level(logging.INFO, logger="crc.node"):
+        plain, private = _peer(), _peer(privacy, seed=3)
+        caplog.clear()
+        assert plain.run(Silent())
+        plain_log = caplog.text
+        caplog.clear()
+        assert private.run(Silent())
+        private_log = caplog.text
+    assert len(plain.metrics.soft_loss) == 1 and "soft 0-1 loss" in plain_log
+    assert private.metrics.soft_loss == [] and "loss" not in private_log and "round 1: 0/0 neighbours" in private_log
+
+
 def test_real_peers_spend_the_simulators_epsilon(tmp_path):
     common = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300",
               "--dp-epsilon", "8", "--clip", "1.5", "--json"]
@@ -72,3 +90,4 @@ def test_real_peers_spend_the_simulators_epsilon(tmp_path):
     for index in range(3):
         model_file = json.loads((tmp_path / f"model-{index}.json").read_text())
         assert model_file["metrics"]["privacy"] == expected
+        assert model_file["metrics"]["soft_loss"] == []  # computed on the raw data: not released under DP

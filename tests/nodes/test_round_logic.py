@@ -14,7 +14,7 @@ import heapq
 import itertools
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgpack
 import networkx as nx
@@ -795,6 +795,74 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
             assert peer.session.answer(request) is None
     assert peer.metrics.reveals_refused == 50 and not transport.sent
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
+
+
+class Recorder:
+    """A transport that only records what the peer sends to whom (the peer's replies to a neighbour's frames)."""
+
+    def __init__(self):
+        self.to: list[tuple[str, bytes]] = []
+
+    def send_to(self, address: str, frame: bytes) -> bool:
+        self.to.append((address, frame))
+        return True
+
+
+def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_deviation_is_reported(setup, caplog):
+    """The peer's round logic as a contributor towards its neighbour u = node 2 (N(u) = nodes 1 and 3): it agrees to
+    u's request set {1, 3}; a confirmation that withholds node 3's vouch, or relays one for another set, is a
+    deviation: no reveal is sent, it is counted and logged as an error (once); the honest confirmation gets the
+    reveal."""
+    from crc.nodes.secure_aggregation import Contributor, Neighbourhood
+    from crc.nodes.wire import Agree, Reveal, encode_secure_aggregation
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in GRAPH.neighbors(u)} for u in NEIGHBOURS}
+    peer = setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods))
+    u, me, other = ADDRESS[2], ADDRESS[ME], ADDRESS[3]
+    as_u = replace(peer.expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
+    mine = decode(peer.session.frames(peer.stats, 0, schema_id=setup.model.schema_id, ess=setup.ess, plain=b"")[u], as_u)
+    co_member = Contributor(other, Neighbourhood("crc", u, [me, other]), keys[other].secret, {me: keys[me].public})
+    _, sealed = co_member.masked(setup.history[0][3], 0)
+    transport = Recorder()
+    request = encode_secure_aggregation("unmask", run="crc", sender=u, round_=0, survivors=[me, other], shares={other: sealed[me]})
+    peer._accept(request, None, 0, transport)
+    assert [type(decode(frame, as_u)) for _, frame in transport.to] == [Agree]
+    honest = {other: co_member.agree(0, [me, other], {me: mine.shares[other]})[me]}  # relayed: voucher -> its vouch
+    elsewhere = Contributor(other, Neighbourhood("crc", u, [me, other]), keys[other].secret, {me: keys[me].public})
+    elsewhere.masked(setup.history[0][3], 1)
+    for_another_round = {other: elsewhere.agree(1, [me, other], {me: peer.session.neighbourhoods.contributors[u].masked(
+        peer.stats, 1)[1][other]})[me]}
+    with caplog.at_level(logging.DEBUG, logger="crc.node"):
+        for vouches in ({}, for_another_round, {other: bytes(32)}):
+            peer._accept(encode_secure_aggregation("confirm", run="crc", sender=u, round_=0, vouches=vouches), None, 0, transport)
+    assert len(transport.to) == 1 and peer.metrics.deviations == peer.metrics.reveals_refused == 3
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "deviation detected" in errors[0] and u in errors[0]
+    peer._accept(encode_secure_aggregation("confirm", run="crc", sender=u, round_=0, vouches=honest), None, 0, transport)
+    assert isinstance(decode(transport.to[-1][1], as_u), Reveal) and peer.metrics.deviations == 3
+
+
+def test_a_resumed_peer_reseals_its_last_rounds_shares_under_fresh_nonces(setup, tmp_path):
+    """Restarted from its checkpoint, a peer masks the same round for the same neighbours again: the sealing key is
+    the same (pair, recipient, round), so each bundle must come with a nonce never used before (it was all zeros)."""
+    from crc.nodes.wire import NONCE_BYTES
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in GRAPH.neighbors(u)} for u in NEIGHBOURS}
+    secure = SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods)
+    as_neighbour = replace(setup.peer(FakeClock()).expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
+    nonces = []
+    for _start in ("fresh", "resumed from the checkpoint of the first"):
+        peer = setup.peer(FakeClock(), secure_aggregation=secure, checkpoint_dir=str(tmp_path))
+        assert peer.round == 0
+        transport = Recorder()
+        peer._send(transport)
+        peer.checkpoints.save(peer.state, peer.metrics)
+        masked = [decode(frame, as_neighbour) for _, frame in transport.to if msgpack.unpackb(frame)["type"] == "masked"]
+        assert masked and all(m.round == 0 for m in masked)
+        nonces += [sealed[:NONCE_BYTES] for m in masked for sealed in m.shares.values()]
+    assert len(set(nonces)) == len(nonces) and bytes(NONCE_BYTES) not in nonces
 
 
 def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):

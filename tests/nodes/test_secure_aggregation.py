@@ -21,6 +21,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.secure_aggregation import (
     SCALE_BITS,
     Contributor,
+    Deviation,
     Neighbourhood,
     Refused,
     from_fixed,
@@ -30,7 +31,9 @@ from crc.nodes.secure_aggregation import (
     threshold_for,
     to_fixed,
     unmask,
+    unseal,
 )
+from crc.nodes.wire import NONCE_BYTES, SHARE_BYTES
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import prepare_repeat
 from crc.protocol.simulator import make_engine
@@ -57,10 +60,17 @@ def send(peers, round_=0, seed=0):
     return stats, {w: peers[w].masked(stats[w], round_) for w in peers}
 
 
+def agree(peers, sent, survivors, round_=0):
+    """Every survivor's vouches {w: {o: its MAC for o}} for a request naming ``survivors``."""
+    return {w: peers[w].agree(round_, survivors, {o: sent[o][1][w] for o in survivors if o != w}) for w in survivors}
+
+
 def ask(peers, sent, survivors, round_=0, answering=None):
-    """The reveals of the survivors that answer (all of them by default) to a request naming ``survivors``."""
+    """The reveals of the survivors that answer (all of them by default) to a request naming ``survivors``, once all
+    of them agreed and the recipient relayed their vouches."""
     answering = survivors if answering is None else answering
-    return {w: peers[w].reveal(round_, survivors, {o: sent[o][1][w] for o in survivors if o != w}) for w in answering}
+    vouches = agree(peers, sent, survivors, round_)
+    return {w: peers[w].reveal(round_, {o: vouches[o][w] for o in survivors if o != w}) for w in answering}
 
 
 def test_fixed_point_round_trips_within_half_a_unit_and_refuses_huge_values():
@@ -145,7 +155,7 @@ def test_a_reveal_that_would_unmask_a_message_that_arrived_is_refused():
     without_first = CONTRIBUTORS[1:]
     for w in without_first:
         with pytest.raises(Refused, match="differs"):
-            ask(peers, sent, without_first, answering=[w])
+            peers[w].agree(0, without_first, {o: sent[o][1][w] for o in without_first if o != w})
 
 
 @pytest.mark.parametrize("survivors, message", [
@@ -158,7 +168,7 @@ def test_requests_that_reveal_more_than_a_sum_are_refused(survivors, message):
     _, peers = neighbourhood()
     send(peers)
     with pytest.raises(Refused, match=message):
-        peers[CONTRIBUTORS[0]].reveal(0, survivors, {})
+        peers[CONTRIBUTORS[0]].agree(0, survivors, {})
 
 
 def test_a_tampered_share_is_refused():
@@ -168,7 +178,57 @@ def test_a_tampered_share_is_refused():
     sealed = bytearray(sent[other][1][me])
     sealed[0] ^= 1
     with pytest.raises(Refused, match="does not decrypt"):
-        peers[me].reveal(0, CONTRIBUTORS, {**{o: sent[o][1][me] for o in CONTRIBUTORS if o != me}, other: bytes(sealed)})
+        peers[me].agree(0, CONTRIBUTORS, {**{o: sent[o][1][me] for o in CONTRIBUTORS if o != me}, other: bytes(sealed)})
+
+
+def test_a_set_shown_differently_to_two_members_gets_no_reveal_from_either_side_that_did_not_see_it():
+    """The inconsistent-request attack on three members a, b, c: {a, b} to a and b, {a, c} to c. Each agrees to
+    what it saw; c's confirmation cannot carry a vouch of a for {a, c} (a vouched for {a, b}), so c reveals nothing:
+    neither with a's vouch for {a, b} relayed, nor without it, nor with a vouch made up."""
+    hood, peers = neighbourhood(CONTRIBUTORS[:3])
+    a, b, c = CONTRIBUTORS[:3]
+    _, sent = send(peers)
+    to_ab = agree(peers, sent, [a, b])
+    to_ac = {c: peers[c].agree(0, [a, c], {a: sent[a][1][c]})}
+    for relayed, message in [({a: to_ab[a][b]}, "did not vouch"), ({}, "withheld"), ({a: bytes(32)}, "did not vouch")]:
+        with pytest.raises(Deviation, match=message):
+            peers[c].reveal(0, relayed)
+    assert to_ac[c].keys() == {a}
+    peers[a].reveal(0, {b: to_ab[b][a]})  # the set a and b both saw: their sum, as it should be
+
+
+def test_vouches_cover_the_membership_a_member_is_shown():
+    """A recipient shows a a membership in which an identity it controls stands for the honest c; b knows the true
+    one. b's vouch for the request set {a, b} is for another membership, so a refuses, and detects it. (A membership
+    of another size is refused earlier: the bundles of shares do not fit it.)"""
+    a, b, c = CONTRIBUTORS[:3]
+    sybil = "tcp://127.0.0.1:7666"
+    controlled = new_key_pair()
+    _, honest = neighbourhood([a, b, c])
+    shown = Neighbourhood("run", RECIPIENT, [a, b, sybil])
+    fooled = Contributor(a, shown, KEYS[a].secret, {b: KEYS[b].public, sybil: controlled.public})
+    stats = np.ones(SIZE)
+    sent_a, sent_b = fooled.masked(stats, 0), honest[b].masked(stats, 0)
+    fooled.agree(0, [a, b], {b: sent_b[1][a]})
+    vouch_b = honest[b].agree(0, [a, b], {a: sent_a[1][b]})
+    with pytest.raises(Deviation, match="did not vouch"):
+        fooled.reveal(0, {b: vouch_b[a]})
+
+
+def test_a_restarted_contributor_never_seals_under_a_key_and_nonce_used_before():
+    """A resumed peer masks its last round again (a fresh Contributor, the same pair, recipient and round, hence the
+    same sealing key): its bundles carry fresh random nonces, and each still opens for its holder."""
+    _, first = neighbourhood()
+    _, restarted = neighbourhood()
+    me, holder = CONTRIBUTORS[:2]
+    stats = np.ones(SIZE)
+    before, after = first[me].masked(stats, 5)[1][holder], restarted[me].masked(stats, 5)[1][holder]
+    assert before[:NONCE_BYTES] != after[:NONCE_BYTES] and set(before[:NONCE_BYTES] + after[:NONCE_BYTES]) != {0}
+    key = first[holder]._share_key(me, 5, me, holder)
+    assert len(unseal(key, before)) == len(unseal(key, after)) == SHARE_BYTES * len(CONTRIBUTORS)
+    for broken in (before[:NONCE_BYTES + 15], bytes(NONCE_BYTES) + before[NONCE_BYTES:]):
+        with pytest.raises(ValueError):
+            unseal(key, broken)
 
 
 @pytest.mark.parametrize("contributors", [2, 3, 5, 8])
@@ -251,6 +311,7 @@ def _secure_frames() -> list[bytes]:
     _, sent = send(peers)
     w = CONTRIBUTORS[0]
     reveal = ask(peers, sent, CONTRIBUTORS[:3])[w]
+    vouches = peers[w].agree(0, CONTRIBUTORS[:3], {})  # committed already: the same set, its shares kept
     common = {"run": "run", "sender": w, "round_": 0}
     return [
         encode_secure_aggregation("masked", **common, schema="ab" * 32, ess=400.0, data=sent[w][0][:50], shares=sent[w][1]),
@@ -258,6 +319,8 @@ def _secure_frames() -> list[bytes]:
         encode_secure_aggregation("reveal", **common, seed=reveal["seed"], pairs=reveal["pairs"],
                       shares={o: v.to_bytes(66, "big") for o, v in reveal["shares"].items()},
                       pair_shares={o: {x: v.to_bytes(66, "big") for x, v in p.items()} for o, p in reveal["pair_shares"].items()}),
+        encode_secure_aggregation("agree", **common, vouches=vouches),
+        encode_secure_aggregation("confirm", **common, vouches=vouches),
     ]
 
 
@@ -265,10 +328,10 @@ FRAMES = _secure_frames()
 
 
 @settings(max_examples=300, deadline=None)
-@given(which=st.integers(0, 2), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
+@given(which=st.integers(0, 4), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
        cut=st.integers(0, 10**6))
 def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
-    from crc.nodes.wire import Expectation, Masked, Rejected, Reveal, Unmask, decode
+    from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Rejected, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
                          secure_aggregation=True)
@@ -277,13 +340,13 @@ def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
         frame[position % len(frame)] ^= value
     frame = bytes(frame[: max(1, cut % (len(frame) + 1))]) if cut % 3 == 0 else bytes(frame)
     with contextlib.suppress(Rejected):  # rejected by cause, or decoded to a well-typed message; nothing else
-        assert isinstance(decode(frame, expect), (Masked, Unmask, Reveal))
+        assert isinstance(decode(frame, expect), (Masked, Unmask, Reveal, Agree, Confirm))
 
 
 def test_intact_secure_frames_decode_to_their_types():
-    from crc.nodes.wire import Expectation, Masked, Reveal, Unmask, decode
+    from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
                          secure_aggregation=True)
     kinds = [type(decode(frame, expect)) for frame in FRAMES]
-    assert kinds == [Masked, Unmask, Reveal]
+    assert kinds == [Masked, Unmask, Reveal, Agree, Confirm]

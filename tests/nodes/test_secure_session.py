@@ -12,7 +12,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.metrics import Metrics
 from crc.nodes.secure_session import SecureAggregationSession
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
+from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
 from support.tables import mixed_columns, prepared
 
 PEERS = [f"tcp://127.0.0.1:{7200 + i}" for i in range(4)]
@@ -61,19 +61,28 @@ def masked_for_recipient(sessions, round_: int, senders=CONTRIBUTORS) -> dict[st
     return received
 
 
-def unmask_round(sessions, round_: int, received: dict, answering=CONTRIBUTORS) -> np.ndarray | None:
-    """Stages 1-3 at the recipient, its requests answered by the ``answering`` contributors."""
+def unmask_round(sessions, round_: int, received: dict, answering=CONTRIBUTORS, agreeing=CONTRIBUTORS) -> np.ndarray | None:
+    """Stages 1-5 at the recipient: its requests agreed to by the ``agreeing`` contributors, its confirmations
+    answered by the ``answering`` ones."""
     recipient = sessions[RECIPIENT]
     requests = recipient.open(received, round_)
     assert set(requests) == set(CONTRIBUTORS)
-    for contributor in answering:
+    for contributor in agreeing:
         request = decode(requests[contributor], expect(contributor))
         assert isinstance(request, Unmask)
         reply = sessions[contributor].answer(request)
         if reply is not None:
-            reveal = decode(reply, expect(RECIPIENT))
-            assert isinstance(reveal, Reveal)
-            recipient.take_reveal(reveal)
+            agreement = decode(reply, expect(RECIPIENT))
+            assert isinstance(agreement, Agree)
+            recipient.take_agreement(agreement)
+    for contributor, frame in recipient.confirm().items():
+        if contributor not in answering:
+            continue
+        confirmation = decode(frame, expect(contributor))
+        assert isinstance(confirmation, Confirm)
+        reveal = decode(sessions[contributor].answer_confirmation(confirmation), expect(RECIPIENT))
+        assert isinstance(reveal, Reveal)
+        recipient.take_reveal(reveal)
     return recipient.close(MODEL, ESS)
 
 
@@ -99,13 +108,31 @@ def test_with_one_contributor_nothing_is_unmasked_and_the_others_get_a_notice(se
     assert sum(session.metrics.reveals_refused for session in sessions.values()) == 0
 
 
+def test_a_contributor_that_does_not_agree_costs_the_round_and_reveals_nothing_of_the_others(sessions):
+    """Lost between its masked statistics and its agreement: the others agreed to a set it did not vouch for, so
+    the recipient has nothing to confirm; nobody reveals and the round is not unmasked."""
+    received = masked_for_recipient(sessions, 1)
+    assert unmask_round(sessions, 1, received, agreeing=CONTRIBUTORS[:2]) is None
+    assert sessions[RECIPIENT].agreements == 2 and sessions[RECIPIENT].reveals == 0
+
+
 def test_stages_out_of_order_are_refused(sessions):
     recipient = sessions[RECIPIENT]
-    assert recipient.close(MODEL, ESS) is None and not recipient.revealed()
+    assert recipient.close(MODEL, ESS) is None and not recipient.revealed() and recipient.confirm() == {}
     received = masked_for_recipient(sessions, 3)
     requests = recipient.open(received, 3)
-    reply = decode(sessions[CONTRIBUTORS[0]].answer(decode(requests[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0]))),
-                   expect(RECIPIENT))
+    agreements = {w: decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)) for w in CONTRIBUTORS}
+    first = agreements[CONTRIBUTORS[0]]
+    recipient.take_agreement(first)
+    with pytest.raises(Rejected) as duplicate:
+        recipient.take_agreement(first)
+    assert duplicate.value.cause == "duplicate" and recipient.confirm() == {}  # not every member agreed yet
+    for w in CONTRIBUTORS[1:]:
+        recipient.take_agreement(agreements[w])
+    confirmations = recipient.confirm()
+    assert set(confirmations) == set(CONTRIBUTORS) and recipient.confirm() == {}  # confirmed once
+    reply = decode(sessions[CONTRIBUTORS[0]].answer_confirmation(decode(confirmations[CONTRIBUTORS[0]],
+                                                                        expect(CONTRIBUTORS[0]))), expect(RECIPIENT))
     recipient.take_reveal(reply)
     with pytest.raises(Rejected) as duplicate:
         recipient.take_reveal(reply)
@@ -114,6 +141,47 @@ def test_stages_out_of_order_are_refused(sessions):
     with pytest.raises(Rejected) as stale:  # the unmasking is closed: a late reveal is not taken
         recipient.take_reveal(reply)
     assert stale.value.cause == "stale"
+
+
+def test_the_inconsistent_request_attack_recovers_nothing_and_is_detected_counted_and_logged(caplog):
+    """A deviating recipient with three neighbours a, b, c (a complete graph of four) asks a and b for {a, b} and c
+    for {a, c}: before the consistency round, a's answer (its pairwise seed with c) and c's (its self-mask seed and
+    pairwise seed with b) stripped every mask from c's words, giving c's statistics alone. Now c reveals only with
+    a's vouch for {a, c}, which a never made: it reveals nothing, and logs and counts the deviation. What the
+    recipient can unmask is the sum a and b agreed to, and c's words stay masked by its secret self-mask."""
+    sessions = {p: session(p) for p in PEERS}
+    a, b, c = CONTRIBUTORS
+    attacker = sessions[RECIPIENT].neighbourhoods
+    received = masked_for_recipient(sessions, 0)
+    requests = {a: attacker.unmask_frame(a, {w: received[w] for w in (a, b)}, 0),
+                b: attacker.unmask_frame(b, {w: received[w] for w in (a, b)}, 0),
+                c: attacker.unmask_frame(c, {w: received[w] for w in (a, c)}, 0)}
+    agreements = {w: decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)) for w in CONTRIBUTORS}
+    assert all(isinstance(agreement, Agree) for agreement in agreements.values())
+    reveals = {}
+    with caplog.at_level(logging.DEBUG, logger="test.session"):
+        for w, group in [(a, (a, b)), (b, (a, b)), (c, (a, c))]:
+            for relayed in ({o: agreements[o] for o in group}, {o: agreements[o] for o in CONTRIBUTORS}):
+                confirmation = decode(attacker.confirm_frame(w, relayed, 0), expect(w))
+                reply = sessions[w].answer_confirmation(confirmation)
+                if reply is not None:
+                    reveals.setdefault(w, decode(reply, expect(RECIPIENT)))
+    assert set(reveals) == {a, b}
+    victim = sessions[c]
+    assert victim.metrics.deviations == victim.metrics.reveals_refused == 2
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and "deviation detected" in errors[0].getMessage() and RECIPIENT in errors[0].getMessage()
+    assert all(sessions[w].metrics.deviations == 0 for w in (a, b))
+    # the sum a and b agreed to unmasks; c's words, stripped of every mask the recipient can remove, look uniform
+    total = attacker.unmask({w: received[w].words for w in (a, b)}, reveals, MODEL, ESS)
+    np.testing.assert_allclose(total, statistics(1) + statistics(2), rtol=0, atol=1e-5)
+    from crc.nodes.secure_aggregation import from_fixed, mask
+
+    words = received[c].words.copy()
+    pair_ac = reveals[a].pairs[c]  # a dropped c from its set: its pairwise seed with c
+    words = words + mask(pair_ac, len(words))  # c's term -sign: a < c, so c subtracted it
+    guess = from_fixed(words)
+    assert np.median(np.abs(guess - statistics(3))) > 1e9  # nothing of c's statistics is left to read
 
 
 def test_a_request_for_more_than_a_sum_is_refused_counted_and_logged_once(sessions, caplog):
@@ -126,12 +194,16 @@ def test_a_request_for_more_than_a_sum_is_refused_counted_and_logged_once(sessio
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG]
 
 
-def test_after_the_last_round_a_peer_knows_when_every_protected_neighbour_has_asked(sessions):
+def test_after_the_last_round_a_peer_knows_when_every_protected_neighbour_is_done(sessions):
+    """Done: a notice (this peer left out) from the neighbours that received nothing from it, the confirmation from
+    the one that unmasks it."""
     last = ROUNDS - 1
     received = masked_for_recipient(sessions, last)
     contributor = sessions[CONTRIBUTORS[0]]
-    assert not contributor.final_answered()
     for peer in others(CONTRIBUTORS[0]):
-        request = sessions[peer].open({w: m for w, m in received.items()} if peer == RECIPIENT else {}, last)
-        contributor.answer(decode(request[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0])))
+        if peer != RECIPIENT:
+            contributor.answer(decode(sessions[peer].open({}, last)[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0])))
+    assert not contributor.final_answered()
+    np.testing.assert_allclose(unmask_round(sessions, last, received), sum(statistics(i) for i in range(1, 4)),
+                               rtol=0, atol=1e-5)
     assert contributor.final_answered()

@@ -55,7 +55,7 @@ def test_envelope_overhead_is_small():
     (frame(stats=np.ones(SIZE + 3)), "length"),
     (frame(sender="tcp://10.0.0.9:7001"), "sender"),
     (frame(run="other"), "run"),
-    (raw_frame(v=2), "version"),
+    (raw_frame(v=wire.PROTOCOL_VERSION + 1), "version"),
     (raw_frame(type="hello"), "type"),
     (raw_frame(round=-1), "malformed"),
     (raw_frame(ess=float("inf")), "malformed"),
