@@ -66,8 +66,8 @@ class ConfigFileCommand(click.Command):
         self.params += [
             click.Option(["--config"], type=click.Path(dir_okay=False), is_eager=True, expose_value=False,
                          callback=_load, metavar="FILE",
-                         help="Read the options from this TOML file: keys named like the options (timeout = 5, "
-                              'peers = ["tcp://...", ...]), paths relative to the file; the command line overrides it.'),
+                         help="Read the options from this TOML file: keys named like the options (timeout = 5; a "
+                              'list as ["a", "b"]), paths relative to the file; the command line overrides it.'),
             click.Option(["--print-config"], is_flag=True, expose_value=False, callback=_remember_print,
                          help="Print the effective settings (defaults, then --config, then the command line) as TOML "
                               "that --config reads, and exit."),
@@ -78,6 +78,9 @@ class ConfigFileCommand(click.Command):
             return super().parse_args(ctx, args)
         except click.BadParameter as exc:
             loaded = ctx.meta.get(_LOADED)
+            if isinstance(exc, click.MissingParameter) and loaded is None:
+                raise click.UsageError(f"{exc.format_message()} Give it on the command line or in a --config FILE.",
+                                       ctx=ctx) from None
             name = exc.param.name if exc.param is not None else None
             if loaded is None or name not in loaded[1] or ctx.get_parameter_source(name) is not ParameterSource.DEFAULT_MAP:
                 raise

@@ -23,6 +23,7 @@ from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError, plain
 from crc.core.feature_partition import parse_feature_partition
+from crc.core.group_model import block_of, check_group, group_posteriors
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
@@ -235,8 +236,10 @@ def _deprecated_model(ctx, param, value):
 
 
 @click.command(short_help="Predict classes and probabilities with a peer's model file.")
-@click.option("--model-file", "model_path", type=click.Path(dir_okay=False), default=None,
-              help="A trained model file (`crc node --out`, or an estimator's `to_model().save`).  [required]")
+@click.option("--model-file", "model_paths", type=click.Path(dir_okay=False), multiple=True,
+              help="A trained model file (`crc node --out`, or an estimator's `to_model().save`); for a vertical group, "
+                   "one per block, every peer's (`--model-file vmodel-0.json --model-file vmodel-1.json`): the group's "
+                   "classifier is their product.  [required]")
 @click.option("--model", "old_model_path", type=click.Path(dir_okay=False), default=None, hidden=True,
               callback=_deprecated_model, help="Deprecated name of --model-file.")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="CSV file with the schema's feature columns.")
@@ -244,15 +247,24 @@ def _deprecated_model(ctx, param, value):
               help="Class column, if present [default: the schema's label, when in the file]; its labels must be the "
                    "model's classes, and the accuracy on them is reported on standard error.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="CSV of predictions [default: standard output].")
-def predict(model_path, old_model_path, data, label, out):
-    """Predict classes and class probabilities with a trained peer's model;
-    with labels, report the accuracy on standard error."""
-    model_path = model_path or old_model_path
-    if model_path is None:
+def predict(model_paths, old_model_path, data, label, out):
+    """Predict classes and class probabilities with a trained peer's model
+    (a vertical group's: every block's model file); with labels, report the
+    accuracy on standard error."""
+    model_paths = list(model_paths) or ([old_model_path] if old_model_path else [])
+    if not model_paths:
         raise click.UsageError("Missing option '--model-file'.")
-    trained = load_model(model_path)
+    blocks = [load_model(path) for path in model_paths]
+    trained = blocks[0]
     columns = read_csv(data)
-    proba = trained.predict_proba(columns, source=data)  # a missing feature column first, then any label problem
+    if len(blocks) > 1:
+        check_group(blocks, model_paths)
+        proba = group_posteriors(blocks, columns, source=data)  # a missing feature column first, then any label problem
+    else:
+        if block_of(trained) is not None:
+            warn(f"{model_paths[0]} holds block {block_of(trained)} of a {trained.metrics['partition']} group: it predicts "
+                 "from that block's features alone; give every block's --model-file for the group's classifier")
+        proba = trained.predict_proba(columns, source=data)
     if label is not None and label not in columns:
         raise CRCError(f"{data}: no label column {label!r}")
     label = label or trained.schema.label

@@ -15,7 +15,8 @@ def privacy_options() -> dict:
             "--dp-epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
             help="Differential privacy: every peer adds Gaussian noise to each statistics release (every message and "
                  "its final model) so that all its releases together are (ε, δ)-DP for its local instances; the noise "
-                 "is solved for from ε, δ and --rounds by a Rényi-DP accountant [default: off, no noise]."),
+                 "is solved for from ε, δ and the run's rounds by the accountant (the privacy loss distribution of the "
+                 "composed Gaussians) [default: off, no noise]."),
         "dp_delta": click.option(
             "--dp-delta", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=DEFAULT_DELTA,
             show_default=True, help="δ of --dp-epsilon."),

@@ -53,8 +53,9 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
 @click.option("--keys-for", "addresses", default=None, metavar="ADDRESSES",
               help="Also write keys for a trial deployment whose peers bind these comma-separated addresses "
                    "(tcp://HOST:PORT, one per node, in node order): a key pair per peer, OUT/keys/node-<i>.key and "
-                   ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and "
-                   "OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are replaced.")
+                   ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and (horizontal "
+                   "partitions) OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are "
+                   "replaced.")
 @click.pass_context
 def split(ctx, out, addresses, drop_ids, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
@@ -62,7 +63,7 @@ def split(ctx, out, addresses, drop_ids, **settings):
 
     The split is the one `crc simulate` uses for the same options and seed
     (its first repeat), so a deployment can be compared with the simulator.
-    With --keys-for, node i runs `crc node --config OUT/peer-<i>.toml`: its
+    With --keys-for (a horizontal partition), node i runs `crc node --config OUT/peer-<i>.toml`: its
     address, every other peer as a neighbour, its data, the schema, its keys,
     its checkpoint OUT/checkpoint-<i> and its model file OUT/model-<i>.json.
 
@@ -109,6 +110,10 @@ def split(ctx, out, addresses, drop_ids, **settings):
             write_peer_configs(out, addresses)
     click.echo(summary + (", keys/, known-peers-<i>.json" + (" and peer-<i>.toml" if config.feature_partition is None else "")
                           if addresses is not None else ""))
+    stale = sorted(p.name for pattern in ("checkpoint-*", "model-*.json") for p in Path(out).glob(pattern))
+    if stale:
+        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: a peer resumes "
+             "from its checkpoint, and an old model file does not fit the new data; remove them to start afresh")
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))

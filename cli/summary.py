@@ -37,7 +37,10 @@ def summary_lines(results: dict) -> list[str]:
     if privacy:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
                      f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release")
-    if masked:
+    if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
+        lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
+                     "members' scores")
+    elif masked:
         lines.append(f"secure aggregation: {masked['protected_fraction']:.0%} of messages protected "
                      f"({masked['messages_per_round']} messages a round against {masked['plain_messages_per_round']} in plain)")
     if network:

@@ -32,6 +32,12 @@ class PSIUnavailable(CRCError):
     """The PSI library is not installed."""
 
 
+def require_psi() -> None:
+    """A PSIUnavailable (one line naming the extra) unless the PSI library can be imported: checked before a vertical
+    peer or group starts, so that none waits for a peer that could not align."""
+    _psi()
+
+
 def _psi():
     try:
         import private_set_intersection.python as psi

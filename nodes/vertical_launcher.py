@@ -20,6 +20,7 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import all_options
+from crc.nodes.alignment import require_psi
 from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
@@ -82,6 +83,7 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
     finished (a group with a peer that did not finish has no classifier); none: a CRCError naming the peers and the
     work directory."""
     workdir = Path(workdir)
+    require_psi()
     spawner, processes = None, []
     try:
         spawner = Spawner(ready_timeout=first_round_timeout) if supported() else None

@@ -10,7 +10,8 @@ tutorial and the deployment guide) runs once there.
   parses its options, type conversions and checks included, without running it). Then the blocks run under
   bash in the temporary directory (with the interpreter's own `crc` first on PATH), except the lines
   ``NOT_RUN`` lists with the reason: installing, the test suite itself, the paper's experiments, which
-  take minutes to hours, and `crc status`, which needs running peers. A block with such a line runs its other
+  take minutes to hours, `crc status`, which needs running peers, and a Dask cluster's processes, which run
+  until stopped. A block with such a line runs its other
   lines one at a time. A block of `crc node` peers (the "Real peers" one, the vertical group's) runs whole
   (its peers talk to each other), on free ports instead of its own so that it cannot collide with anything
   else on the machine; `crc report results/...` reads copies of the committed tables.
@@ -44,6 +45,8 @@ NOT_RUN = {
     "crc experiment": "the paper's experiments: minutes to hours",
     "zsh_source": "a zsh script (bash runs this block); checked below that click generates it",
     "crc status": "reads running peers' metrics: tests/cli/test_status.py runs it against three live peers",
+    "dask ": "starts a Dask scheduler or worker, which runs until stopped: tests/library/test_cluster.py starts a "
+             "cluster of its own",
 }
 SHELL_S, PYTHON_S = 600, 180
 

@@ -54,7 +54,7 @@ far the next local step moves it, which the ESS sets. A result without a positiv
 the peer's own statistics.
 
 ``robust`` is ``ROBUST_RULE``, the geometric median: the rule recommended where Byzantine peers are feared.
-Measured in results/robust_byzantine.md (penbased, one Byzantine peer, the paper's averaging): it stays within 1.3
+Measured in results/robust/byzantine.md (penbased, one Byzantine peer, the paper's averaging): it stays within 1.3
 points of its clean run under extreme, scale, permute and noise on the complete graph of 5, the ring of 6 with a
 chord and 4-regular graphs of 10 (dissensus: -2.3, -7.8, -1.4). ``screened`` is better against gross outliers and
 costs nothing without attack, but lost 5.8 points to ``permute`` on the ring, where a permuted neighbour is not
@@ -74,7 +74,7 @@ AGGREGATIONS = ("mean", "clipped", "screened", "median", "trimmed", "geomedian",
 VOTES = ("median", "trimmed", "geomedian")
 """The rules that take the closed neighbourhood as equal votes (coordinate-wise or geometric)."""
 ROBUST_RULE = "geomedian"
-"""What ``robust`` stands for (chosen in results/robust_byzantine.md)."""
+"""What ``robust`` stands for (chosen in results/robust/byzantine.md)."""
 NEEDS_PAPER = ("screened", *VOTES, "robust")
 """The rules that choose the paper's averaging when no algorithm is named (``crc.core.acceleration.paper_only``)."""
 AGGREGATION_HELP = ("mean: the closed-neighbourhood average of the paper; clipped: self-centred clipping "

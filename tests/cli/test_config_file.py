@@ -186,3 +186,9 @@ def test_a_new_option_needs_no_config_code(tmp_path):
 def test_toml_values_read_back(value, text):
     assert toml_value(value) == text
     assert tomllib.loads(f"v = {text}")["v"] == (list(value) if isinstance(value, tuple) else value)
+
+
+def test_a_missing_required_option_says_it_may_come_from_a_config_file():
+    result = CliRunner().invoke(main, ["node"])
+    assert result.exit_code == 2
+    assert "Error: Missing option '--bind'. Give it on the command line or in a --config FILE." in result.output

@@ -214,6 +214,16 @@ def test_split_refuses_a_wildcard_in_keys_for_as_a_malformed_option(tmp_path):
     assert "Error: Invalid value for '--keys-for': 'tcp://*:7001': a peer is named by its bind address" in result.output
 
 
+def test_split_into_a_directory_with_an_earlier_runs_checkpoints_and_models_warns(tmp_path):
+    args = ("split", "--data", "mushroom", "--nodes", "2", "--local-size", "10", "--out", tmp_path)
+    assert "Warning" not in run(*args).output
+    (tmp_path / "checkpoint-0").mkdir()
+    (tmp_path / "model-1.json").write_text("{}")
+    result = run(*args)
+    assert result.exit_code == 0 and (f"Warning: {tmp_path} holds checkpoint-0, model-1.json from an earlier run: a "
+                                      "peer resumes from its checkpoint") in " ".join(result.output.split())
+
+
 def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(deployment):
     bind, silent = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
     result = run("node", "--bind", bind, "--peers", silent, "--data", deployment / "node-0.csv",

@@ -82,14 +82,18 @@ def test_real_peers_refuse_what_a_group_of_blocks_does_not_take():
              "--aggregate: not with --partition hybrid on real peers")
 
 
-def test_launch_of_a_vertical_group_prints_the_summary_and_writes_the_network_section(tmp_path):
+@pytest.mark.parametrize("peers, extra, says", [
+    (2, [], "2 peers hold the same 427 training instances"),
+    (3, ["--secure-aggregation"], "secure aggregation: the label holder sees the members' sum of its 2 members' scores"),
+])
+def test_launch_of_a_vertical_group_prints_the_summary_and_writes_the_network_section(tmp_path, peers, extra, says):
     out = tmp_path / "r.json"
-    result = run("-q", "launch", "--data", "wdbc", "--partition", "vertical:2", "--rounds", "3", "--no-rc-converged",
-                 "--out", out)
+    result = run("-q", "launch", "--data", "wdbc", "--partition", f"vertical:{peers}", "--rounds", "3",
+                 "--no-rc-converged", "--out", out, *extra)
     assert result.exit_code == 0, result.output
     results = json.loads(out.read_text())
-    assert results["config"]["partition"] == "vertical:2" and results["network"]["finished"] == 2
-    assert "2 peers hold the same 427 training instances" in " ".join(result.output.split())
+    assert results["config"]["partition"] == f"vertical:{peers}" and results["network"]["finished"] == peers
+    assert says in " ".join(result.output.split())
 
 
 def node(group, block, *extra, data=None, peers="tcp://127.0.0.1:2"):
@@ -135,6 +139,13 @@ def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, stat
         one_line(node(group, int(args[1])), status, message)
         return
     one_line(node(group, 0, *args), status, message)
+
+
+def test_without_the_psi_library_a_peer_and_a_launch_stop_at_once_naming_the_extra(group, monkeypatch):
+    monkeypatch.setitem(sys.modules, "private_set_intersection.python", None)  # an import of it now fails
+    message = "aligning a vertical group's ids needs OpenMined's PSI library: pip install 'crc-p2p[vertical]'"
+    one_line(node(group, 1), 1, message)
+    one_line(run("launch", "--data", "wdbc", "--partition", "vertical:2"), 1, message)
 
 
 def test_blocks_without_a_vertical_partition_are_refused(group):

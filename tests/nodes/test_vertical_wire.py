@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from crc.nodes.vertical_wire import FIELDS, GroupExpectation, PSIAnswer, PSIIds, PSIRequest, Scores, Weights, decode_group, encode_group
-from crc.nodes.wire import Rejected
+from crc.nodes.wire import PROTOCOL_VERSION, Rejected
 
 ME, HOLDER, MEMBER = "tcp://127.0.0.1:7000", "tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"
 SCHEMA = "ab" * 32
@@ -30,20 +30,20 @@ def test_every_type_round_trips():
 
 
 def packed(**changes):
-    body = {"v": 1, "type": "scores", "run": "crc", "from": HOLDER, "round": 1, "schema": SCHEMA, "n": 1,
+    body = {"v": PROTOCOL_VERSION, "type": "scores", "run": "crc", "from": HOLDER, "round": 1, "schema": SCHEMA, "n": 1,
             "data": np.zeros(1).tobytes(), **changes}
     return msgpack.packb({k: v for k, v in body.items() if v is not None}, use_bin_type=True)
 
 
 @pytest.mark.parametrize("raw, cause", [
-    (packed(v=2), "version"), (packed(run="other"), "run"), (packed(schema="cd" * 32), "schema"),
+    (packed(v=PROTOCOL_VERSION + 1), "version"), (packed(run="other"), "run"), (packed(schema="cd" * 32), "schema"),
     (packed(**{"from": "tcp://127.0.0.1:9"}), "sender"), (packed(type="stats"), "type"), (packed(n=None), "malformed"),
     (packed(round=True), "malformed"), (packed(round=-1), "malformed"), (packed(n=2), "length"),
     (packed(data=np.array([np.nan]).tobytes()), "non-finite"), (packed(data=np.array([1e300]).tobytes()), "magnitude"),
     (packed(extra=1), "malformed"), (b"\x92\x01\x02", "malformed"), (b"\xc1", "malformed"),
-    (msgpack.packb({"v": 1, "type": "psi-ids", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
+    (msgpack.packb({"v": PROTOCOL_VERSION, "type": "psi-ids", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
                     "ids": [str(i) for i in range(6)]}), "malformed"),  # more ids than this peer holds
-    (msgpack.packb({"v": 1, "type": "weights", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
+    (msgpack.packb({"v": PROTOCOL_VERSION, "type": "weights", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA,
                     "best": 1, "n": 0, "data": b""}), "malformed"),  # best must be a bool
     (b"\x00" * (EXPECT.max_frame_bytes + 1), "oversized"),
 ])

@@ -1,0 +1,66 @@
+"""The classifier of a vertical group from its peers' model files: each file holds one block's statistics (a model of
+that block's features), and the group's classifier is their class-conditional product,
+
+    log p(x, y) = log p(y) + sum_b log p_b(x_b | y)        (a mixture of block products: per (y, k), then summed over k)
+
+as ``crc.core.models.blocks`` defines it and a group learns it (``crc.nodes.vertical_peer``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.core.data import encode_features
+from crc.core.errors import CRCError
+from crc.core.model_file import TrainedModel
+from crc.core.numeric import logsumexp, normalise_exp
+
+GROUP_PARTITIONS = ("vertical", "hybrid")
+
+
+def block_of(trained: TrainedModel) -> int | None:
+    """The block a model file holds when a peer of a vertical or hybrid group wrote it (its metrics say so), else None."""
+    partition, block = trained.metrics.get("partition"), trained.metrics.get("block")
+    if isinstance(partition, str) and partition.split(":")[0] in GROUP_PARTITIONS and isinstance(block, int):
+        return block
+    return None
+
+
+def check_group(blocks: list[TrainedModel], sources: list[str]) -> None:
+    """A CRCError unless ``blocks`` (read from ``sources``) are the block models of one group: each written by a
+    group's peer, distinct blocks with disjoint features, the same model, options and classes."""
+    first = blocks[0]
+    seen: dict[int, str] = {}
+    features: dict[str, str] = {}
+    for trained, source in zip(blocks, sources):
+        block = block_of(trained)
+        if block is None:
+            raise CRCError(f"{source}: not a block of a vertical or hybrid group (its metrics name no partition and "
+                           "block): give only the model files of one group's peers")
+        if block in seen:
+            raise CRCError(f"{source} and {seen[block]} both hold block {block}: give one model file per block")
+        seen[block] = source
+        if (trained.kind, trained.model_options) != (first.kind, first.model_options):
+            raise CRCError(f"{source}: model {trained.kind} {trained.model_options}, {sources[0]}: {first.kind} "
+                           f"{first.model_options}: the blocks of a group share their model")
+        if tuple(trained.schema.classes) != tuple(first.schema.classes) or trained.schema.label != first.schema.label:
+            raise CRCError(f"{source}: classes differ from {sources[0]}'s: the blocks of a group share the label")
+        for name in trained.schema.feature_names:
+            if name in features:
+                raise CRCError(f"feature {name!r} is in {features[name]} and in {source}: a group's blocks are disjoint")
+            features[name] = source
+
+
+def group_posteriors(blocks: list[TrainedModel], columns, *, source: str = "data") -> np.ndarray:
+    """Class probabilities (m, r) of the group whose block models are ``blocks`` (checked with ``check_group``), on
+    ``columns`` (``{feature name: [raw cell, ...]}``, every block's features). The class log-prior is the first
+    block's (every block keeps the same class counts)."""
+    total = None
+    for trained in blocks:
+        leaves = getattr(trained.model, "leaves", trained.model)  # a mixture's blocks are models of its (y, k)
+        phi = trained.model.features(encode_features(trained.schema, columns, source=source))
+        scores = leaves.log_joint(trained.theta, phi) - trained.theta["log_prior"][None, :]
+        total = scores if total is None else total + scores
+    total = total + blocks[0].theta["log_prior"][None, :]
+    classes = len(blocks[0].schema.classes)
+    return normalise_exp(logsumexp(total.reshape(len(total), classes, -1)), axis=-1)

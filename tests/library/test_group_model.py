@@ -1,0 +1,43 @@
+"""A vertical group's classifier from its peers' model files (crc.core.group_model) is the block model's."""
+
+import numpy as np
+import pytest
+
+from crc.core.errors import CRCError
+from crc.core.group_model import check_group, group_posteriors
+from crc.core.model_file import TrainedModel
+from crc.core.models.blocks import block_schema
+from crc.tables.datasets import load_dataset
+from support.vertical import reference
+
+
+def block_files(ref, partition: str, options: dict) -> list[TrainedModel]:
+    """Each block's model file as its peer writes it: the block's features, the group's classes, its best statistics."""
+    model = ref.model
+    return [TrainedModel(block_schema(model.schema, model.blocks[b]), ref.config.model,
+                         model.block_statistics(ref.best, b), {"partition": partition, "block": b}, **options)
+            for b in range(len(model.parts))]
+
+
+@pytest.mark.parametrize("kind, options", [("nb", {}), ("qda", {}), ("pc", {"structure": "mixture", "components": 2,
+                                                                             "structure_seed": 0})])
+def test_the_blocks_model_files_together_are_the_groups_classifier(kind, options):
+    ref = reference("wdbc", kind, 3, rounds=4)
+    files = block_files(ref, "vertical:3", options)
+    check_group(files, ["a", "b", "c"])
+    schema, split = ref.model.schema, ref.rep.split
+    x = load_dataset("wdbc").x[split.test_rows]  # wdbc's features are all continuous: the values are the raw cells
+    columns = {name: list(x[:, j]) for j, name in enumerate(schema.feature_names)}
+    expected = ref.model.posteriors(ref.model.theta(ref.best), split.phi_test)
+    got = group_posteriors(files, columns, source="test")
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_files_that_are_not_one_groups_blocks_are_refused():
+    ref = reference("wdbc", "nb", 2, rounds=2)
+    first, second = block_files(ref, "vertical:2", {})
+    with pytest.raises(CRCError, match="b and a both hold block 0"):
+        check_group([first, first], ["a", "b"])
+    alone = TrainedModel(first.schema, "nb", first.stats, {})
+    with pytest.raises(CRCError, match="a: not a block of a vertical or hybrid group"):
+        check_group([alone, second], ["a", "b"])
