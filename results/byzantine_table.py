@@ -25,7 +25,7 @@ lines = ["# Byzantine peers in the simulator: honest peers' test error, mean vs 
          "Each cell: mean test error of the honest peers (mean over 3 repeats), `mean` / `clipped`. "
          "K = 0 is the clean run. RC is centralized risk-based calibration on the pooled data.", "",
          "The robust rules (`screened`, `median`, `trimmed`, `geomedian` = `robust`) and the attacks `extreme` and "
-         "`dissensus` are compared on small graphs, with the breakdown point per peer, in `results/robust_byzantine.md`.", ""]
+         "`dissensus` are compared on small graphs, with the breakdown point per peer, in `results/robust/byzantine.md`.", ""]
 for data in sorted({x["data"] for x in rows}):
     rc = next(x["rc_test_error"] for x in rows if x["data"] == data)
     lines += [f"## {data} (RC test error {rc:.4f})", "", "| K | scale | permute | noise |", "|---|---|---|---|"]

@@ -2,14 +2,14 @@
 
 Runs the simulator in-process (``crc.protocol.simulator.simulate``, the code of ``crc simulate``): penbased, naive
 Bayes, 50 instances per peer, 64 rounds, the default (accelerated) algorithm, one Byzantine peer (seeded, as
-``crc simulate --byzantine 1`` picks it), 3 repeats. Each cell of results/robust_byzantine.md is one
+``crc simulate --byzantine 1`` picks it), 3 repeats. Each cell of results/robust/byzantine.md is one
 ``crc simulate --data penbased --nodes N --topology T --repeats 3 --aggregate RULE [--byzantine 1 --attack A]``.
 
 Beside every graph: the breakdown point per peer, floor(d / 2) Byzantine neighbours for a peer of degree d (the
 most its closed neighbourhood of d + 1 tolerates with an honest majority), and how many honest peers of the
 repeats had more Byzantine neighbours than that.
 
-    python results/robust_byzantine.py [--rules mean,clipped,...] [--attacks none,extreme,...] [--graphs complete,...]
+    python results/robust/byzantine.py [--rules mean,clipped,...] [--attacks none,extreme,...] [--graphs complete,...]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from crc.topologies import network_factory
 HERE = Path(__file__).parent
 GRAPHS = {  # name: (topology, nodes)
     "complete": ("complete", 5),
-    "ring+chord": (f"file:{HERE / 'robust' / 'ring6-chord.txt'}", 6),
+    "ring+chord": (f"file:{HERE / 'ring6-chord.txt'}", 6),
     "tree": ("tree", 10),
     "regular:4": ("regular:4", 10),
 }
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--data", default="penbased")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--algorithm", default=None, help="accelerated (the default) or paper")
-    parser.add_argument("--out", default=str(HERE / "robust_byzantine.json"))
+    parser.add_argument("--out", default=str(HERE / "byzantine.json"))
     args = parser.parse_args()
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}

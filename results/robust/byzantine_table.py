@@ -1,10 +1,10 @@
-"""results/robust_byzantine.md from results/robust_byzantine.json (made by results/robust_byzantine.py)."""
+"""results/robust/byzantine.md from results/robust/byzantine.json (made by results/robust/byzantine.py)."""
 
 import json
 from pathlib import Path
 
 HERE = Path(__file__).parent
-cells = json.loads((HERE / "robust_byzantine.json").read_text())
+cells = json.loads((HERE / "byzantine.json").read_text())
 RULES = ("mean", "clipped", "screened", "median", "trimmed", "geomedian")
 ATTACKS = ("none", "extreme", "scale", "permute", "noise", "dissensus")
 GRAPHS = {"complete": "complete graph of 5", "ring+chord": "ring of 6 with one chord (results/robust/ring6-chord.txt)",
@@ -16,9 +16,9 @@ def cell(algorithm, graph, attack, rule):
 
 
 lines = ["# Robust aggregation under attack: honest peers' test accuracy", "",
-         "Produced by `python results/robust_byzantine.py --algorithm paper` and `python results/robust_byzantine.py "
-         "--rules mean,clipped` (the default, accelerated algorithm) and the other runs of `results/robust_byzantine.sh`, "
-         "then `python results/robust_byzantine_table.py`. "
+         "Produced by `python results/robust/byzantine.py --algorithm paper` and `python results/robust/byzantine.py "
+         "--rules mean,clipped` (the default, accelerated algorithm) and the other runs of `results/robust/byzantine.sh`, "
+         "then `python results/robust/byzantine_table.py`. "
          "Each cell is one `crc simulate --data penbased --nodes N --topology T --repeats 3 --aggregate RULE "
          "[--algorithm paper] [--byzantine 1 --attack A]` (naive Bayes, 50 instances per peer, 64 rounds): the mean "
          "test accuracy of the honest peers over 3 repeats (graph and Byzantine peer drawn per repeat, seeded). "
@@ -82,7 +82,7 @@ for graph in ("complete", "ring+chord", "regular:4"):
         deltas = " | ".join(f"{100 * (c['honest_accuracy'] - clean[k]['honest_accuracy']):+.1f}" for k in ("own", "paper", "default"))
         lines.append(f"| {graph} | {attack} | {c['honest_accuracy']:.4f} | {deltas} |")
 lines.append("")
-launch = {path.stem: json.loads(path.read_text()) for path in sorted((HERE / "robust-launch").glob("*.json"))}
+launch = {path.stem: json.loads(path.read_text()) for path in sorted((HERE / "launch").glob("*.json"))}
 if launch:
     lines += ["## Real peers", "",
               "`crc launch --data penbased --nodes 5 --topology complete --rounds 64 --aggregate robust "
@@ -94,4 +94,4 @@ if launch:
         lines.append(f"| {name.removeprefix('complete5-')} | {r['config']['algorithm']} | {r['config']['aggregate']} | "
                      f"{1 - block['test_error']:.4f} |")
     lines.append("")
-(HERE / "robust_byzantine.md").write_text("\n".join(lines))
+(HERE / "byzantine.md").write_text("\n".join(lines))
