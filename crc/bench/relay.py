@@ -152,6 +152,8 @@ class Link:
         connection.tasks.extend(pipes)
         try:
             await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # reset, or the relay is closing: nothing to report
+            pass
         finally:
             if connection in self.connections:
                 self._close(connection)
@@ -228,15 +230,18 @@ class Relay:
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(WAIT_S)
 
-    def add(self, target_port: int, *, name: str = "", latency_s: float = 0.0, jitter_s: float = 0.0,
+    def add(self, target_port: int, *, port: int = 0, name: str = "", latency_s: float = 0.0, jitter_s: float = 0.0,
             bandwidth_bps: float | None = None) -> Link:
-        """A new link listening on a free port of 127.0.0.1 (its ``address``, tcp://127.0.0.1:PORT), forwarding to
-        127.0.0.1:``target_port``. ``bandwidth_bps``: bytes per second (None: no cap)."""
+        """A new link listening on ``port`` of 127.0.0.1 (0: a free one; its ``address`` is tcp://127.0.0.1:PORT),
+        forwarding to 127.0.0.1:``target_port``. ``bandwidth_bps``: bytes per second (None: no cap).
+
+        Give ``port`` when the targets' ports are chosen but not bound yet (``free_ports`` for both together): a
+        free port the system picks for the link could be one of theirs."""
         link = Link(self, name or f"link-{len(self.links)}", target_port, latency_s=latency_s, jitter_s=jitter_s,
                     bandwidth_bps=bandwidth_bps, seed=hash((self.seed, len(self.links))) & 0xFFFFFFFF)
 
         async def listen():
-            link.server = await asyncio.start_server(link._accept, "127.0.0.1", 0)
+            link.server = await asyncio.start_server(link._accept, "127.0.0.1", port)
             return link.server.sockets[0].getsockname()[1]
 
         port = asyncio.run_coroutine_threadsafe(listen(), self.loop).result(WAIT_S)
