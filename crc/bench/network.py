@@ -207,17 +207,21 @@ def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partitio
     lost = {"touched": 0, "others": 0}
     down = {"touched": 0, "others": 0}
     index = {address: i for i, address in enumerate(net.addresses)}
+    by_peer: list[float | None] = [None] * nodes
     for i in range(nodes):
         path = workdir / f"model-{i}.json"
         if not path.exists():
             continue
-        metrics = load_model(path).metrics
+        model = load_model(path)
+        by_peer[i] = round(float(net.rep.evaluate(model.stats[None])[1][0]), 4)
+        metrics = model.metrics
         for key, into in (("missing", lost), ("down_rounds", down)):
             for address, count in metrics.get(key, {}).items():
                 into["touched" if (index[address], i) in touched else "others"] += count
     figures = {
         "wall_s": round(wall, 2), "finished": results["network"]["finished"], "exit_codes": [p.returncode for p in processes],
-        "test_error": results["crc"]["test_error"], "test_gap": results["test_gap"],
+        "test_error": results["crc"]["test_error"], "test_gap": results["test_gap"], "test_error_by_peer": by_peer,
+        "worst_peer": max((i for i in range(nodes) if by_peer[i] is not None), key=lambda i: by_peer[i], default=None),
         "lost_between_live": lost["others"], "lost_on_faulted_links": lost["touched"],
         "rounds_down_between_live": down["others"], "rounds_down_on_faulted_links": down["touched"],
         "round_ms_p50": round(results["network"]["round_ms_p50"], 1), "messages": results["network"]["messages"],
@@ -277,14 +281,15 @@ def markdown(report: dict, command: str) -> str:
              f"{report['first_round_timeout_s']:g} s, K = {report['down_after']} (`--down-after`); every directed edge through "
              f"a relay link of {report['latency_ms']:g} ms +- {report['jitter_ms']:g} ms each way (loopback: none).\n",
              "| scenario | wall s | bound s | bound | within | finished | lost between live | lost on faulted links "
-             "| rounds down between live | rounds down on faulted links | test gap | gap - wan's |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rounds down between live | rounds down on faulted links | test gap | gap - wan's | worst peer's test error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, f in report["scenarios"].items():
         bound = "-" if f["bound_s"] is None else f"{f['bound_s']:.1f}"
         within = "-" if f["within_bound"] is None else ("yes" if f["within_bound"] else "**no**")
         lines.append(f"| {name} | {f['wall_s']:.1f} | {bound} | {f['bound']} | {within} | {f['finished']}/{report['nodes']} "
                      f"| {f['lost_between_live']} | {f['lost_on_faulted_links']} | {f['rounds_down_between_live']} "
-                     f"| {f['rounds_down_on_faulted_links']} | {f['test_gap']:+.4f} | {f['gap_vs_wan']:+.4f} |")
+                     f"| {f['rounds_down_on_faulted_links']} | {f['test_gap']:+.4f} | {f['gap_vs_wan']:+.4f} "
+                     f"| {f['test_error_by_peer'][f['worst_peer']]:.4f} (peer {f['worst_peer']}) |")
     return "\n".join(lines) + "\n"
 
 
