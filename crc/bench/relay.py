@@ -10,9 +10,9 @@ directions (ZeroMQ's ZMTP passes unchanged, CURVE included), applying the link's
 * **a bandwidth cap**: chunks leave at most ``bandwidth_bps`` bytes per second, one after another, the delay
   counted from the end of each chunk's transmission;
 * **a blackhole** (a partition): while it is on, every byte read on the link's connections is dropped, both
-  ways, and new connections are accepted but carry nothing. A stream with a gap cannot go on, so when the
-  blackhole is lifted every connection that lost bytes is reset, as a connection that died in the partition
-  would be; the peers' ZeroMQ sockets then reconnect through the link;
+  ways, and new connections are accepted but never reach the target (their bytes are dropped too). A stream
+  with a gap cannot go on, so when the blackhole is lifted every connection that lost bytes is reset, as a
+  connection that died in the partition would be; the peers' ZeroMQ sockets then reconnect through the link;
 * **connection resets**: ``reset()`` closes every current connection of the link at once with a TCP RST.
 
 The peers never know the relay is there: ``crc node --via NAME=ADDRESS`` makes a peer's outbox to the neighbour
@@ -136,6 +136,18 @@ class Link:
         self.connections.add(connection)
         self.counts.connections += 1
         _no_delay(writer)
+        if self.blackholed:  # as if its SYN were lost beyond the relay: the target never hears of it
+            connection.gapped = True
+            connection.tasks = [asyncio.current_task()]
+            try:
+                while data := await reader.read(CHUNK):
+                    self.counts.dropped_bytes += len(data)
+            except (OSError, asyncio.CancelledError):
+                pass
+            finally:
+                if connection in self.connections:
+                    self._close(connection)
+            return
         try:
             server_reader, connection.server = await asyncio.wait_for(
                 asyncio.open_connection("127.0.0.1", self.target_port), WAIT_S)

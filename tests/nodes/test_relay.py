@@ -221,3 +221,19 @@ def test_zeromq_peers_talk_through_the_relay_under_their_own_names(relay, encryp
     finally:
         sender.close(0)
         receiver.close(0)
+
+
+def test_a_connection_made_in_a_blackhole_never_reaches_the_target(relay, echo):
+    link = relay.add(echo.port)
+    link.blackhole(True)
+    with _connect(link) as s:
+        s.sendall(b"into the void")
+        s.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            s.recv(10)
+        link.blackhole(False)
+        s.settimeout(WAIT_S)
+        with pytest.raises(ConnectionResetError):
+            s.recv(10)
+    assert len(echo.threads) == 1  # the echo server accepted nothing
+    assert link.counts.dropped_bytes == len(b"into the void")
