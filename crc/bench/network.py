@@ -33,6 +33,7 @@ losses there are the fault's) and all the others (between live, connected peers:
 
 from __future__ import annotations
 
+import os
 import signal
 import tempfile
 import time
@@ -162,7 +163,7 @@ def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partitio
     touched = (set(cut) if name == "partition" else
                {(i, j) for i in range(nodes) for j in net.neighbours[i] if victim in (i, j)} if name in ("restart", "late")
                else set())
-    events = {}
+    events = {"load_average_at_start": round(os.getloadavg()[0], 2)}
     deadline = time.monotonic() + 2 * FIRST_ROUND_TIMEOUT_S + config.rounds * TIMEOUT_S * 3 + partition_s + 60
     try:
         net.start_at = start_time(nodes)
@@ -199,6 +200,7 @@ def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partitio
         net.wait_until(lambda: all(p.exited for p in net.processes.values()) and len(net.processes) == nodes, deadline,
                        "the peers' exits")
         wall = time.time() - net.start_at
+        events["load_average_at_end"] = round(os.getloadavg()[0], 2)
     finally:
         net.close()
     processes = [net.processes[i] for i in range(nodes)]
