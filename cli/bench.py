@@ -45,6 +45,8 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
 @click.option("--network-rounds", type=click.IntRange(min=1), default=NETWORK_ROUNDS, show_default=True,
               help="Rounds of the network part (its runs must outlast --partition-seconds).")
 @click.option("--network-topology", default="regular:4", show_default=True, help="Graph of the network part's 16 peers.")
+@click.option("--network-algorithm", type=click.Choice(["accelerated", "paper"]), default="accelerated", show_default=True,
+              help="Algorithm of the network part's peers (the peers' default: accelerated).")
 @click.option("--partition-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="How long the network part's partition lasts.")
 @click.option("--network-scenarios", default=",".join(SCENARIOS), show_default=True,
@@ -52,7 +54,7 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
 @out_option("the JSON")
 def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets, vertical_blocks, network_data, network_rounds,
-          network_topology, partition_seconds, network_scenarios, seed, out, **model):
+          network_topology, network_algorithm, partition_seconds, network_scenarios, seed, out, **model):
     """Measure the CRC engine; prints JSON.
 
     engine: the paper's algorithm in its default setting (50 peers x 50
@@ -106,7 +108,8 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets,
         if unknown:
             raise click.BadParameter(f"{sorted(unknown)}: choose among {', '.join(SCENARIOS)}", param_hint="--network-scenarios")
         report["network"] = network_run(SimulationConfig.from_settings(data=network_data, nodes=16, rounds=network_rounds,
-                                                                       topology=network_topology, seed=seed, **model),
+                                                                       topology=network_topology, algorithm=network_algorithm,
+                                                                       seed=seed, **model),
                                         partition_s=partition_seconds, scenarios=_names(network_scenarios))
     emit_json(report, out=out, to_stdout=True)
 

@@ -247,7 +247,7 @@ def network_run(config: SimulationConfig, *, partition_s: float = 30.0, restart_
     """Every scenario of ``scenarios`` (``loopback`` and ``wan`` always run: the bounds need them), one at a time;
     each with its figures, its bound in seconds and how it is made, and whether it holds."""
     K, T, F, R = PeerSettings.down_after, TIMEOUT_S, FIRST_ROUND_TIMEOUT_S, config.rounds
-    report = {"data": config.data, "model": config.model, "nodes": config.nodes, "topology": config.topology,
+    report = {"data": config.data, "model": config.model, "algorithm": config.algorithm, "nodes": config.nodes, "topology": config.topology,
               "local_size": config.local_size, "rounds": R, "iters": config.iters, "timeout_s": T, "first_round_timeout_s": F,
               "down_after": K, "latency_ms": LATENCY_S * 1000, "jitter_ms": JITTER_S * 1000, "slack_s": SLACK_S, "scenarios": {}}
     wanted = [name for name in SCENARIOS if name in {"loopback", "wan", *scenarios}]
@@ -275,23 +275,26 @@ def network_run(config: SimulationConfig, *, partition_s: float = 30.0, restart_
     return report
 
 
-def markdown(report: dict, command: str) -> str:
-    """The report as a Markdown table, with the command that made it."""
-    lines = [f"# Real peers over emulated wide-area links\n\nMade by `{command}` (JSON: `results/network.json`).\n",
-             f"{report['nodes']} peers, `{report['topology']}`, {report['data']} ({report['model']}), {report['local_size']} "
+def markdown(report: dict, command: str, source: str) -> str:
+    """The report as a Markdown table, with the command that made it and the JSON file it was read from."""
+    lines = [f"Made by `{command}` (JSON: `{source}`).\n",
+             f"{report['nodes']} peers, `{report['topology']}`, {report['data']} ({report['model']}, algorithm "
+             f"`{report.get('algorithm', 'accelerated')}`), {report['local_size']} "
              f"instances each, {report['rounds']} rounds, timeout T = {report['timeout_s']:g} s, first round F = "
              f"{report['first_round_timeout_s']:g} s, K = {report['down_after']} (`--down-after`); every directed edge through "
              f"a relay link of {report['latency_ms']:g} ms +- {report['jitter_ms']:g} ms each way (loopback: none).\n",
              "| scenario | wall s | bound s | bound | within | finished | lost between live | lost on faulted links "
-             "| rounds down between live | rounds down on faulted links | test gap | gap - wan's | worst peer's test error |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rounds down between live | rounds down on faulted links | test gap | gap - wan's | worst peer's test error "
+             "| load average at start / end |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, f in report["scenarios"].items():
         bound = "-" if f["bound_s"] is None else f"{f['bound_s']:.1f}"
         within = "-" if f["within_bound"] is None else ("yes" if f["within_bound"] else "**no**")
         lines.append(f"| {name} | {f['wall_s']:.1f} | {bound} | {f['bound']} | {within} | {f['finished']}/{report['nodes']} "
                      f"| {f['lost_between_live']} | {f['lost_on_faulted_links']} | {f['rounds_down_between_live']} "
                      f"| {f['rounds_down_on_faulted_links']} | {f['test_gap']:+.4f} | {f['gap_vs_wan']:+.4f} "
-                     f"| {f['test_error_by_peer'][f['worst_peer']]:.4f} (peer {f['worst_peer']}) |")
+                     f"| {f['test_error_by_peer'][f['worst_peer']]:.4f} (peer {f['worst_peer']}) "
+                     f"| {f.get('load_average_at_start', '-')} / {f.get('load_average_at_end', '-')} |")
     return "\n".join(lines) + "\n"
 
 
