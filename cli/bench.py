@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crc.bench import REPEATS, VERTICAL_BLOCKS, VERTICAL_DATASETS, engine_versus_loop, models_versus_nb, peers_run, scale_run, vertical_run
+from crc.bench.network import NETWORK_ROUNDS, SCENARIOS, network_run
 from crc.cli.model_options import with_model_options
 from crc.cli.options import out_option
 from crc.cli.output import emit_json
@@ -27,7 +28,7 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
 
 
 @click.command()
-@click.option("--only", type=click.Choice(["engine", "scale", "models", "peers", "vertical"]), default=None,
+@click.option("--only", type=click.Choice(["engine", "scale", "models", "peers", "vertical", "network"]), default=None,
               help="Run one part only.")
 @click.option("--data", default="letter", show_default=True, help="Data set of the engine and peers parts.")
 @with_model_options
@@ -40,9 +41,20 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
               help="Comma-separated bundled data sets of the vertical part.")
 @click.option("--vertical-blocks", default=",".join(map(str, VERTICAL_BLOCKS)), show_default=True, callback=_group_sizes,
               help="Comma-separated group sizes K (feature blocks) of the vertical part.")
+@click.option("--network-data", default="twonorm", show_default=True, help="Data set of the network part.")
+@click.option("--network-rounds", type=click.IntRange(min=1), default=NETWORK_ROUNDS, show_default=True,
+              help="Rounds of the network part (its runs must outlast --partition-seconds).")
+@click.option("--network-topology", default="regular:4", show_default=True, help="Graph of the network part's 16 peers.")
+@click.option("--network-algorithm", type=click.Choice(["accelerated", "paper"]), default="accelerated", show_default=True,
+              help="Algorithm of the network part's peers (the peers' default: accelerated).")
+@click.option("--partition-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="How long the network part's partition lasts.")
+@click.option("--network-scenarios", default=",".join(SCENARIOS), show_default=True,
+              help="Comma-separated scenarios of the network part (loopback and wan always run: the bounds need them).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
 @out_option("the JSON")
-def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets, vertical_blocks, seed, out, **model):
+def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets, vertical_blocks, network_data, network_rounds,
+          network_topology, network_algorithm, partition_seconds, network_scenarios, seed, out, **model):
     """Measure the CRC engine; prints JSON.
 
     engine: the paper's algorithm in its default setting (50 peers x 50
@@ -68,6 +80,14 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets,
     64 rounds) beside K horizontal peers sharing the same training instances,
     in the same run: set-up (alignment and start), round p50/p99, bytes a peer
     sends a round, test gap to RC.
+    network: 16 real peers (--network-data, --network-topology,
+    --network-rounds, 1 s timeout) with every directed edge through a
+    fault-injecting relay of 50 ms +- 20 ms each way (crc.bench.relay):
+    on loopback, over the relay, with a --partition-seconds partition into
+    two halves, with the best-connected peer killed (SIGKILL) at round 5 and
+    restarted from its checkpoint, and with it started 20 rounds late. Each:
+    wall time against its bound, messages lost and rounds marked down between
+    live peers and on the faulted links, final test gap against the wan run's.
     """
     report = {}
     if only in (None, "engine"):
@@ -83,5 +103,13 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets,
     if only in (None, "vertical"):
         report["vertical"] = vertical_run(_names(vertical_datasets), vertical_blocks,
                                           seed=seed, **model)
+    if only in (None, "network"):
+        unknown = set(_names(network_scenarios)) - set(SCENARIOS)
+        if unknown:
+            raise click.BadParameter(f"{sorted(unknown)}: choose among {', '.join(SCENARIOS)}", param_hint="--network-scenarios")
+        report["network"] = network_run(SimulationConfig.from_settings(data=network_data, nodes=16, rounds=network_rounds,
+                                                                       topology=network_topology, algorithm=network_algorithm,
+                                                                       seed=seed, **model),
+                                        partition_s=partition_seconds, scenarios=_names(network_scenarios))
     emit_json(report, out=out, to_stdout=True)
 

@@ -117,6 +117,9 @@ def option_list(options: dict):
 @click.option("--peers", type=StringList(), default="", metavar="ADDRESSES",
               help="Comma-separated bind addresses (tcp://HOST:PORT) of the neighbours (in a --config file, a list). "
                    "Without any the peer trains alone, on its own data (it says so).")
+@click.option("--via", type=StringList(), default="", metavar="NAME=ADDRESS,...",
+              help="Reach the neighbour NAME (an address of --peers) at ADDRESS instead: a relay, a tunnel or a forwarded "
+                   "port. NAME stays its name on the wire and in --known-peers. [default: each neighbour at its name]")
 @click.option("--data", required=True, type=click.Path(dir_okay=False), help="This peer's local CSV file.")
 @click.option("--label", default=None, help="Class column (default: the schema's label).")
 @click.option("--schema", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")

@@ -50,6 +50,8 @@ class NodeOptions:
     schema: str
     out: str
     peers: tuple[str, ...] = ()
+    via: tuple[str, ...] = ()
+    """``NAME=ADDRESS`` entries: reach the neighbour NAME (one of ``peers``) at ADDRESS instead (``--via``)."""
     label: str | None = None
     model: str = "nb"
     model_options: Mapping[str, object] = field(default_factory=dict)
@@ -136,7 +138,8 @@ class Node:
         endpoint = self._serve_metrics()
         try:
             transport = Transport(settings.bind, list(settings.peers), max_frame_bytes=peer.expect.max_frame_bytes,
-                                  queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=self.keys)
+                                  queue_messages=settings.queue_messages, poll_slice_s=settings.poll_slice_s, keys=self.keys,
+                                  routes=routes(self.options.via, settings.peers))
             finished = peer.run(transport)  # closes the transport
         finally:
             if endpoint is not None:
@@ -188,6 +191,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     if len(set(neighbours)) != len(neighbours):
         raise CRCError("--peers lists a neighbour twice")
     _check_metrics_endpoint(options)
+    routes(options.via, neighbours)
     block_peers = tuple(check_address(address, "--block-peers") for address in options.block_peers)
     keys = _transport_keys(options, neighbours + block_peers)
     if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
@@ -233,6 +237,24 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
         log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
                     "them in a neighbour's name", options.bind)
     return Node(options, shared, structure, peer, keys, privacy)
+
+
+def routes(via: tuple[str, ...], neighbours: tuple[str, ...]) -> dict[str, str]:
+    """``--via``'s ``NAME=ADDRESS`` entries as {neighbour's name: address its outbox connects to}; a MalformedOption
+    for an entry that is not two addresses or names no neighbour, a CRCError for a neighbour given twice."""
+    found = {}
+    for entry in via:
+        name, equals, address = entry.partition("=")
+        if not equals:
+            raise MalformedOption(f"Invalid value for '--via': {entry!r}: give NAME=ADDRESS, e.g. "
+                                  "tcp://10.0.0.6:7000=tcp://127.0.0.1:7100")
+        name, address = check_address(name.strip(), "--via"), check_address(address.strip(), "--via")
+        if name not in neighbours:
+            raise MalformedOption(f"Invalid value for '--via': {entry!r}: {name} is not one of --peers")
+        if name in found:
+            raise CRCError(f"--via gives {name} twice")
+        found[name] = address
+    return found
 
 
 def check_address(address: str, what: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
 import zmq
@@ -116,11 +117,15 @@ class Transport:
     the sender's queue); a receive waits at most ``poll_slice_s`` seconds and
     returns at most ``max_frames`` frames. With ``keys`` every socket is CURVE
     and only ``keys.known``'s keys of the ``neighbours`` may connect; without,
-    everything is plaintext and unauthenticated.
+    everything is plaintext and unauthenticated. ``routes`` maps a neighbour's
+    address (its name) to the address its outbox connects to instead (a relay,
+    a tunnel, a forwarded port: ``crc node --via``); the neighbour keeps its
+    name, and its key is checked all the same.
     """
 
     def __init__(self, bind: str, neighbours: list[str], *, max_frame_bytes: int, queue_messages: int,
-                 poll_slice_s: float, keys: PeerKeys | None = None, max_frames: int = 64):
+                 poll_slice_s: float, keys: PeerKeys | None = None, max_frames: int = 64,
+                 routes: Mapping[str, str] | None = None):
         self.poll_slice_s, self.max_frames, self.keys = poll_slice_s, max_frames, keys
         raise_descriptor_limit()
         self.context = zmq.Context()
@@ -152,7 +157,7 @@ class Transport:
                     socket.curve_publickey, socket.curve_secretkey = keys.own.public.encode(), keys.own.secret.encode()
                     socket.curve_serverkey = keys.known[address].encode()
                 try:
-                    socket.connect(address)
+                    socket.connect((routes or {}).get(address, address))
                 except zmq.ZMQError as exc:
                     raise CRCError(f"cannot connect to neighbour {address}: {exc}") from None
                 self.outboxes[address] = socket

@@ -37,7 +37,7 @@ from crc.tables.reader import read_csv
 
 NOT_VERTICAL = {
     "aggregate": "--aggregate", "attack": "--attack", "dp_epsilon": "--dp-epsilon", "neighbourhoods": "--neighbourhoods",
-    "loss": "--loss", "start_at": "--start-at",
+    "loss": "--loss", "start_at": "--start-at", "via": "--via",
     "momentum": "--momentum", "start": "--start", "safeguard": "--safeguard", "classifier": "--classifier",
     "exact_diffusion": "--exact-diffusion", "algorithm": "--algorithm",
 }

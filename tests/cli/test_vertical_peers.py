@@ -125,6 +125,7 @@ def test_a_peers_file_is_checked_before_any_network_activity(group, tmp_path, ed
      "--peers lists 2 address(es): the other members of a group of vertical:2 are 1"),
     (["--block", "2"], 1, "--block 2: a vertical:2 group has blocks 0 to 1"),
     (["--dp-epsilon", "1"], 2, "--dp-epsilon: not with --partition vertical:2"),
+    (["--via", "tcp://127.0.0.1:2=tcp://127.0.0.1:9"], 2, "--via: not with --partition vertical:2"),
     (["--secure-aggregation"], 2, "--secure-aggregation derives its masks from the peers' CURVE keys"),
     (["--partition", "hybrid:2x2"], 2, "--partition hybrid:2x2 needs --ess"),
     (["--block-peers", "tcp://127.0.0.1:5"], 2, "--block-peers is for a peer of a hybrid partition"),

@@ -177,3 +177,17 @@ def test_a_start_time_more_than_a_week_ahead_is_refused():
     assert start_time(repr(time.time() + MAX_START_DELAY_S - 60)) is not None
     with pytest.raises(CRCError, match="more than 7 days ahead"):
         start_time(repr(time.time() + MAX_START_DELAY_S + 60))
+
+
+def test_via_routes_a_neighbour_to_another_address_and_refuses_strangers():
+    from crc.core.errors import CRCError, MalformedOption
+    from crc.nodes.node import routes
+
+    peers = ("tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002")
+    assert routes(("tcp://127.0.0.1:7001=tcp://127.0.0.1:9001",), peers) == {"tcp://127.0.0.1:7001": "tcp://127.0.0.1:9001"}
+    assert routes((), peers) == {}
+    for wrong in ("tcp://127.0.0.1:7001", "tcp://127.0.0.1:7003=tcp://127.0.0.1:9001", "tcp://127.0.0.1:7001=udp://x:1"):
+        with pytest.raises(MalformedOption):
+            routes((wrong,), peers)
+    with pytest.raises(CRCError, match="twice"):
+        routes(("tcp://127.0.0.1:7001=tcp://127.0.0.1:9001", "tcp://127.0.0.1:7001=tcp://127.0.0.1:9002"), peers)
