@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crc.core import acceleration as crc_acceleration
 from crc.core import plausibility
 from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration
 from crc.core.attacks import byzantine_messages, poison
@@ -1042,3 +1043,41 @@ def test_a_robust_peer_outvotes_an_extreme_neighbour_as_the_simulator_does():
     np.testing.assert_allclose(peer.stats, robust[ROUNDS][ME], rtol=1e-9, atol=1e-9 * np.abs(robust[ROUNDS][ME]).max())
     off = [np.linalg.norm(run[ROUNDS][ME] - clean[ROUNDS][ME]) for run in (robust, mean)]
     assert off[0] < 1e-20 * off[1]
+
+
+def test_exact_diffusion_restarts_when_a_neighbour_is_marked_down_and_when_it_comes_back(setup, monkeypatch):
+    """A neighbour silent for one round (a lost message) changes nothing; one silent for ``down_after`` rounds is
+    marked down, and the round that marks it down and the round it is heard again each restart the correction."""
+    lost_round, gone, back, silent = 1, range(3, 7), 7, NEIGHBOURS[1]
+    restarts = {}
+    step = crc_acceleration.step
+
+    def spy(*args, restart=None, **kwargs):
+        restarts[len(restarts) + 1] = None if restart is None else bool(restart)
+        return step(*args, restart=restart, **kwargs)
+
+    monkeypatch.setattr(crc_acceleration, "step", spy)
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=PRESET, iters=ACCELERATED["iters"], down_after=2)
+    transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(
+        round_, without=[silent] if round_ == lost_round or round_ in gone else []))
+    assert peer.run(transport)
+    # statistics of round r are used in round r + 1: missing from round gone.start + 1, down after its second
+    changes = [gone.start + 2, back + 1]
+    assert [t for t, restart in restarts.items() if restart] == changes
+    assert all(restart is None for t, restart in restarts.items() if t not in changes)
+
+
+def test_an_injected_loss_does_not_restart_exact_diffusion(setup, monkeypatch):
+    restarts = []
+    step = crc_acceleration.step
+
+    def spy(*args, restart=None, **kwargs):
+        restarts.append(restart)
+        return step(*args, restart=restart, **kwargs)
+
+    monkeypatch.setattr(crc_acceleration, "step", spy)
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=PRESET, iters=ACCELERATED["iters"], loss=0.5, loss_seed=3)
+    assert peer.run(FakeTransport(clock, setup.neighbours_answer))
+    assert sum(peer.metrics.missing.values()) > 0 and restarts == [None] * ROUNDS
