@@ -1,8 +1,8 @@
-"""results/network.md from the JSON of ``crc bench --only network`` (run from the checkout):
+"""results/network/network.md from the JSON of ``crc bench --only network`` (run from the checkout):
 
-    crc bench --only network --out results/network.json
-    crc bench --only network --network-algorithm paper --network-scenarios partition --out results/network-paper.json
-    python results/network_table.py
+    crc bench --only network --out results/network/network.json
+    crc bench --only network --network-algorithm paper --network-scenarios partition --out results/network/network-paper.json
+    python results/network/table.py
 """
 
 import json
@@ -12,10 +12,10 @@ from crc.bench.network import markdown
 
 HERE = Path(__file__).parent
 RUNS = (
-    ("network.json", "crc bench --only network --out results/network.json",
+    ("network.json", "crc bench --only network --out results/network/network.json",
      "The peers' default algorithm (accelerated)"),
     ("network-paper.json", "crc bench --only network --network-algorithm paper --network-scenarios partition "
-                           "--out results/network-paper.json",
+                           "--out results/network/network-paper.json",
      "The paper's algorithm, partition only (loopback and wan are its references)"),
 )
 INTRO = """# Real peers over emulated wide-area links
