@@ -297,6 +297,32 @@ def test_keep_variances_raises_only_the_variances_below_the_kept_fraction(mixed)
     unseen[0, model.layout.columns("obs").start] = -0.5
     unseen = unseen.reshape(-1)
     np.testing.assert_array_equal(model.keep_variances(unseen, reference, 0.8), unseen)
-    qda = make_model("qda", schema)  # no variances among its statistics' blocks: unchanged
+    qda = make_model("qda", schema)  # the same covariances (twice the statistics): unchanged
     own = qda.fit_ml(qda.features(x), y)
     np.testing.assert_array_equal(qda.keep_variances(own, 2 * own, 0.8), own)
+
+
+def test_qda_keep_variances_makes_a_covariance_at_least_the_kept_fraction_of_the_reference(continuous):
+    """Exact diffusion's correction can leave QDA's second moments inconsistent with the means (a covariance with a
+    negative eigenvalue); ``keep_variances`` raises it, in the positive semi-definite order, to at least 0.8 times
+    the reference's, changing only ``outer`` of the class that needed it."""
+    schema, x, y = continuous
+    model = make_model("qda", schema)
+    reference = model.fit_ml(model.features(x), y)
+    theta = model.theta(reference)
+    table = model.table(reference).copy()
+    mean = theta["mean"][1]
+    direction = np.array([1.0, -1.0, 0.5, 0.0]) / 1.5
+    cov = np.linalg.inv(theta["precision"][1])
+    broken = cov - 2.0 * (direction @ cov @ direction) * np.outer(direction, direction)  # a negative eigenvalue
+    assert np.linalg.eigvalsh(broken).min() < 0
+    count = table[1, 0]
+    table[1, model.layout.columns("outer")] = (count * (broken + np.outer(mean, mean)))[model.upper]
+    kept = model.keep_variances(table.reshape(-1), reference, 0.8)
+    changed = model.table(kept) != table
+    assert changed[1, model.layout.columns("outer")].any() and not changed[[0, 2]].any()
+    assert not changed[1, : model.layout.columns("outer").start].any()  # count and sums: the mean stays
+    raised = np.linalg.inv(model.theta(kept)["precision"][1])
+    assert np.linalg.eigvalsh(raised - 0.8 * cov).min() > -1e-9
+    np.testing.assert_allclose(model.theta(kept)["mean"], theta["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
