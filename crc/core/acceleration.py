@@ -62,9 +62,10 @@ from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 
 STARTS = ("uniform", "local")
-"""``uniform``: every peer starts at ``uniform(m0)`` (the paper). ``local``: at its own ML statistics
-scaled to ESS ``m0`` (on a complete graph with equal local sizes the first average is then the pooled
-ML statistics, RC's own start)."""
+"""``uniform``: every peer starts at ``uniform(m0)`` (the paper). ``local``: at the statistics of its own data
+(``GenerativeModel.local_start``: the ML statistics; for a circuit one E-step from the shared start) scaled to ESS
+``m0`` (on a complete graph with equal local sizes the first average is then the pooled ML statistics, RC's own
+start, for a model without hidden variables)."""
 
 CLASSIFIERS = ("local", "aggregate")
 """``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
@@ -249,7 +250,7 @@ def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: fl
     labels ``y`` (..., m) and padding ``mask`` (..., m)."""
     if acceleration.start == "uniform":
         return np.broadcast_to(model.uniform(ess), y.shape[:-1] + (model.size,)).copy()
-    local = model.fit_ml(phi, y, mask=mask)
+    local = model.local_start(phi, y, mask=mask)
     return local * (ess / model.ess(local))[..., None]
 
 

@@ -326,3 +326,19 @@ def test_qda_keep_variances_makes_a_covariance_at_least_the_kept_fraction_of_the
     assert np.linalg.eigvalsh(raised - 0.8 * cov).min() > -1e-9
     np.testing.assert_allclose(model.theta(kept)["mean"], theta["mean"], rtol=1e-12)
     np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+
+
+@pytest.mark.parametrize("structure", [{"components": 3}, {"structure": "region-graph", "depth": 1, "repetitions": 2, "sums": 2}])
+def test_a_circuits_local_start_is_additive_over_peers_so_their_average_is_the_pooled_one(structure, mixed):
+    """A circuit's local start is one E-step from the start every peer shares, not local EM: the peers' statistics
+    then add up to those of the pooled data (component k is the same component at every peer), which local EM, each
+    peer labelling its components its own way, does not give."""
+    schema, x, y = mixed
+    model = make_model("pc", schema, **structure)
+    phi = model.features(x)
+    halves = np.array_split(np.arange(len(y)), 2)
+    pooled = model.local_start(phi, y)
+    parts = sum(model.local_start(phi[h], y[h]) for h in halves)
+    np.testing.assert_allclose(parts, pooled, rtol=1e-10, atol=1e-10)
+    em = sum(model.fit_ml(phi[h], y[h]) for h in halves)
+    assert np.max(np.abs(em - model.fit_ml(phi, y))) > 1e-3

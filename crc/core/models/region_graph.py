@@ -37,7 +37,7 @@ import numpy as np
 
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
-from crc.core.models.circuit import EM_ITERATIONS, STRUCTURE_SEED, fit_em, seeded_leaves
+from crc.core.models.circuit import EM_ITERATIONS, STRUCTURE_SEED, aligned_statistics, fit_em, seeded_leaves
 from crc.core.models.layout import Layout
 from crc.core.models.naive_bayes import NaiveBayes
 from crc.core.models.options import Option
@@ -494,6 +494,9 @@ class RegionGraphCircuit(GenerativeModel):
             table[nodes] += part
         table = table.reshape(batch + (self.size,))
         return (table, posteriors.reshape(batch + posteriors.shape[1:])) if minus_posteriors else table
+
+    def local_start(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+        return aligned_statistics(self, phi, y, mask=mask)
 
     def fit_ml(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,
                iterations: int = EM_ITERATIONS) -> np.ndarray:
