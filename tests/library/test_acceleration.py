@@ -196,6 +196,18 @@ def test_settings_are_checked_and_the_algorithm_fills_what_is_not_given():
     assert accel.acceleration_of(accel.resolve({"algorithm": "paper"})) == accel.PAPER
 
 
+def test_the_accelerated_algorithm_starts_the_region_graph_circuit_local_and_every_other_model_uniform():
+    """``MODEL_SETTINGS``: only the region-graph circuit under the accelerated algorithm changes its start; the
+    paper's algorithm and an explicit --start are not changed by the model."""
+    region = {"model": "pc", "structure": "region-graph"}
+    assert accel.resolve(region) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "start": "local", "algorithm": "accelerated"}
+    assert accel.resolve({**region, "start": "uniform"})["start"] == "uniform"
+    assert accel.resolve({**region, "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
+    for model in ({"model": "nb"}, {"model": "qda"}, {"model": "pc", "structure": "mixture"}, {"model": "pc"}):
+        assert accel.resolve(model) == accel.resolve({}), model
+    assert accel.describe(accel.resolve(region)) == "accelerated: exact diffusion, local start, 2 local steps per round"
+
+
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
                                            ({"classifier": "aggregate"}, "--classifier aggregate"),
                                            ({"dp_epsilon": 1.0}, "--dp-epsilon"),
