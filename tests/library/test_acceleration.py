@@ -354,3 +354,24 @@ def test_a_circuits_local_start_is_additive_over_peers_so_their_average_is_the_p
     np.testing.assert_allclose(parts, pooled, rtol=1e-10, atol=1e-10)
     em = sum(model.fit_ml(phi[h], y[h]) for h in halves)
     assert np.max(np.abs(em - model.fit_ml(phi, y))) > 1e-3
+
+
+def test_region_graph_keep_variances_raises_only_the_collapsed_leaf_variances(continuous):
+    """The region graph keeps naive Bayes' rule on its Gaussian leaves under exact diffusion: a leaf whose variance
+    fell below 0.8 of the reference's gets it back, nothing else changes."""
+    schema, x, y = continuous
+    model = make_model("pc", schema, structure="region-graph", depth=1, repetitions=2, sums=2)
+    reference = model.fit_ml(model.features(x), y)
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+    np.testing.assert_array_equal(model.keep_variances(reference, 2 * reference, 0.8), reference)
+    leaves = model.leaves.table(model._leaf_table(model.table(reference)))
+    sumsq = model.leaves.layout.columns("sumsq").start
+    table = model.table(reference).copy()
+    at = model.layout.columns("leaves").start + sumsq - 1  # class 0, first leaf row, first feature's sum of squares
+    obs, total = leaves[0, model.leaves.layout.columns("obs").start], leaves[0, model.leaves.layout.columns("sum").start]
+    table[0, at] = total**2 / obs + 1e-6 * obs  # variance 1e-6
+    collapsed = table.reshape(-1)
+    kept = model.keep_variances(collapsed, reference, 0.8)
+    assert list(np.flatnonzero(kept != collapsed)) == [at]
+    variance = lambda s: model.leaves.theta(model._leaf_table(model.table(s)))["var"][0, 0]
+    np.testing.assert_allclose(variance(kept), 0.8 * variance(reference), rtol=1e-9)
