@@ -3,7 +3,7 @@
     python results/models/decompose.py DATA MODEL [repeats=3] [nokeep=1] [variants=accelerated,paper+start:local,...]
 
 MODEL: nb, qda, pcK (mixture of K products), rg (the default region graph). A variant is an algorithm and settings
-joined by + as name:value. Per repeat it prints centralized RC's test error from the ML statistics (64 iterations)
+joined by + as name:value; shrink:λ starts from λ x the algorithm's start + (1 - λ) x uniform(m0). Per repeat it prints centralized RC's test error from the ML statistics (64 iterations)
 and from the uniform start, then per variant CRC's peers (mean, std, worst), the error of the network mean of the
 final statistics, and that of each peer's closed-neighbourhood average. nokeep=1: QDA without keep_variances (the
 code before issue 32's fix)."""
@@ -46,11 +46,14 @@ for rep_i in range(repeats):
     for v in variants:
         opts = dict(kv.split(":") for kv in v.split("+")[1:])
         name = v.split("+")[0]
+        shrink = float(opts.pop("shrink")) if "shrink" in opts else None
         conv = {k: (int(x) if x.isdigit() else x) for k, x in opts.items()}
         config = SimulationConfig.from_settings(data=data, model=model, rc_converged=False, repeats=repeats, algorithm=name, **structure, **conv)
         net = network_factory(config.topology, config.period or math.inf)
         t = time.time()
         engine, _ = make_engine(rep, config, net)
+        if shrink is not None:  # the start shrunk toward uniform(m0): shrink x start + (1 - shrink) x uniform
+            engine.stats = shrink * engine.stats + (1 - shrink) * m.uniform(engine.ess)[None, :]
         final = engine.run(config.rounds)
         e = rep.errors(final[rep.eval_nodes])[1]
         mean = final.mean(axis=0)
