@@ -105,7 +105,10 @@ Centralized RC from its uniform start ends far from RC from the ML statistics (`
 ``penbased`` 0.079 against 0.035), and CRC from it kept most of that (``letter``: gap +0.030 over three repeats,
 +0.014 from the local start). The mixture circuit keeps the uniform start (``letter`` +0.028 uniform, +0.035 local;
 ``satimage`` +0.008, +0.016), and so do naive Bayes and QDA (QDA's local start under exact diffusion diverged on
-one of three ``letter`` repeats, 0.370 test error). Figures and commands: docs/explanation/algorithm.md."""
+one of three ``letter`` repeats, 0.370 test error). These figures predate the region graph's leaf-variance rule
+(``RegionGraphCircuit.keep_variances``), without which the local start diverged on ``texture``; with it the region
+graph ends within 0.02 of RC on all ten sets of the circuits table (results/models/gaps.md). Figures and commands:
+docs/explanation/algorithm.md."""
 
 
 def model_key(model: str | None, structure: str | None = None) -> str | None:
