@@ -210,7 +210,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     chosen = resolve({"algorithm": options.algorithm, "momentum": options.momentum, "start": options.start,
                       "safeguard": options.safeguard, "classifier": options.classifier,
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
-                      "aggregate": options.aggregate})
+                      "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
     privacy = _privacy(generative, options, iters, speedup)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)

@@ -62,9 +62,10 @@ from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 
 STARTS = ("uniform", "local")
-"""``uniform``: every peer starts at ``uniform(m0)`` (the paper). ``local``: at its own ML statistics
-scaled to ESS ``m0`` (on a complete graph with equal local sizes the first average is then the pooled
-ML statistics, RC's own start)."""
+"""``uniform``: every peer starts at ``uniform(m0)`` (the paper). ``local``: at the statistics of its own data
+(``GenerativeModel.local_start``: the ML statistics; for a circuit one E-step from the shared start) scaled to ESS
+``m0`` (on a complete graph with equal local sizes the first average is then the pooled ML statistics, RC's own
+start, for a model without hidden variables)."""
 
 CLASSIFIERS = ("local", "aggregate")
 """``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
@@ -92,17 +93,41 @@ aggregate classifier; the better choice where the graph is redrawn every round o
 
 VARIANCE_KEPT = 0.8
 """Exact diffusion: a peer's mixed statistics keep at least this fraction of every variance of its last locally
-calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged."""
+calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged. For QDA, every class
+covariance at least this fraction of the last calibrated one in the positive semi-definite order: without it `letter`
+QDA ended at a test error of 0.345 against RC's 0.133 (peers' covariances non-PSD, floored to near-singular ones);
+with it 0.168, 0.149, 0.156 on three repeats against RC's 0.133, 0.126, 0.136 (docs/explanation/algorithm.md)."""
+
+MODEL_SETTINGS = {"pc/region-graph": {"start": "local"}}
+"""What the accelerated algorithm changes further for a model (``resolve``, key ``model_key``): the region-graph
+circuit starts local (``RegionGraphCircuit.local_start``: one E-step of each peer's data from the shared start).
+Centralized RC from its uniform start ends far from RC from the ML statistics (``letter`` 0.309 against 0.227,
+``penbased`` 0.079 against 0.035), and CRC from it kept most of that (``letter``: gap +0.030 over three repeats,
++0.014 from the local start). The mixture circuit keeps the uniform start (``letter`` +0.028 uniform, +0.035 local;
+``satimage`` +0.008, +0.016), and so do naive Bayes and QDA (QDA's local start under exact diffusion diverged on
+one of three ``letter`` repeats, 0.370 test error). These figures predate the region graph's leaf-variance rule
+(``RegionGraphCircuit.keep_variances``), without which the local start diverged on ``texture``; with it the region
+graph ends within 0.02 of RC on all ten sets of the circuits table (results/models/gaps.md). Figures and commands:
+docs/explanation/algorithm.md."""
+
+
+def model_key(model: str | None, structure: str | None = None) -> str | None:
+    """The key of ``MODEL_SETTINGS`` of a model kind (``nb``, ``qda``, ``pc``) and its circuit structure."""
+    return None if model is None else f"{model}/{structure}" if model == "pc" and structure else model
+
 
 SETTINGS = tuple(PAPER_SETTINGS)
 """The settings an algorithm fixes: those of ``Acceleration``, and ``iters``."""
 
 
-def algorithm_settings(algorithm: str) -> dict:
-    """Every setting of ``SETTINGS`` under ``algorithm`` (one of ``ALGORITHMS``)."""
+def algorithm_settings(algorithm: str, model: str | None = None) -> dict:
+    """Every setting of ``SETTINGS`` under ``algorithm`` (one of ``ALGORITHMS``) for ``model`` (a ``model_key``;
+    ``MODEL_SETTINGS`` apply to the accelerated algorithm only)."""
     if algorithm not in ALGORITHMS:
         raise CRCError(f"--algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    return {**PAPER_SETTINGS, **ACCELERATED} if algorithm == "accelerated" else dict(PAPER_SETTINGS)
+    if algorithm == "paper":
+        return dict(PAPER_SETTINGS)
+    return {**PAPER_SETTINGS, **ACCELERATED, **MODEL_SETTINGS.get(model, {})}
 
 
 def paper_only(settings: dict) -> str | None:
@@ -128,10 +153,12 @@ def resolve(settings: dict) -> dict:
 
     The algorithm is the one given, else ``DEFAULT_ALGORITHM``, or ``paper`` when an option needs the paper's
     averaging (``paper_only``). A setting of ``SETTINGS`` that is absent or None takes the algorithm's value; one
-    given explicitly wins (``Acceleration`` refuses the combinations that make no sense)."""
+    given explicitly wins (``Acceleration`` refuses the combinations that make no sense). A ``model`` (its kind)
+    and ``structure`` in ``settings`` add its ``MODEL_SETTINGS``; they are not part of the result."""
     settings = dict(settings)
+    model = model_key(settings.pop("model", None), settings.pop("structure", None))
     algorithm = settings.get("algorithm") or ("paper" if paper_only(settings) else DEFAULT_ALGORITHM)
-    for name, value in algorithm_settings(algorithm).items():
+    for name, value in algorithm_settings(algorithm, model).items():
         if settings.get(name) is None:
             settings[name] = value
     settings["algorithm"] = algorithm
@@ -246,7 +273,7 @@ def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: fl
     labels ``y`` (..., m) and padding ``mask`` (..., m)."""
     if acceleration.start == "uniform":
         return np.broadcast_to(model.uniform(ess), y.shape[:-1] + (model.size,)).copy()
-    local = model.fit_ml(phi, y, mask=mask)
+    local = model.local_start(phi, y, mask=mask)
     return local * (ess / model.ess(local))[..., None]
 
 

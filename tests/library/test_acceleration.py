@@ -196,6 +196,18 @@ def test_settings_are_checked_and_the_algorithm_fills_what_is_not_given():
     assert accel.acceleration_of(accel.resolve({"algorithm": "paper"})) == accel.PAPER
 
 
+def test_the_accelerated_algorithm_starts_the_region_graph_circuit_local_and_every_other_model_uniform():
+    """``MODEL_SETTINGS``: only the region-graph circuit under the accelerated algorithm changes its start; the
+    paper's algorithm and an explicit --start are not changed by the model."""
+    region = {"model": "pc", "structure": "region-graph"}
+    assert accel.resolve(region) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "start": "local", "algorithm": "accelerated"}
+    assert accel.resolve({**region, "start": "uniform"})["start"] == "uniform"
+    assert accel.resolve({**region, "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
+    for model in ({"model": "nb"}, {"model": "qda"}, {"model": "pc", "structure": "mixture"}, {"model": "pc"}):
+        assert accel.resolve(model) == accel.resolve({}), model
+    assert accel.describe(accel.resolve(region)) == "accelerated: exact diffusion, local start, 2 local steps per round"
+
+
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
                                            ({"classifier": "aggregate"}, "--classifier aggregate"),
                                            ({"dp_epsilon": 1.0}, "--dp-epsilon"),
@@ -297,6 +309,69 @@ def test_keep_variances_raises_only_the_variances_below_the_kept_fraction(mixed)
     unseen[0, model.layout.columns("obs").start] = -0.5
     unseen = unseen.reshape(-1)
     np.testing.assert_array_equal(model.keep_variances(unseen, reference, 0.8), unseen)
-    qda = make_model("qda", schema)  # no variances among its statistics' blocks: unchanged
+    qda = make_model("qda", schema)  # the same covariances (twice the statistics): unchanged
     own = qda.fit_ml(qda.features(x), y)
     np.testing.assert_array_equal(qda.keep_variances(own, 2 * own, 0.8), own)
+
+
+def test_qda_keep_variances_makes_a_covariance_at_least_the_kept_fraction_of_the_reference(continuous):
+    """Exact diffusion's correction can leave QDA's second moments inconsistent with the means (a covariance with a
+    negative eigenvalue); ``keep_variances`` raises it, in the positive semi-definite order, to at least 0.8 times
+    the reference's, changing only ``outer`` of the class that needed it."""
+    schema, x, y = continuous
+    model = make_model("qda", schema)
+    reference = model.fit_ml(model.features(x), y)
+    theta = model.theta(reference)
+    table = model.table(reference).copy()
+    mean = theta["mean"][1]
+    direction = np.array([1.0, -1.0, 0.5, 0.0]) / 1.5
+    cov = np.linalg.inv(theta["precision"][1])
+    broken = cov - 2.0 * (direction @ cov @ direction) * np.outer(direction, direction)  # a negative eigenvalue
+    assert np.linalg.eigvalsh(broken).min() < 0
+    count = table[1, 0]
+    table[1, model.layout.columns("outer")] = (count * (broken + np.outer(mean, mean)))[model.upper]
+    kept = model.keep_variances(table.reshape(-1), reference, 0.8)
+    changed = model.table(kept) != table
+    assert changed[1, model.layout.columns("outer")].any() and not changed[[0, 2]].any()
+    assert not changed[1, : model.layout.columns("outer").start].any()  # count and sums: the mean stays
+    raised = np.linalg.inv(model.theta(kept)["precision"][1])
+    assert np.linalg.eigvalsh(raised - 0.8 * cov).min() > -1e-9
+    np.testing.assert_allclose(model.theta(kept)["mean"], theta["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+
+
+@pytest.mark.parametrize("structure", [{"components": 3}, {"structure": "region-graph", "depth": 1, "repetitions": 2, "sums": 2}])
+def test_a_circuits_local_start_is_additive_over_peers_so_their_average_is_the_pooled_one(structure, mixed):
+    """A circuit's local start is one E-step from the start every peer shares, not local EM: the peers' statistics
+    then add up to those of the pooled data (component k is the same component at every peer), which local EM, each
+    peer labelling its components its own way, does not give."""
+    schema, x, y = mixed
+    model = make_model("pc", schema, **structure)
+    phi = model.features(x)
+    halves = np.array_split(np.arange(len(y)), 2)
+    pooled = model.local_start(phi, y)
+    parts = sum(model.local_start(phi[h], y[h]) for h in halves)
+    np.testing.assert_allclose(parts, pooled, rtol=1e-10, atol=1e-10)
+    em = sum(model.fit_ml(phi[h], y[h]) for h in halves)
+    assert np.max(np.abs(em - model.fit_ml(phi, y))) > 1e-3
+
+
+def test_region_graph_keep_variances_raises_only_the_collapsed_leaf_variances(continuous):
+    """The region graph keeps naive Bayes' rule on its Gaussian leaves under exact diffusion: a leaf whose variance
+    fell below 0.8 of the reference's gets it back, nothing else changes."""
+    schema, x, y = continuous
+    model = make_model("pc", schema, structure="region-graph", depth=1, repetitions=2, sums=2)
+    reference = model.fit_ml(model.features(x), y)
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+    np.testing.assert_array_equal(model.keep_variances(reference, 2 * reference, 0.8), reference)
+    leaves = model.leaves.table(model._leaf_table(model.table(reference)))
+    sumsq = model.leaves.layout.columns("sumsq").start
+    table = model.table(reference).copy()
+    at = model.layout.columns("leaves").start + sumsq - 1  # class 0, first leaf row, first feature's sum of squares
+    obs, total = leaves[0, model.leaves.layout.columns("obs").start], leaves[0, model.leaves.layout.columns("sum").start]
+    table[0, at] = total**2 / obs + 1e-6 * obs  # variance 1e-6
+    collapsed = table.reshape(-1)
+    kept = model.keep_variances(collapsed, reference, 0.8)
+    assert list(np.flatnonzero(kept != collapsed)) == [at]
+    variance = lambda s: model.leaves.theta(model._leaf_table(model.table(s)))["var"][0, 0]
+    np.testing.assert_allclose(variance(kept), 0.8 * variance(reference), rtol=1e-9)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from crc.core import acceleration as crc_acceleration
 from crc.core import plausibility
-from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration
+from crc.core.acceleration import ACCELERATED, MOMENTUM_PRESET, PRESET, Acceleration, acceleration_of, resolve
 from crc.core.attacks import byzantine_messages, poison
 from crc.core.calibration import lrc
 from crc.core.engine import CRCEngine, LocalData, default_ess
@@ -1081,3 +1081,27 @@ def test_an_injected_loss_does_not_restart_exact_diffusion(setup, monkeypatch):
     peer = setup.peer(clock, acceleration=PRESET, iters=ACCELERATED["iters"], loss=0.5, loss_seed=3)
     assert peer.run(FakeTransport(clock, setup.neighbours_answer))
     assert sum(peer.metrics.missing.values()) > 0 and restarts == [None] * ROUNDS
+
+
+@pytest.mark.parametrize("kind, options", [("qda", {}), ("pc", {"structure": "region-graph", "depth": 1, "repetitions": 2, "sums": 2})],
+                         ids=["qda", "region-graph"])
+def test_a_peer_under_the_models_default_algorithm_follows_the_simulator(kind, options):
+    """Issue 32: QDA's covariance rule under exact diffusion and the region graph's local start (the accelerated
+    algorithm's default for it, ``MODEL_SETTINGS``), resolved from the model as ``crc node`` resolves them."""
+    schema, x, y = prepared(mixed_columns())
+    model = make_model(kind, schema, **options)
+    chosen = resolve({"model": kind, "structure": options.get("structure")})
+    acceleration = acceleration_of(chosen)
+    assert acceleration.exact_diffusion and acceleration.start == ("local" if options else "uniform")
+    phi = model.features(x)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), GRAPH.number_of_nodes())
+    ess = default_ess(len(y), len(parts))
+    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(GRAPH), ess=ess,
+                       iterations=chosen["iters"], acceleration=acceleration)
+    history = [engine.stats.copy()]
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
+    run = Setup(model, [phi[p] for p in parts], [y[p] for p in parts], ess, np.array(history))
+    peer = run.peer(FakeClock(), acceleration=acceleration, iters=chosen["iters"])
+    transport = FakeTransport(peer.clock, run.neighbours_answer)
+    assert peer.run(transport)
+    run.assert_follows_simulator(peer, transport)

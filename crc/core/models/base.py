@@ -117,6 +117,11 @@ class GenerativeModel(ABC):
         """Maximum-likelihood statistics ``s(X, Y)``: phi (..., m, k), y (..., m), padding mask (..., m) -> (..., size)."""
         return self.statistics(phi, labelled_weights(y, self.n_classes, mask))
 
+    def local_start(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+        """A peer's statistics of its own data for CRC's local start (``crc.core.acceleration.start_statistics``),
+        batched as ``fit_ml``: the ML statistics, for a model without hidden variables."""
+        return self.fit_ml(phi, y, mask=mask)
+
     def posteriors(self, theta: dict, phi: np.ndarray) -> np.ndarray:
         """Class posteriors p(y|x) of shape (..., m, r), normalised by log-sum-exp."""
         return normalise_exp(self.log_joint(theta, phi), axis=-1)

@@ -103,6 +103,9 @@ class MixtureCircuit(GenerativeModel):
                iterations: int = EM_ITERATIONS) -> np.ndarray:
         return fit_em(self, phi, y, mask=mask, iterations=iterations)
 
+    def local_start(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+        return aligned_statistics(self, phi, y, mask=mask)
+
     def record_bound(self, clip: float) -> float:
         """The leaves' ||phi(x)||: row (y, k) of s({x}, u) is u_y q(k|x, y) phi(x), and sum_k q^2 <= (sum_k q)^2 = 1."""
         return self.leaves.record_bound(clip)
@@ -145,6 +148,19 @@ def seeded_leaves(leaves: NaiveBayes, count: float, n: int, rng: np.random.Gener
         totals = np.repeat(np.add.reduceat(raw, categorical.offsets), categorical.sizes) if categorical.width else raw
         rows.append(np.concatenate([np.full(dc, count), count * mean, count * (1.0 + mean**2), count * raw / totals]))
     return np.array(rows).reshape(n, -1)
+
+
+def aligned_statistics(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+    """A circuit's local start: one E-step of a peer's data from the shared seeded start ``uniform``, ``s(X, Y;
+    theta(uniform))``, batched as ``fit_em``.
+
+    Not the local ML statistics (``fit_ml``, EM to convergence): every peer's EM on its own few instances labels
+    its components its own way, and averaging such statistics mixes unrelated components (on ``letter`` the
+    region graph's CRC ended at 0.70 test error with them). One E-step from the start every peer shares keeps
+    component k of every peer the same component."""
+    weights = labelled_weights(y, model.n_classes, mask)
+    start = np.broadcast_to(model.uniform(1.0), weights.shape[:-2] + (model.size,))  # theta is scale-free
+    return model.labelled(model.theta(start), phi, weights)
 
 
 def fit_em(model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None,

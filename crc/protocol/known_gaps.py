@@ -1,0 +1,71 @@
+"""Model/setting pairs known to end far from centralized RC: ``crc simulate`` warns before such a run.
+
+Measured in the default setting (50 peers x 50 instances, iid partition, a random tree, 64 rounds, the model's
+default structure), 3 repeats, with ``sh results/models/measure.sh DATA`` (results/models/gaps.md). Only gaps of
+CRC's test error to RC's above ``FAR`` are listed; another setting of the same pair is not known and not warned
+about.
+"""
+
+from __future__ import annotations
+
+from crc.core.acceleration import model_key
+from crc.protocol.config import SimulationConfig
+
+FAR = 0.02
+"""A test gap CRC - RC above this is far from RC (issue 32's bar)."""
+
+DEFAULT_SETTING = ("nodes", "local_size", "pooled_size", "partition", "size_skew", "topology", "period", "rounds", "iters",
+                   "start", "exact_diffusion", "momentum", "safeguard", "classifier", "loss", "dp_epsilon", "ess", "lr",
+                   "aggregate", "byzantine")
+"""The settings that must be their defaults (for the run's algorithm, model and data) for a figure to apply."""
+
+KNOWN_GAPS = {
+    # (data set, model key, algorithm): mean test gap over 3 repeats
+    ("letter", "pc/mixture", "accelerated"): 0.028,
+    ("letter", "nb", "paper"): 0.081,
+    ("letter", "qda", "paper"): 0.164,
+    ("letter", "pc/mixture", "paper"): 0.094,
+    ("letter", "pc/region-graph", "paper"): 0.150,
+    ("satimage", "qda", "paper"): 0.126,
+    ("satimage", "pc/mixture", "paper"): 0.031,
+    ("satimage", "pc/region-graph", "paper"): 0.043,
+    ("magic", "pc/mixture", "paper"): 0.026,
+    ("magic", "pc/region-graph", "paper"): 0.068,
+    ("penbased", "pc/region-graph", "paper"): 0.057,
+    ("optdigits", "pc/mixture", "accelerated"): 0.027,
+    ("marketing", "pc/mixture", "accelerated"): 0.0203,
+    ("marketing", "nb", "paper"): 0.031,
+    ("marketing", "qda", "paper"): 0.031,
+    ("marketing", "pc/mixture", "paper"): 0.040,
+    ("ring", "qda", "paper"): 0.025,
+    ("ring", "pc/region-graph", "paper"): 0.035,
+    ("texture", "qda", "paper"): 0.174,
+    ("texture", "pc/region-graph", "paper"): 0.032,
+}
+
+
+def known_gap(config: SimulationConfig) -> float | None:
+    """The measured gap of ``config``'s data set, model and algorithm in the default setting, when it is above ``FAR``
+    and ``config`` is that setting; else None."""
+    key = model_key(config.model, config.model_options.get("structure"))
+    gap = KNOWN_GAPS.get((config.data, key, config.algorithm))
+    if gap is None:
+        return None
+    default = SimulationConfig.from_settings(data=config.data, model=config.model, algorithm=config.algorithm,
+                                             structure=config.model_options.get("structure"))
+    if config.model_options != default.model_options:
+        return None
+    if any(getattr(config, name) != getattr(default, name) for name in DEFAULT_SETTING):
+        return None
+    return gap
+
+
+def far_from_rc_warning(config: SimulationConfig) -> str | None:
+    """The warning ``crc simulate`` prints before a run of a pair known to be far from RC, or None."""
+    gap = known_gap(config)
+    if gap is None:
+        return None
+    model = config.model + (f" ({config.model_options['structure']})" if "structure" in config.model_options else "")
+    better = "" if config.algorithm == "accelerated" else "; the accelerated algorithm (the default) does better"
+    return (f"{model} on {config.data} under the {config.algorithm} algorithm ends about {gap:+.3f} above centralized RC's "
+            f"test error in this setting (measured over 3 repeats, results/models/gaps.md){better}")
