@@ -35,5 +35,5 @@ for name, command, title in RUNS:
     path = HERE / name
     if path.exists():
         report = json.loads(path.read_text())
-        parts.append(f"## {title}\n\n" + markdown(report.get("network", report), command, f"results/{name}"))
+        parts.append(f"## {title}\n\n" + markdown(report.get("network", report), command, f"results/network/{name}"))
 (HERE / "network.md").write_text("\n".join(parts))
