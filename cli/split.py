@@ -43,7 +43,7 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 
 
-@click.command(short_help="Write a trial deployment's files (node CSVs, test set, schema, peers' keys and settings).")
+@click.command(short_help="Write a trial deployment's files: node CSVs, schema, keys.")
 @options("data", "label", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
          "test_size", "seed")
 @click.option("--drop-ids", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,

@@ -150,7 +150,7 @@ def _status_line(target: str, url: str, timeout_s: float) -> tuple[str, bool]:
         return f"{target}  unreachable: {exc}", False
 
 
-@click.command(short_help="Show running peers' round, neighbours and messages (from their metrics endpoints).")
+@click.command(short_help="Show running peers' round, neighbours and messages.")
 @click.argument("targets", nargs=-1, required=True, metavar="HOST:PORT|URL...")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds each peer's endpoint has to answer.")
