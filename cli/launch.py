@@ -12,7 +12,17 @@ from pathlib import Path
 import click
 
 from crc.cli.config_file import ConfigFileCommand
-from crc.cli.options import ACCELERATION, DEFAULTS, MODEL, PRIVACY, check_partition_options, options, out_option, plots_option
+from crc.cli.options import (
+    ACCELERATION,
+    DEFAULTS,
+    MODEL,
+    PRIVACY,
+    check_partition_options,
+    fit_local_size,
+    options,
+    out_option,
+    plots_option,
+)
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
@@ -103,6 +113,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     config = SimulationConfig.from_settings(**settings)
     check_launch(config, plaintext=plaintext)
     check_partition_options(ctx, config, real_peers=True)
+    config = fit_local_size(ctx, config)
     vertical = config.feature_partition is not None
     if not vertical:
         # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.

@@ -10,6 +10,7 @@ import click
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import model_choice, option_decorators
+from crc.cli.output import note
 from crc.cli.privacy import privacy_options, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
@@ -18,6 +19,7 @@ from crc.core.feature_partition import FEATURE_PARTITION_HELP, is_feature_partit
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
+from crc.protocol.repeat import load_for
 from crc.tables.datasets import BUNDLED, SYNTHETIC
 from crc.topologies import HELP, load_graph, parse
 from crc.topologies.spec import FILE_PREFIX
@@ -130,6 +132,26 @@ def check_partition_options(ctx: click.Context, config: SimulationConfig, *, rea
                                f"{config.feature_partition.peers} peers follow from the partition (use --train-size "
                                "for fewer training instances) and whose groups start from their own ML statistics "
                                "and take the paper's plain step, one a round")
+
+
+def fit_local_size(ctx: click.Context, config: SimulationConfig) -> SimulationConfig:
+    """``config``, or with a horizontal partition on a data set too small for its default local size (neither
+    --local-size nor --train-size given) every peer's share of the instances its test set leaves, with a note: so
+    every bundled data set runs with the defaults (wdbc's 569 instances cannot give 50 peers 50 each)."""
+    given = [name for name in ("local_size", "pooled_size") if name in ctx.params
+             and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if config.feature_partition is not None or given or config.pooled_size is not None:
+        return config
+    m = len(load_for(config))
+    if config.train_size < m or config.test_size >= 1:
+        return config  # it fits (perhaps with a short test set, which the split notes), or a test count decides
+    room = m - max(int(round(config.test_size * m)), 1)
+    if room < config.nodes:
+        return config  # not even one instance each: the split says why
+    local = room // config.nodes
+    note(f"{config.data}: {m} instances, too few for {config.nodes} peers x {config.local_size} beside the test set: "
+         f"{local} instances each (--local-size or --train-size to choose)")
+    return config.with_settings(local_size=local)
 
 
 def out_option(what: str = "the results JSON"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import check_partition_options, out_option, plots_option, run_options
+from crc.cli.options import check_partition_options, fit_local_size, out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
@@ -48,6 +48,7 @@ def simulate(ctx, as_json: bool, out: str | None, plots: str | None, **options):
         options["curve"] = True
     config = SimulationConfig.from_settings(**options)
     check_partition_options(ctx, config)
+    config = fit_local_size(ctx, config)
     warned = _warn_tiny_count(config.test_size)
     far = far_from_rc_warning(config)
     if far:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from crc.cli.config_file import toml_text
-from crc.cli.options import check_partition_options, options, usage_errors
+from crc.cli.options import check_partition_options, fit_local_size, options, usage_errors
 from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
@@ -77,6 +77,7 @@ def split(ctx, out, addresses, drop_ids, **settings):
     config = SimulationConfig.from_settings(**settings)
     config.validate()
     check_partition_options(ctx, config, real_peers=True)
+    config = fit_local_size(ctx, config)
     if drop_ids and config.feature_partition is None:
         raise click.UsageError("--drop-ids is for a vertical or hybrid --partition")
     dataset = load_for(config)

@@ -174,6 +174,18 @@ def test_the_bundled_sets_too_small_for_the_test_fraction_run_with_the_defaults(
     assert abs(results["test_gap"]) <= 0.01
 
 
+@pytest.mark.parametrize("data, instances, local", [("wdbc", 569, 8), ("german", 1000, 15)])
+def test_a_bundled_set_too_small_for_the_default_peers_gives_each_its_share(data, instances, local):
+    result = run("simulate", "--data", data, "--rounds", "4", "--json")
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["config"]
+    assert (config["nodes"], config["local_size"]) == (50, local)
+    assert (f"{data}: {instances} instances, too few for 50 peers x 50 beside the test set: {local} instances each"
+            in " ".join(result.stderr.split()))
+    explicit = run("simulate", "--data", data, "--local-size", "50", "--rounds", "4")
+    assert explicit.exit_code == 1 and f"data set has {instances} instances, fewer than the 2500 training" in explicit.output
+
+
 def test_a_class_missing_from_the_training_split_is_a_warning_not_an_error(tmp_path):
     path = write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"])
     result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "0.5", "--seed", "1")
