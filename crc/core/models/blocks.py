@@ -205,6 +205,13 @@ class BlockMixture(MixtureCircuit):
     def ess(self, s: np.ndarray) -> np.ndarray:
         return self.leaves.ess(s)
 
+    def local_start(self, phi: np.ndarray, y: np.ndarray, *, mask: np.ndarray | None = None) -> np.ndarray:
+        """A group's start: its ML statistics by EM, which its peers compute together (``crc.nodes.vertical_peer``).
+        A vertical group holds every training instance, so this is centralized RC's own start; not the one E-step
+        of a horizontal circuit's peers (``MixtureCircuit.local_start``), whose few instances each would label
+        their components apart."""
+        return self.fit_ml(phi, y, mask=mask)
+
     def block_scores(self, theta: dict, phi: np.ndarray, b: int) -> np.ndarray:
         """log p_b(x_b | y, k) of shape (..., m, r K): what the peer holding block ``b`` contributes."""
         return self.leaves.block_scores(theta, phi, b)
