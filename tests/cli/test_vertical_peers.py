@@ -16,6 +16,7 @@ from crc.core.schema import Schema
 from crc.nodes.launcher import free_ports
 from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
 from crc.tables.reader import read_csv
+from support.network import kill_and_reap
 
 WAIT_S = 60.0
 
@@ -189,14 +190,7 @@ class Peers:
         return self
 
     def __exit__(self, *exc):
-        try:
-            for process in self.processes.values():
-                if process.poll() is None:
-                    process.kill()
-                process.wait(timeout=10)
-        finally:
-            if self.spawner is not None:
-                self.spawner.close()
+        kill_and_reap(self.processes.values(), self.spawner)
 
 
 def test_two_label_holders_are_one_line_and_exit_1(group, tmp_path):

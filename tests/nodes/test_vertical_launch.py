@@ -24,6 +24,7 @@ from crc.protocol import SimulationConfig
 from crc.protocol.simulator import simulate
 from crc.tables.datasets import load_dataset
 from crc.topologies import network_factory
+from support.network import kill_and_reap
 from support.vertical import hybrid_reference, reference
 
 WAIT_S = 60.0
@@ -132,14 +133,7 @@ class Group:
         return self
 
     def __exit__(self, *exc):
-        try:
-            for process in self.processes.values():
-                if process.poll() is None:
-                    process.kill()
-                process.wait(timeout=10)
-        finally:
-            if self.spawner is not None:
-                self.spawner.close()
+        kill_and_reap(self.processes.values(), self.spawner)
 
 
 def test_a_killed_member_restarted_resumes_and_the_group_equals_the_simulator(tmp_path):

@@ -26,6 +26,20 @@ from crc.topologies import Schedule, network_factory
 WAIT_S = 60.0
 
 
+def kill_and_reap(processes, spawner) -> None:
+    """Kill every one of ``processes`` still running (continued first: it may be paused) and wait for each (a bounded
+    wait), then close ``spawner`` (None: there is none)."""
+    try:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.kill()
+            process.wait(timeout=10)
+    finally:
+        if spawner is not None:
+            spawner.close()
+
+
 def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30,
              topology: str = "tree", **model):
     """A deployment directory, its graph and the simulator's final statistics (n, size) for it."""
@@ -120,12 +134,4 @@ class Network:
         return self
 
     def __exit__(self, *exc):
-        try:
-            for process in self.processes.values():
-                if process.poll() is None:
-                    process.send_signal(signal.SIGCONT)
-                    process.kill()
-                process.wait(timeout=10)
-        finally:
-            if self.spawner is not None:
-                self.spawner.close()
+        kill_and_reap(self.processes.values(), self.spawner)
