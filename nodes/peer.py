@@ -96,8 +96,6 @@ class Peer:
                            masked=self.session is not None and self.session.receives_masked)
         self.stop = threading.Event()
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
-        self._up: frozenset[str] | None = None
-        """The neighbours not marked down in the last round (None before the first round of this process)."""
         self._logged_causes: set[str] = set()
         self._refused_before = dict(self.metrics.refused)
 
@@ -168,16 +166,16 @@ class Peer:
         if not received and self._catch_up(transport):
             return True
         self.liveness.end_round(received)
-        restart = self._neighbourhood_changed()
+        absent = self._absent()
         self._drop_injected_losses(received, wanted)
         if self.session is not None and self.session.receives_masked:
-            aggregated = self._secure_average(transport, received, wanted)
+            aggregated = self._secure_average(transport, received, wanted, absent)
             if self.stop.is_set():
                 return False
         else:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate,
-                                      counts=self.counts)
-        aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted, restart)
+                                      counts=self.counts, absent=absent)
+        aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
@@ -194,16 +192,11 @@ class Peer:
                       "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
 
-    def _neighbourhood_changed(self) -> np.ndarray | None:
-        """Exact diffusion: True (a 0-d array) when a neighbour was marked down or came back since the last round, so
-        that this round restarts the correction as for a new graph (the simulator's ``changed_neighbourhoods``): its
-        memory assumes the neighbourhood it was built with. Without it a partition of hundreds of rounds left the
-        healed network far from the clean run (`crc bench --only network`, partition: test gap +0.41 over the wide-area
-        run's; with it +0.020 and +0.043 in two runs, where the paper's algorithm gives +0.0008). A lost message is
-        not a change (as in the simulator, where an injected ``--loss`` restarts nothing). None: no restart."""
-        up = frozenset(self.liveness.up)
-        changed, self._up = self._up is not None and up != self._up, up
-        return np.array(True) if changed and self.settings.acceleration.exact_diffusion else None
+    def _absent(self) -> int:
+        """Exact diffusion: the neighbours marked down, whose share of the average stays with this peer's own
+        statistics (``crc.core.acceleration``, "A neighbour marked down"); 0 under the paper's averaging, which
+        averages what arrived. A lost message (a neighbour not yet down) is averaged out as in the simulator."""
+        return len(self.liveness.down) if self.settings.acceleration.exact_diffusion else 0
 
     def _local_loss(self) -> float | None:
         """The soft 0-1 loss of this round's statistics on the local data, for the metrics and the log; None under
@@ -299,7 +292,8 @@ class Peer:
     def _catch_up(self, transport: PeerTransport) -> bool:
         """Skip ahead when no neighbour will send the awaited round any more (each one up has sent a later round) and
         none of it arrived: to the earliest round of which statistics are kept, sending this peer's statistics as its
-        own of that round. Whether it skipped."""
+        own of that round. A peer without memory (started late, or restarted without a checkpoint) then joins as one
+        that was cut off until now (``acceleration.joining_memory``). Whether it skipped."""
         target = self.inbox.earliest()
         if target is None or target <= self.round or not self.liveness.up or self.liveness.awaited(self.round):
             return False
@@ -307,6 +301,8 @@ class Peer:
                       target + 1)
         self.metrics.rounds_skipped += target - self.round
         self.round = self.metrics.rounds_done = target
+        if self.memory is None:
+            self.memory = acceleration.joining_memory(self.settings.acceleration, self.stats)
         self._send(transport)
         self.checkpoints.save(self.state, self.metrics)
         return True
@@ -333,10 +329,11 @@ class Peer:
 
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 
-    def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
+    def _secure_average(self, transport: PeerTransport, received: dict, wanted: int, absent: int) -> np.ndarray:
         """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
         that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
-        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``."""
+        this peer's own (which also stands in for the ``absent`` neighbours, ``_absent``); its own alone if that fails.
+        Each of the two waits lasts at most ``timeout_s``."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
@@ -361,7 +358,7 @@ class Peer:
                              "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
                              len(self.settings.peers), self.session.agreements, self.session.reveals)
             return self.stats.copy()
-        return (self.stats + total) / (1 + len(received))
+        return ((1 + absent) * self.stats + total) / (1 + len(received) + absent)
 
     def _serve_final(self, transport: PeerTransport) -> None:
         """After the last round: answer the neighbours' unmasking requests and confirmations for it (they unmask
@@ -373,10 +370,8 @@ class Peer:
 
     # ------------------------------------------------------------------------------------------------ the local step
 
-    def _calibrate(self, aggregated: np.ndarray, wanted: int,
-                   restart: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, acceleration.Memory | None]:
-        """(the aggregate used, the new statistics, the memory) of the round from ``aggregated``; ``restart``: exact
-        diffusion's (``_neighbourhood_changed``).
+    def _calibrate(self, aggregated: np.ndarray, wanted: int) -> tuple[np.ndarray, np.ndarray, acceleration.Memory | None]:
+        """(the aggregate used, the new statistics, the memory) of the round from ``aggregated``.
 
         Each neighbour's statistics passed the wire's checks, but their average with this peer's can still give
         statistics that the neighbours would reject (rounding against values at the edge of what the wire accepts,
@@ -385,14 +380,14 @@ class Peer:
         own local step crosses it), the peer keeps its statistics and memory of the last round, which passed: a
         neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
         """
-        stats, memory, problem = self._checked_step(aggregated, restart)
+        stats, memory, problem = self._checked_step(aggregated)
         if problem is None:
             return aggregated, stats, memory
         self.metrics.aggregate_fallbacks += 1
         self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
         own = self.stats.copy()
-        stats, memory, problem = self._checked_step(own, restart)
+        stats, memory, problem = self._checked_step(own)
         if problem is None:
             return own, stats, memory
         self.metrics.rounds_kept += 1
@@ -400,13 +395,11 @@ class Peer:
                          "it keeps its statistics of the last round", wanted + 1, problem)
         return own, self.stats.copy(), self.memory
 
-    def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
-                      ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
+    def _checked_step(self, start: np.ndarray) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
         """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not)."""
         try:
             stats, memory = acceleration.step(self.model, self.settings.acceleration, start, self.memory, self.phi,
-                                              self.weights, iterations=self.settings.iters, own=self.stats,
-                                              restart=restart)
+                                              self.weights, iterations=self.settings.iters, own=self.stats)
             stats = self.release.private(stats)
         except CRCError as exc:
             return None, None, str(exc)

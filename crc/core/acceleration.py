@@ -39,11 +39,22 @@ last local steps, and in round t
 On a static graph the π-weighted mean of the x_v equals that of the ψ_v in every round (π: the stationary
 weights of the mixing), so at a fixed point the peers agree and the π-weighted local steps cancel: the
 disagreement of diffusion is gone. No extra message; a peer keeps one more statistics vector (ψ_v). The
-correction assumes the same mixing every round: a peer whose neighbourhood changed (a new graph; not a lost
-message) restarts, as in its first round, with the paper's round: the plain average, one local step, no correction
-(where a new graph comes every round, more local steps only pull each peer further towards its own data). There is
-no identity with centralized RC (the lazy mixing keeps half of a peer's own statistics even on a complete graph);
-what holds is tested instead.
+correction assumes the same mixing every round: where the simulator draws a new graph, every peer whose
+neighbourhood changed restarts at once, as in its first round, with the paper's round: the plain average, one local
+step, no correction (where a new graph comes every round, more local steps only pull each peer further towards its
+own data). There is no identity with centralized RC (the lazy mixing keeps half of a peer's own statistics even on
+a complete graph); what holds is tested instead.
+
+A neighbour marked down (a real peer's liveness: a partition, a dead peer) is not a new graph and restarts nothing:
+its share of the average, 1 / (d + 1), stays with the peer's own statistics (``crc.core.aggregation.peer_average``,
+``absent``). On a link that fails both ways the mixing then stays symmetric in the weights d + 1 of the static
+graph, so Σ_v (d_v + 1)(s_v - ψ_v), zero from the first round, stays zero through the failure and the heal (up to
+the variance rule below and the rounds in which a link has failed one way only), and the healed network heads for
+the clean run's fixed point. A restart cannot do that: it zeroes s_v - ψ_v at the peers beside the change only,
+and the others' terms (each peer's pull towards its own data) are left uncancelled. A peer that joins a running
+network without memory (started late) takes ψ = its statistics (``joining_memory``), as if it had been cut off
+until then. A lost message (a neighbour not yet down) is averaged out, as in the simulator's ``--loss``. Measured in
+results/network/partition.md.
 
 β = 0 without exact diffusion is the paper's algorithm bit for bit (no memory is kept, no extra step is run).
 Every function accepts leading batch axes (one per peer), so the simulator runs all peers
@@ -265,6 +276,15 @@ class Memory:
 
     previous: np.ndarray
     reset: np.ndarray
+
+
+def joining_memory(acceleration: Acceleration, stats: np.ndarray) -> Memory | None:
+    """The memory of a peer without one that joins a running network with statistics ``stats`` (size,): with exact
+    diffusion ψ = ``stats`` (its s - ψ is zero, as that of a peer cut off since its start), so that its first round is
+    exact diffusion's and keeps Σ (d + 1)(s - ψ) (module notes); None otherwise."""
+    if not acceleration.exact_diffusion:
+        return None
+    return Memory(stats.copy(), np.zeros(stats.shape[:-1], dtype=bool))
 
 
 def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: float, phi: np.ndarray, y: np.ndarray,

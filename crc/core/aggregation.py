@@ -261,16 +261,21 @@ def neighbourhood_average(mixing, own: np.ndarray, sent: np.ndarray | None = Non
 
 
 def peer_average(own: np.ndarray, received: list[np.ndarray], *, rule: str = "mean",
-                 counts: np.ndarray | None = None) -> np.ndarray:
+                 counts: np.ndarray | None = None, absent: int = 0) -> np.ndarray:
     """One peer's aggregation (size,) of its own statistics and the ``received`` ones, all weighted 1 / (1 + k) (the
-    votes need ``counts``, ``count_index``)."""
+    votes need ``counts``, ``count_index``).
+
+    ``absent`` neighbours (marked down, under exact diffusion) keep their share with the peer's own statistics:
+    the mean and the clipping rules weigh each received vector 1 / (1 + k + absent) and the peer's own with the
+    rest, so that the mixing stays symmetric when a link fails both ways (``crc.core.acceleration``, "A neighbour
+    marked down"). The votes ignore it (equal votes of what arrived)."""
     rule = rule_of(rule)
-    if rule == "mean" or not received:
-        return (own + sum(received, np.zeros_like(own))) / (1 + len(received))
     k = len(received)
+    if rule == "mean" or not received:
+        return ((1 + absent) * own + sum(received, np.zeros_like(own))) / (1 + k + absent)
     rows, cols = np.zeros(k, dtype=np.int64), np.arange(k)
     if rule in ("clipped", "screened"):
-        return clipped_average(own[None, :], np.array(received), rows, cols, np.full(k, 1.0 / (1 + k)),
+        return clipped_average(own[None, :], np.array(received), rows, cols, np.full(k, 1.0 / (1 + k + absent)),
                                screen=rule == "screened")[0]
     if counts is None:
         raise ValueError(f"the {rule} aggregation needs the class counts' indices")

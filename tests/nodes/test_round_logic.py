@@ -1045,16 +1045,17 @@ def test_a_robust_peer_outvotes_an_extreme_neighbour_as_the_simulator_does():
     assert off[0] < 1e-20 * off[1]
 
 
-def test_exact_diffusion_restarts_when_a_neighbour_is_marked_down_and_when_it_comes_back(setup, monkeypatch):
-    """A neighbour silent for one round (a lost message) changes nothing; one silent for ``down_after`` rounds is
-    marked down, and the round that marks it down and the round it is heard again each restart the correction."""
+def test_exact_diffusion_keeps_a_down_neighbours_share_with_its_own_and_restarts_nothing(setup, monkeypatch):
+    """A neighbour silent for one round (a lost message) is averaged out; one silent for ``down_after`` rounds is
+    marked down, and while it is down its share 1 / (d + 1) stays with the peer's own statistics. No round restarts
+    the correction, neither the one that marks it down nor the one it is heard again in."""
     lost_round, gone, back, silent = 1, range(3, 7), 7, NEIGHBOURS[1]
-    restarts = {}
+    calls = {}
     step = crc_acceleration.step
 
-    def spy(*args, restart=None, **kwargs):
-        restarts[len(restarts) + 1] = None if restart is None else bool(restart)
-        return step(*args, restart=restart, **kwargs)
+    def spy(model, acceleration, aggregated, memory, *args, own=None, restart=None, **kwargs):
+        calls[len(calls) + 1] = (aggregated.copy(), own.copy(), restart)
+        return step(model, acceleration, aggregated, memory, *args, own=own, restart=restart, **kwargs)
 
     monkeypatch.setattr(crc_acceleration, "step", spy)
     clock = FakeClock()
@@ -1062,10 +1063,40 @@ def test_exact_diffusion_restarts_when_a_neighbour_is_marked_down_and_when_it_co
     transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(
         round_, without=[silent] if round_ == lost_round or round_ in gone else []))
     assert peer.run(transport)
+    assert all(restart is None for _, _, restart in calls.values())
     # statistics of round r are used in round r + 1: missing from round gone.start + 1, down after its second
-    changes = [gone.start + 2, back + 1]
-    assert [t for t, restart in restarts.items() if restart] == changes
-    assert all(restart is None for t, restart in restarts.items() if t not in changes)
+    down = range(gone.start + 2, back + 1)
+    for t, (aggregated, own, _) in calls.items():
+        missing = t - 1 == lost_round or t - 1 in gone
+        others = [setup.history[t - 1][u] for u in NEIGHBOURS if not (missing and u == silent)]
+        kept = 1 if t in down else 0
+        expected = ((1 + kept) * own + sum(others)) / (1 + len(others) + kept)
+        np.testing.assert_allclose(aggregated, expected, rtol=1e-12, err_msg=f"round {t}")
+    assert peer.metrics.down_rounds[ADDRESS[silent]] > 0 and not peer.liveness.down
+
+
+def test_a_peer_without_memory_that_skips_ahead_joins_exact_diffusion_with_its_correction_at_zero(setup, monkeypatch):
+    """A late joiner's first round is exact diffusion's, from ψ = its statistics (``acceleration.joining_memory``):
+    not a restart, which would zero its s - ψ without its neighbours'."""
+    front, memories = 5, []
+    step = crc_acceleration.step
+
+    def spy(model, acceleration, aggregated, memory, *args, **kwargs):
+        memories.append(None if memory is None else memory.previous.copy())
+        return step(model, acceleration, aggregated, memory, *args, **kwargs)
+
+    def answer(round_):
+        if round_ == 0:
+            return [(0.0, setup.frame(u, front)) for u in NEIGHBOURS]
+        return setup.neighbours_answer(round_) if round_ > front else []
+
+    monkeypatch.setattr(crc_acceleration, "step", spy)
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=PRESET, iters=ACCELERATED["iters"], window_rounds=2)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport) and peer.metrics.rounds_skipped == front
+    start = transport.sent_stats()[0]
+    assert len(memories) == ROUNDS - front and np.array_equal(memories[0], start)
 
 
 def test_an_injected_loss_does_not_restart_exact_diffusion(setup, monkeypatch):
