@@ -34,6 +34,7 @@ from crc.core.errors import CRCError
 from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.plausibility import count_slack
+from crc.core.screening import better_than_chance
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
@@ -174,7 +175,7 @@ class Peer:
                 return False
         else:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate,
-                                      counts=self.counts, absent=absent)
+                                      counts=self.counts, absent=absent, admit=self._admit)
         aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
@@ -197,6 +198,10 @@ class Peer:
         statistics (``crc.core.acceleration``, "A neighbour marked down"); 0 under the paper's averaging, which
         averages what arrived. A lost message (a neighbour not yet down) is averaged out as in the simulator."""
         return len(self.liveness.down) if self.settings.acceleration.exact_diffusion else 0
+
+    def _admit(self, rows: np.ndarray, messages: np.ndarray) -> np.ndarray:
+        """``screened``'s test of received statistics (E, size) on this peer's data (``rows``: all this peer)."""
+        return better_than_chance(self.model, messages, self.phi[None], self.weights[None])
 
     def _local_loss(self) -> float | None:
         """The soft 0-1 loss of this round's statistics on the local data, for the metrics and the log; None under

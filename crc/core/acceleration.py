@@ -144,10 +144,10 @@ def algorithm_settings(algorithm: str, model: str | None = None) -> dict:
 def paper_only(settings: dict) -> str | None:
     """The first option set in ``settings`` that only the paper's averaging supports (exact diffusion excludes it),
     as the command line spells it, or None. ``dp_epsilon`` counts: the privacy accountant covers one plain local
-    step per round. So does a robust ``aggregate`` (a vote or screening, ``crc.core.aggregation.NEEDS_PAPER``):
-    exact diffusion's correction assumes the linear closed-neighbourhood mean (on a ring of 6 with a chord,
-    penbased, clean: 0.916 accuracy with the mean, 0.827 with the geometric median under exact diffusion, 0.891
-    with it under the paper's averaging)."""
+    step per round. So does a vote (``crc.core.aggregation.NEEDS_PAPER``): exact diffusion's correction assumes the
+    closed-neighbourhood mean on honest inputs (on a ring of 6 with a chord, penbased, clean: 0.916 accuracy with the
+    mean, 0.827 with the geometric median under exact diffusion, 0.891 with it under the paper's averaging);
+    ``screened`` (``robust``) is the mean where it leaves nothing out, and runs under either."""
     aggregate = settings.get("aggregate")
     for option, given in ((f"--aggregate {aggregate}", aggregate in NEEDS_PAPER),
                           ("--momentum", (settings.get("momentum") or 0.0) > 0.0),

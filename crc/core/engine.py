@@ -30,6 +30,7 @@ from crc.core.aggregation import count_index, neighbourhood_average
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
+from crc.core.screening import better_than_chance
 from crc.core.threads import ordered_map, single_threaded_blas, threads
 
 BLOCK_BYTES = 32 * 2**20
@@ -175,7 +176,8 @@ class CRCEngine:
         mixing = self.mixing(self.round + 1)
         if self._messages is None:
             sent = None if self._sent is None else self._sent(self.stats)
-            return neighbourhood_average(mixing, self.stats, sent, rule=self.aggregation, counts=self._counts)
+            return neighbourhood_average(mixing, self.stats, sent, rule=self.aggregation, counts=self._counts,
+                                         admit=self._admit)
         matrix = sp.coo_array(mixing)
         off = matrix.row != matrix.col
         rows, cols, weights = matrix.row[off], matrix.col[off], matrix.data[off]
@@ -196,7 +198,11 @@ class CRCEngine:
                                        (np.concatenate([np.arange(self.n_nodes), rows]),
                                         np.concatenate([np.arange(self.n_nodes), cols]))), shape=matrix.shape)
         return neighbourhood_average(mixing, self.stats, rule=self.aggregation, counts=self._counts,
-                                     edges=(rows, cols, weights, messages))
+                                     edges=(rows, cols, weights, messages), admit=self._admit)
+
+    def _admit(self, rows: np.ndarray, messages: np.ndarray) -> np.ndarray:
+        """``screened``'s test of each received message (E, size) on its receiver's (``rows`` (E,)) local data."""
+        return better_than_chance(self.model, messages, self.local.phi[rows], self.weights[rows])
 
     def _restarts(self) -> np.ndarray | None:
         """Exact diffusion: the nodes (n,) whose closed neighbourhood in the coming round differs from the last

@@ -211,7 +211,7 @@ def test_the_accelerated_algorithm_starts_the_region_graph_circuit_local_and_eve
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
                                            ({"classifier": "aggregate"}, "--classifier aggregate"),
                                            ({"dp_epsilon": 1.0}, "--dp-epsilon"),
-                                           ({"aggregate": "robust"}, "--aggregate robust"),
+                                           ({"aggregate": "geomedian"}, "--aggregate geomedian"),
                                            ({"aggregate": "median"}, "--aggregate median")])
 def test_an_option_only_the_papers_averaging_supports_chooses_it_unless_an_algorithm_is_named(given, option):
     assert accel.paper_only(given) == option
@@ -219,7 +219,7 @@ def test_an_option_only_the_papers_averaging_supports_chooses_it_unless_an_algor
     named = accel.resolve({**given, "algorithm": "accelerated"})
     assert named["algorithm"] == "accelerated" and named["exact_diffusion"] is True and named["iters"] == 2
     assert accel.paper_only({"momentum": 0.0, "safeguard": False, "classifier": "local", "dp_epsilon": None}) is None
-    assert accel.paper_only({"aggregate": "mean"}) is None and accel.paper_only({"aggregate": "clipped"}) is None
+    assert all(accel.paper_only({"aggregate": rule}) is None for rule in ("mean", "clipped", "screened", "robust"))
 
 
 def test_the_description_names_the_algorithm_and_what_it_runs():

@@ -184,7 +184,7 @@ def test_votes_keep_the_ess_and_equal_the_peer_rule(network, rule):
 
 
 @pytest.mark.parametrize("attack", ["extreme", "scale", "permute"])
-def test_screening_leaves_out_a_far_neighbour_and_is_the_mean_of_the_rest(network, attack):
+def test_screening_leaves_out_a_far_neighbour_and_keeps_its_share_with_the_peers_own(network, attack):
     model, stats, mixing = network
     dense = mixing.toarray()
     hub = int(np.argmax((dense > 0).sum(axis=1)))
@@ -194,7 +194,20 @@ def test_screening_leaves_out_a_far_neighbour_and_is_the_mean_of_the_rest(networ
     received[0] = poison(model, stats[bad], attack, np.random.default_rng(0))
     received[0] = received[0] + 1e3 * (received[0] - stats[bad])  # far beyond the honest spread
     got = peer_average(stats[hub], received, rule="screened")
-    np.testing.assert_allclose(got, (stats[hub] + sum(received[1:])) / len(received), rtol=1e-12)
+    np.testing.assert_allclose(got, (2 * stats[hub] + sum(received[1:])) / (1 + len(received)), rtol=1e-12)
+
+
+def test_screening_is_the_mean_when_nothing_is_left_out_and_leaves_out_what_admit_refuses(network):
+    model, stats, mixing = network
+    mean = neighbourhood_average(mixing, stats)
+    np.testing.assert_allclose(neighbourhood_average(mixing, stats, rule="screened", admit=lambda rows, sent: np.ones(len(rows), bool)),
+                               mean, rtol=1e-12)
+    dense = mixing.toarray()
+    hub = int(np.argmax((dense > 0).sum(axis=1)))
+    received = [stats[j] for j in np.flatnonzero(dense[hub]) if j != hub]
+    refuse_first = lambda rows, sent: ~np.all(sent == received[0], axis=1)
+    np.testing.assert_allclose(peer_average(stats[hub], received, rule="screened", admit=refuse_first),
+                               (2 * stats[hub] + sum(received[1:])) / (1 + len(received)), rtol=1e-12)
 
 
 def test_dissensus_reverses_the_honest_pull_under_the_mean():

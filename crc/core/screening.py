@@ -1,0 +1,28 @@
+"""A receiver's test of its neighbours' statistics on its own data, for the ``screened`` aggregation.
+
+A neighbour's statistics are admitted if the classifier they give is no worse than chance on the receiver's local
+data: soft 0-1 loss ``1 - mean p(y|x)`` at most ``1 - 1 / K`` (K classes), the loss of the uniform classifier that
+every peer starts from (``crc.core.acceleration.local_soft_loss``). An honest neighbour's model is trained on data
+from the same task, so it does better than chance on the receiver's (on the byzantine study's grid no honest
+neighbour was ever refused: the clean runs are the mean's to the last digit); a ``permute`` attacker (every class's
+statistics claimed for the next class: a confident model with every label wrong) is refused as soon as it has learnt
+anything, and ``noise`` as soon as it predicts worse than a coin. What is close to the receiver's own statistics
+(ClippedGossip's ``dissensus``) passes. Under label drift (a peer holding few classes) an honest neighbour's early
+model can be worse than chance on the receiver's data; that setting is not measured.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.core.acceleration import local_soft_loss
+from crc.core.models.base import GenerativeModel
+
+
+def better_than_chance(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Whether each of ``stats`` (E, size) classifies its receiver's data no worse than chance, (E,) bool.
+    ``phi`` (E, m, k) and ``weights`` (E, m, K) are each receiver's local feature maps and label weights
+    (``crc.core.models.base.labelled_weights``; padding rows weigh 0)."""
+    if len(stats) == 0:
+        return np.zeros(0, dtype=bool)
+    return local_soft_loss(model, stats, phi, weights) <= 1.0 - 1.0 / model.n_classes
