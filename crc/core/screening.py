@@ -3,12 +3,12 @@
 A neighbour's statistics are admitted if the classifier they give is no worse than chance on the receiver's local
 data: soft 0-1 loss ``1 - mean p(y|x)`` at most ``1 - 1 / K`` (K classes), the loss of the uniform classifier that
 every peer starts from (``crc.core.acceleration.local_soft_loss``). An honest neighbour's model is trained on data
-from the same task, so it does better than chance on the receiver's (on the byzantine study's grid no honest
-neighbour was ever refused: the clean runs are the mean's to the last digit); a ``permute`` attacker (every class's
-statistics claimed for the next class: a confident model with every label wrong) is refused as soon as it has learnt
-anything, and ``noise`` as soon as it predicts worse than a coin. What is close to the receiver's own statistics
-(ClippedGossip's ``dissensus``) passes. Under label drift (a peer holding few classes) an honest neighbour's early
-model can be worse than chance on the receiver's data; that setting is not measured.
+from the same task, so it does better than chance on the receiver's (in the byzantine study's clean runs the rule's
+accuracies are the mean's to four decimals); a ``permute`` attacker (every class's statistics claimed for the next
+class: a confident model with every label wrong) is refused as soon as it has learnt anything, and ``noise`` once it
+predicts worse than chance. What is close to the receiver's own statistics (ClippedGossip's ``dissensus``) passes.
+Under label drift (a peer holding few classes) an honest neighbour's early model can be worse than chance on the
+receiver's data; that setting is not measured.
 """
 
 from __future__ import annotations

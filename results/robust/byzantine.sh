@@ -1,14 +1,14 @@
 #!/bin/sh
 # Robust aggregation under attack (issue 29): results/robust/byzantine.json and .md.
-# Simulator grid: penbased, one Byzantine peer, 3 repeats, every rule with the paper's averaging, the mean and clipped
-# with the default (accelerated) algorithm, screened and geomedian under it too; then 5 real peers (`crc launch`,
+# Simulator grid: penbased, one Byzantine peer, 3 repeats, every rule with the paper's averaging, the mean, clipped and
+# screened (= robust) with the default (accelerated) algorithm, geomedian under it too; then 5 real peers (`crc launch`,
 # complete graph, seed 0) with --aggregate robust, clean and under extreme and permute, and the mean under extreme.
 set -e
 cd "$(dirname "$0")/.."
 python3 results/robust/byzantine.py --algorithm paper
-python3 results/robust/byzantine.py --rules mean,clipped
+python3 results/robust/byzantine.py --rules mean,clipped,screened
 python3 results/robust/byzantine.py --algorithm accelerated --graphs complete,ring+chord,regular:4 --attacks none,extreme,permute \
-    --rules screened,geomedian
+    --rules geomedian
 mkdir -p results/robust/launch
 crc -q launch --data penbased --nodes 5 --topology complete --rounds 64 --aggregate robust --json \
     --out results/robust/launch/complete5-clean-robust.json > /dev/null

@@ -11,33 +11,39 @@ GRAPHS = {"complete": "complete graph of 5", "ring+chord": "ring of 6 with one c
           "tree": "random tree of 10", "regular:4": "random 4-regular graph of 10"}
 
 
+CHOICE = ("**Choice: `--aggregate robust` is `screened` under the default (accelerated) algorithm.** It leaves out a "
+          "neighbour beyond 8 x the lower median distance (gross outliers: extreme, scale) or one whose classifier is "
+          "worse than chance on the receiver's own data (permute, noise; `crc.core.screening`), and keeps the share of "
+          "one left out with the peer's own statistics. Without attack it is the mean on every graph here, so it keeps "
+          "exact diffusion's accuracy; under extreme, scale, permute and noise it stays within 1.7 points of the "
+          "default's clean run on the complete graph, the ring with a chord and regular:4. It does not hold "
+          "ClippedGossip's `dissensus` (omniscient and close to each receiver by construction; simulator only): exact "
+          "diffusion integrates what it lets in. The geometric median with the paper's averaging (`--aggregate "
+          "geomedian`, which picks `--algorithm paper`) limits it to 4.2, 10.3 and 3.6 points below the default's "
+          "clean run (its own clean run is 1.9 to 2.5 points below the default's). The default stays `mean`: the paper's rule, the only one secure aggregation can compute (a peer "
+          "sees only the sum), and `screened` costs a test of each neighbour's classifier on the local data every "
+          "round, which was not measured beyond this grid (label drift, other models).")
+
+
 def cell(algorithm, graph, attack, rule):
     return cells.get(f"{algorithm}/{graph}/{attack}/{rule}")
 
 
 lines = ["# Robust aggregation under attack: honest peers' test accuracy", "",
          "Produced by `python results/robust/byzantine.py --algorithm paper` and `python results/robust/byzantine.py "
-         "--rules mean,clipped` (the default, accelerated algorithm) and the other runs of `results/robust/byzantine.sh`, "
-         "then `python results/robust/byzantine_table.py`. "
+         "--rules mean,clipped,screened` (the default, accelerated algorithm) and the other runs of "
+         "`results/robust/byzantine.sh`, then `python results/robust/byzantine_table.py`. "
          "Each cell is one `crc simulate --data penbased --nodes N --topology T --repeats 3 --aggregate RULE "
          "[--algorithm paper] [--byzantine 1 --attack A]` (naive Bayes, 50 instances per peer, 64 rounds): the mean "
          "test accuracy of the honest peers over 3 repeats (graph and Byzantine peer drawn per repeat, seeded). "
-         "`none` is the clean run. The robust rules (screened, median, trimmed, geomedian) run the paper's averaging: "
-         "exact diffusion's correction assumes the linear mean and integrates a neighbour's persistent bias "
-         "(`--aggregate robust` therefore picks `--algorithm paper` unless an algorithm is named).", "",
+         "`none` is the clean run. The votes (median, trimmed, geomedian) run the paper's averaging unless an "
+         "algorithm is named: exact diffusion's correction needs the mean on honest inputs, and integrates what a "
+         "vote makes of them. `screened` is the mean where it leaves nothing out and runs under either.", "",
          "Breakdown per peer: a peer of degree d keeps an honest majority in its closed neighbourhood of d + 1 with at "
          "most floor(d / 2) Byzantine neighbours. The column *beyond* counts the honest peers of the 3 repeats with "
          "more Byzantine neighbours than their degree allows (only there may the median and the geometric median "
          "break down).", "",
-         "**Choice: `--aggregate robust` is the geometric median with the paper's averaging.** It is the one rule that "
-         "stays within 1.3 points of its own clean run under extreme, scale, permute and noise on the complete graph, "
-         "the ring with a chord and regular:4. `screened` costs nothing without attack and is best against gross "
-         "outliers, but a permuted neighbour is not far enough to be left out on the ring (-5.8); the coordinate-wise "
-         "median and trimmed mean stay within the honest range but mix coordinates of different peers, which "
-         "`extreme` exploits (-22 on the ring). Under the accelerated algorithm the geometric median fails "
-         "(exact diffusion integrates the Byzantine bias: 0.34 under extreme on the complete graph). The default "
-         "stays `mean`: the paper's rule, the only one secure aggregation can compute, and 0.4 to 2.4 points better "
-         "without attack.", ""]
+         CHOICE, ""]
 for graph, title in GRAPHS.items():
     lines += [f"## {title}", ""]
     accelerated = [r for r in RULES if cell("accelerated", graph, "none", r)]
@@ -64,23 +70,24 @@ for graph, title in GRAPHS.items():
             tolerated = beyond = ""
         lines.append(f"| {attack} | {values} | {tolerated} | {beyond} |")
     lines.append("")
-lines += ["## Issue 29's targets: `--aggregate robust` (the geometric median, paper's averaging), one Byzantine neighbour", "",
-          "Honest accuracy, and its difference in points from three clean runs: the same rule without attack (the "
-          "issue's own comparison), the mean with the paper's averaging, and the default configuration (mean, "
-          "accelerated). Target: within 2 points on the complete graph, within 5 on the ring with a chord and on "
-          "regular:4.", "",
-          "| graph | attack | accuracy | vs geomedian clean | vs mean clean (paper) | vs default clean (accelerated) |",
-          "|---|---|---|---|---|---|"]
-for graph in ("complete", "ring+chord", "regular:4"):
-    clean = {name: cell(alg, graph, "none", rule) for name, alg, rule in (("own", "paper", "geomedian"),
-                                                                          ("paper", "paper", "mean"),
-                                                                          ("default", "accelerated", "mean"))}
-    for attack in ("extreme", "scale", "permute"):
-        c = cell("paper", graph, attack, "geomedian")
-        if not c or not all(clean.values()):
+TARGET = {"complete": 2, "ring+chord": 5, "regular:4": 5}
+lines += ["## Issue 29's targets: one Byzantine neighbour, `--aggregate robust`", "",
+          "Honest accuracy and its difference in points from the default configuration's clean run (mean, "
+          "accelerated), for `robust` (screened, accelerated) and, beside it, the geometric median with the paper's "
+          "averaging (the previous `robust`). Target: within 2 points on the complete graph, within 5 on the ring "
+          "with a chord and on regular:4, under extreme, scale and permute.", "",
+          "| graph | attack | robust (screened, accelerated) | vs default clean | geomedian (paper) | vs default clean | "
+          "target | robust within |", "|---|---|---|---|---|---|---|---|"]
+for graph, points in TARGET.items():
+    default = cell("accelerated", graph, "none", "mean")
+    for attack in ATTACKS:
+        robust, geomedian = cell("accelerated", graph, attack, "screened"), cell("paper", graph, attack, "geomedian")
+        if not (robust and geomedian and default):
             continue
-        deltas = " | ".join(f"{100 * (c['honest_accuracy'] - clean[k]['honest_accuracy']):+.1f}" for k in ("own", "paper", "default"))
-        lines.append(f"| {graph} | {attack} | {c['honest_accuracy']:.4f} | {deltas} |")
+        delta = [100 * (c["honest_accuracy"] - default["honest_accuracy"]) for c in (robust, geomedian)]
+        within = "yes" if delta[0] >= -points else "**no**"
+        lines.append(f"| {graph} | {attack} | {robust['honest_accuracy']:.4f} | {delta[0]:+.1f} | "
+                     f"{geomedian['honest_accuracy']:.4f} | {delta[1]:+.1f} | {points} | {within} |")
 lines.append("")
 launch = {path.stem: json.loads(path.read_text()) for path in sorted((HERE / "launch").glob("*.json"))}
 if launch:
