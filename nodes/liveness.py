@@ -12,6 +12,9 @@
   rounds in a row is marked down, whatever the round: rounds no longer wait for it until anything arrives from it
   again. A neighbour that sends, even late or behind, is never marked down.
 
+``complete_rounds`` counts the rounds in a row in which every neighbour's statistics arrived (exact diffusion resumes
+its correction only after ``crc.core.acceleration.SETTLE_ROUNDS`` of them); a run starts settled.
+
 Counts go into the peer's ``Metrics`` (missing rounds, rounds down, seconds down); both transitions are logged.
 """
 
@@ -42,6 +45,8 @@ class Liveness:
         self._fresh_run = False
         self._round, self._started, self._base = 0, -math.inf, -math.inf
         self._notices = 0  # notices due so far in the current wait
+        self.complete_rounds = math.inf
+        """Rounds in a row, up to the last ended, in which every neighbour's statistics arrived (a run starts settled)."""
 
     @property
     def extension_s(self) -> float:
@@ -113,6 +118,7 @@ class Liveness:
         """Count the neighbours missing from ``received`` in the current round; mark down those from which nothing
         arrived in ``down_after`` rounds in a row."""
         waited_s = self.clock() - self._started
+        self.complete_rounds = self.complete_rounds + 1 if all(peer in received for peer in self.peers) else 0
         for peer in self.peers:
             self._silent[peer] = 0 if peer in self._heard else self._silent[peer] + 1
             if peer in received:

@@ -167,16 +167,16 @@ class Peer:
         if not received and self._catch_up(transport):
             return True
         self.liveness.end_round(received)
-        absent = self._absent()
+        restart = self._unsettled()
         self._drop_injected_losses(received, wanted)
         if self.session is not None and self.session.receives_masked:
-            aggregated = self._secure_average(transport, received, wanted, absent)
+            aggregated = self._secure_average(transport, received, wanted)
             if self.stop.is_set():
                 return False
         else:
             aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate,
-                                      counts=self.counts, absent=absent, admit=self._admit)
-        aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted)
+                                      counts=self.counts, admit=self._admit)
+        aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted, restart)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
@@ -193,11 +193,14 @@ class Peer:
                       "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
 
-    def _absent(self) -> int:
-        """Exact diffusion: the neighbours marked down, whose share of the average stays with this peer's own
-        statistics (``crc.core.acceleration``, "A neighbour marked down"); 0 under the paper's averaging, which
-        averages what arrived. A lost message (a neighbour not yet down) is averaged out as in the simulator."""
-        return len(self.liveness.down) if self.settings.acceleration.exact_diffusion else 0
+    def _unsettled(self) -> np.ndarray | None:
+        """Exact diffusion: True (a 0-d array) while this peer's neighbourhood is unsettled, i.e. some neighbour's
+        statistics were missing in one of the last ``SETTLE_ROUNDS`` rounds (this one included): the round then
+        restarts the correction (the paper's round), and exact diffusion resumes once every neighbour has been heard
+        that many rounds in a row (``crc.core.acceleration``, "A real peer's neighbourhood"). A message the injected
+        ``--loss`` drops does not count (as in the simulator). None: no restart."""
+        unsettled = self.liveness.complete_rounds < acceleration.SETTLE_ROUNDS
+        return np.array(True) if unsettled and self.settings.acceleration.exact_diffusion else None
 
     def _admit(self, rows: np.ndarray, messages: np.ndarray) -> np.ndarray:
         """``screened``'s test of received statistics (E, size) on this peer's data (``rows``: all this peer)."""
@@ -334,11 +337,10 @@ class Peer:
 
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 
-    def _secure_average(self, transport: PeerTransport, received: dict, wanted: int, absent: int) -> np.ndarray:
+    def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
         """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
         that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
-        this peer's own (which also stands in for the ``absent`` neighbours, ``_absent``); its own alone if that fails.
-        Each of the two waits lasts at most ``timeout_s``."""
+        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
@@ -363,7 +365,7 @@ class Peer:
                              "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
                              len(self.settings.peers), self.session.agreements, self.session.reveals)
             return self.stats.copy()
-        return ((1 + absent) * self.stats + total) / (1 + len(received) + absent)
+        return (self.stats + total) / (1 + len(received))
 
     def _serve_final(self, transport: PeerTransport) -> None:
         """After the last round: answer the neighbours' unmasking requests and confirmations for it (they unmask
@@ -375,8 +377,10 @@ class Peer:
 
     # ------------------------------------------------------------------------------------------------ the local step
 
-    def _calibrate(self, aggregated: np.ndarray, wanted: int) -> tuple[np.ndarray, np.ndarray, acceleration.Memory | None]:
-        """(the aggregate used, the new statistics, the memory) of the round from ``aggregated``.
+    def _calibrate(self, aggregated: np.ndarray, wanted: int,
+                   restart: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, acceleration.Memory | None]:
+        """(the aggregate used, the new statistics, the memory) of the round from ``aggregated``; ``restart``: exact
+        diffusion's (``_unsettled``).
 
         Each neighbour's statistics passed the wire's checks, but their average with this peer's can still give
         statistics that the neighbours would reject (rounding against values at the edge of what the wire accepts,
@@ -385,14 +389,14 @@ class Peer:
         own local step crosses it), the peer keeps its statistics and memory of the last round, which passed: a
         neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
         """
-        stats, memory, problem = self._checked_step(aggregated)
+        stats, memory, problem = self._checked_step(aggregated, restart)
         if problem is None:
             return aggregated, stats, memory
         self.metrics.aggregate_fallbacks += 1
         self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
         own = self.stats.copy()
-        stats, memory, problem = self._checked_step(own)
+        stats, memory, problem = self._checked_step(own, restart)
         if problem is None:
             return own, stats, memory
         self.metrics.rounds_kept += 1
@@ -400,11 +404,13 @@ class Peer:
                          "it keeps its statistics of the last round", wanted + 1, problem)
         return own, self.stats.copy(), self.memory
 
-    def _checked_step(self, start: np.ndarray) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
+    def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
+                      ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
         """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not)."""
         try:
             stats, memory = acceleration.step(self.model, self.settings.acceleration, start, self.memory, self.phi,
-                                              self.weights, iterations=self.settings.iters, own=self.stats)
+                                              self.weights, iterations=self.settings.iters, own=self.stats,
+                                              restart=restart)
             stats = self.release.private(stats)
         except CRCError as exc:
             return None, None, str(exc)

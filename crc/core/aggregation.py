@@ -27,7 +27,7 @@ the peer as far as it likes (issue 29: -25.9 points on a ring with extreme
 statistics).
 
 ``screened`` leaves neighbours out instead, and the share 1 / (d + 1) of one left out stays with the peer's own
-statistics (as a neighbour marked down, ``peer_average``'s ``absent``): without anything left out it is the mean to
+statistics (it is not renormalized over the rest): without anything left out it is the mean to
 rounding, so it runs under exact diffusion (the default algorithm), whose correction needs the mean on the
 honest peers' messages. A neighbour is left out when it is farther from the peer's statistics than
 ``SCREEN_FACTOR`` x the lower median distance (gross outliers: ``extreme``, ``scale``), or when the receiver's test
@@ -275,21 +275,16 @@ def neighbourhood_average(mixing, own: np.ndarray, sent: np.ndarray | None = Non
 
 
 def peer_average(own: np.ndarray, received: list[np.ndarray], *, rule: str = "mean",
-                 counts: np.ndarray | None = None, absent: int = 0, admit: Admit | None = None) -> np.ndarray:
+                 counts: np.ndarray | None = None, admit: Admit | None = None) -> np.ndarray:
     """One peer's aggregation (size,) of its own statistics and the ``received`` ones, all weighted 1 / (1 + k) (the
-    votes need ``counts``, ``count_index``; ``screened`` takes the peer's test ``admit``, its rows all 0).
-
-    ``absent`` neighbours (marked down, under exact diffusion) keep their share with the peer's own statistics:
-    the mean and the clipping rules weigh each received vector 1 / (1 + k + absent) and the peer's own with the
-    rest, so that the mixing stays symmetric when a link fails both ways (``crc.core.acceleration``, "A neighbour
-    marked down"). The votes ignore it (equal votes of what arrived)."""
+    votes need ``counts``, ``count_index``; ``screened`` takes the peer's test ``admit``, its rows all 0)."""
     rule = rule_of(rule)
     k = len(received)
     if rule == "mean" or not received:
-        return ((1 + absent) * own + sum(received, np.zeros_like(own))) / (1 + k + absent)
+        return (own + sum(received, np.zeros_like(own))) / (1 + k)
     rows, cols = np.zeros(k, dtype=np.int64), np.arange(k)
     if rule in ("clipped", "screened"):
-        return clipped_average(own[None, :], np.array(received), rows, cols, np.full(k, 1.0 / (1 + k + absent)),
+        return clipped_average(own[None, :], np.array(received), rows, cols, np.full(k, 1.0 / (1 + k)),
                                screen=rule == "screened", admit=admit)[0]
     if counts is None:
         raise ValueError(f"the {rule} aggregation needs the class counts' indices")

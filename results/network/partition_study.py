@@ -2,20 +2,24 @@
 
 The scenario of ``crc bench --only network`` (16 peers, ``regular:4``, twonorm, naive Bayes, 50 instances each, 480
 rounds) with its partition replayed round by round in-process: the 12 edges between the two halves
-(``crc.bench.network.halves``) carry nothing in rounds ``CUT`` (the real run: from round 5 to about 400). A real
+(``crc.bench.network.halves``) carry nothing from round FAULT_ROUND + 1 to HEAL_ROUND - 1 (the real run: 5 to about 400). A real
 peer averages what arrived while a neighbour is silent; after ``down_after`` (K = 3) silent rounds it marks it down,
 and it hears it again in the first round after the heal. How the peers beside the cut handle that:
 
 * ``restart`` (before): the silent neighbours averaged out; a restart of exact diffusion's correction in the round
   that marks them down and in the round they come back (the simulator's ``changed_neighbourhoods``);
-* ``kept`` (now): silent neighbours averaged out for K rounds, then, marked down, their share kept with the peer's
-  own statistics (``peer_average(absent=...)``); no restart.
+* ``kept`` (tried): silent neighbours averaged out for K rounds, then, marked down, their share kept with the peer's
+  own statistics (the mixing stays symmetric in the weights d + 1); no restart;
+* ``settled`` (now, ``crc.core.acceleration.SETTLE_ROUNDS``): the silent neighbours averaged out, and the peers beside
+  the cut restart every round from the cut until SETTLE_ROUNDS rounds after the heal.
 
-With ``--algorithm paper`` (no correction, silent neighbours averaged out: ``cut``) for reference. Printed per
-variant: the peers' mean test error at some rounds, and Σ_v (d_v + 1)(s_v - ψ_v) relative to Σ_v (d_v + 1) s_v at
-the end (zero when exact diffusion's correction is intact).
+``--asymmetric N``: for N rounds after the heal the second half still averages out the first half's statistics while
+the first half uses the second's (one half a few rounds ahead of the other, as on real peers). With
+``--algorithm paper`` (no correction, silent neighbours averaged out: ``cut``) for reference. Printed per variant:
+the peers' mean test error at some rounds, and Σ_v (d_v + 1)(s_v - ψ_v) relative to Σ_v (d_v + 1) s_v at the end
+(zero when exact diffusion's correction is intact).
 
-    python results/network/partition_study.py [--rounds 480] [--algorithm accelerated]
+    python results/network/partition_study.py [--rounds 480] [--asymmetric 0] [--settle 8] [--algorithm accelerated]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crc.bench.network import FAULT_ROUND, NETWORK_ROUNDS, halves
+from crc.core.acceleration import SETTLE_ROUNDS
 from crc.core.engine import CRCEngine, LocalData
 from crc.nodes.settings import PeerSettings
 from crc.protocol.config import SimulationConfig
@@ -50,7 +55,7 @@ def mixing_of(adjacency: np.ndarray, degrees: np.ndarray, *, kept: bool) -> sp.c
     return sp.csr_array(weights)
 
 
-def run(variant: str, rounds: int, algorithm: str) -> tuple[dict[int, float], float]:
+def run(variant: str, rounds: int, algorithm: str, asymmetric: int, settle: int) -> tuple[dict[int, float], float]:
     """(mean test error at the rounds of SHOWN and the last, the correction's relative residue) of one variant."""
     config = SimulationConfig.from_settings(data="twonorm", nodes=NODES, rounds=rounds, topology="regular:4",
                                             algorithm=algorithm)
@@ -66,14 +71,22 @@ def run(variant: str, rounds: int, algorithm: str) -> tuple[dict[int, float], fl
     K, start = PeerSettings.down_after, FAULT_ROUND + 1
     whole, silent = mixing_of(full, degrees, kept=False), mixing_of(cut, degrees, kept=False)
     down = mixing_of(cut, degrees, kept=variant == "kept")
+    one_way = full * ~(side[:, None] & ~side[None, :])  # the second half's rows without the first half's columns
+    heal = mixing_of(one_way, degrees, kept=False)
 
     def mixing(round_: int) -> sp.csr_array:
-        if variant == "clean" or not start <= round_ < HEAL_ROUND:
+        if variant == "clean" or round_ < start:
             return whole
+        if round_ >= HEAL_ROUND:
+            return heal if round_ < HEAL_ROUND + asymmetric else whole
         return silent if round_ < start + K else down
 
     def restarts(round_: int) -> sp.csr_array:  # a changed matrix restarts the peers whose row changed
-        return silent if variant == "restart" and start + K <= round_ <= HEAL_ROUND else whole
+        if variant == "restart" and start + K <= round_ <= HEAL_ROUND:
+            return silent
+        if variant == "settled" and start <= round_ < HEAL_ROUND + asymmetric + settle:
+            return silent if round_ % 2 else whole  # a change every round: a restart every round
+        return whole
 
     split = rep.split
     engine = CRCEngine(split.model, LocalData.from_parts(split.phi_train, split.y_train, split.parts), mixing,
@@ -95,11 +108,14 @@ def run(variant: str, rounds: int, algorithm: str) -> tuple[dict[int, float], fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=NETWORK_ROUNDS)
+    parser.add_argument("--asymmetric", type=int, default=0)
+    parser.add_argument("--settle", type=int, default=SETTLE_ROUNDS)
     parser.add_argument("--algorithm", default="accelerated", choices=["accelerated", "paper"])
     args = parser.parse_args()
-    variants = {"clean": "clean", "restart": "restart", "kept": "kept"} if args.algorithm == "accelerated" else \
+    variants = {name: name for name in ("clean", "restart", "kept", "settled")} if args.algorithm == "accelerated" else \
         {"clean": "clean", "cut": "restart"}  # the paper's algorithm has no correction to restart
-    results = {name: run(variant, args.rounds, args.algorithm) for name, variant in variants.items()}
+    results = {name: run(variant, args.rounds, args.algorithm, args.asymmetric, args.settle)
+               for name, variant in variants.items()}
     shown = sorted(results["clean"][0])
     print("| variant | " + " | ".join(f"round {r}" for r in shown) + " | last - clean | residue |")
     print("|---|" + "---|" * (len(shown) + 2))

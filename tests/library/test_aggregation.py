@@ -101,23 +101,6 @@ def test_peer_average_is_the_network_rule_for_one_node(network):
     assert np.array_equal(peer_average(stats[hub], [], rule="clipped"), stats[hub])
 
 
-def test_an_absent_neighbours_share_stays_with_the_peers_own_statistics(network):
-    """``absent``: the network rule on the matrix whose row moves a missing neighbour's weight to the diagonal."""
-    model, stats, mixing = network
-    dense = mixing.toarray()
-    hub = int(np.argmax((dense > 0).sum(axis=1)))
-    neighbours = [j for j in np.flatnonzero(dense[hub]) if j != hub]
-    gone, kept = neighbours[0], neighbours[1:]
-    moved = dense.copy()
-    moved[hub, hub] += moved[hub, gone]
-    moved[hub, gone] = 0.0
-    for rule in ("mean", "clipped", "screened"):
-        np.testing.assert_allclose(peer_average(stats[hub], [stats[j] for j in kept], rule=rule, absent=1),
-                                   neighbourhood_average(moved, stats, rule=rule)[hub], rtol=1e-12)
-    assert not np.allclose(peer_average(stats[hub], [stats[j] for j in kept], absent=1),
-                           peer_average(stats[hub], [stats[j] for j in kept]))
-
-
 def test_byzantine_sender_poisons_only_its_nodes():
     nodes = byzantine_nodes(10, 3, np.random.default_rng(4))
     assert len(set(nodes.tolist())) == 3 and np.array_equal(nodes, byzantine_nodes(10, 3, np.random.default_rng(4)))

@@ -138,3 +138,13 @@ def test_with_every_neighbour_down_nobody_is_awaited_and_time_down_counts_to_the
     clock.now += 4.0
     live.close()
     assert live.metrics.downtime_s == dict.fromkeys(PEERS, 4.0)
+
+
+def test_complete_rounds_count_the_rounds_in_a_row_with_every_neighbours_statistics(clock):
+    live = liveness(clock, fresh=False)
+    assert live.complete_rounds == float("inf")  # a run starts settled
+    counts = []
+    for round_, received in enumerate([PEERS, (B, C), PEERS, PEERS, (A,), PEERS]):
+        round_without(live, clock, round_, received=received)
+        counts.append(live.complete_rounds)
+    assert counts == [float("inf"), 0, 1, 2, 0, 1]
