@@ -29,7 +29,7 @@ rounds marked down on links the fault does not touch; "on faulted links" those o
 The gap criterion: the final test gap within 0.01 of the wan run's. Wall times move by seconds with the machine's
 load (2 cores shared with other work; load average in the last column). Why the partition used to end 0.022 above
 the wan run with the accelerated algorithm, and the fix (a peer restarts exact diffusion's correction every round while
-its neighbourhood is unsettled, until every neighbour has been heard 8 rounds in a row): results/network/partition.md.
+its neighbourhood is unsettled, until every neighbour has been heard 16 rounds in a row): results/network/partition.md.
 """
 
 parts = [INTRO]
