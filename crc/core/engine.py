@@ -201,8 +201,15 @@ class CRCEngine:
                                      edges=(rows, cols, weights, messages), admit=self._admit)
 
     def _admit(self, rows: np.ndarray, messages: np.ndarray) -> np.ndarray:
-        """``screened``'s test of each received message (E, size) on its receiver's (``rows`` (E,)) local data."""
-        return better_than_chance(self.model, messages, self.local.phi[rows], self.weights[rows])
+        """``screened``'s test of each received message (E, size) on its receiver's (``rows`` (E,)) local data, in
+        blocks of edges whose copies of the receivers' data stay within BLOCK_BYTES."""
+        per_edge = 8 * (self.local.phi[0].size + 2 * self.weights[0].size)
+        block = max(1, BLOCK_BYTES // per_edge)
+        admitted = np.zeros(len(rows), dtype=bool)
+        for start in range(0, len(rows), block):
+            part = slice(start, start + block)
+            admitted[part] = better_than_chance(self.model, messages[part], self.local.phi[rows[part]], self.weights[rows[part]])
+        return admitted
 
     def _restarts(self) -> np.ndarray | None:
         """Exact diffusion: the nodes (n,) whose closed neighbourhood in the coming round differs from the last
