@@ -119,13 +119,19 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
 def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
     (table,), _ = run(["circuits"], tmp_path, repeats=1)
     cells = table["rows"][0]["cells"]
-    assert set(cells) == {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
+    keys = {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
+    assert set(cells) == keys | {key + "-default" for key in keys}
+    for column in table["columns"]:  # the paper's algorithm beside the default one, whatever --algorithm says
+        stored = json.loads((tmp_path / "cells" / "circuits" / "twonorm" / f"{column['key']}.json").read_text())
+        assert stored["results"]["config"]["algorithm"] == ("accelerated" if column["key"].endswith("-default") else "paper")
     for cell in cells.values():
         assert {"ml_test_error", "rc_test_error", "crc_test_error", "mixture_of_nodes_test_error",
                 "crc_test_loglik", "mixture_of_nodes_test_loglik"} <= set(cell)
         assert cell["value"] == pytest.approx(cell["crc_test_error"] - cell["rc_test_error"])
     text = (tmp_path / "circuits.md").read_text()
-    assert "| twonorm | PC K=4 |" in text and "twonorm: " in text.split("Circuits against naive Bayes")[1]
+    assert "| twonorm | PC K=4, paper |" in text and "| twonorm | PC K=4, default |" in text
+    verdicts = text.split("Circuits against naive Bayes")[1]
+    assert verdicts.count("twonorm: ") == 2 and ", default" in verdicts and ", paper" in verdicts
 
 
 def test_the_algorithm_and_its_settings_are_columns_of_every_cell_and_key_them(tmp_path):
