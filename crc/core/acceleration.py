@@ -107,7 +107,8 @@ VARIANCE_KEPT = 0.8
 calibrated statistics (``GenerativeModel.keep_variances``); without it `spambase` diverged. For QDA, every class
 covariance at least this fraction of the last calibrated one in the positive semi-definite order: without it `letter`
 QDA ended at a test error of 0.345 against RC's 0.133 (peers' covariances non-PSD, floored to near-singular ones);
-with it 0.168, 0.149, 0.156 on three repeats against RC's 0.133, 0.126, 0.136 (docs/explanation/algorithm.md)."""
+with it 0.168, 0.149, 0.156 on three repeats against RC's 0.133, 0.126, 0.136 (docs/explanation/algorithm.md). For
+the circuits, every leaf's variance and category count (``NaiveBayes.keep_leaves``)."""
 
 SETTLE_ROUNDS = 16
 """A real peer resumes exact diffusion's correction once every neighbour's statistics have arrived this many rounds
@@ -122,11 +123,12 @@ MODEL_SETTINGS = {"pc/region-graph": {"start": "local"}}
 circuit starts local (``RegionGraphCircuit.local_start``: one E-step of each peer's data from the shared start).
 Centralized RC from its uniform start ends far from RC from the ML statistics (``letter`` 0.309 against 0.227,
 ``penbased`` 0.079 against 0.035), and CRC from it kept most of that (``letter``: gap +0.030 over three repeats,
-+0.014 from the local start). The mixture circuit keeps the uniform start (``letter`` +0.028 uniform, +0.035 local;
-``satimage`` +0.008, +0.016), and so do naive Bayes and QDA (QDA's local start under exact diffusion diverged on
-one of three ``letter`` repeats, 0.370 test error). These figures predate the region graph's leaf-variance rule
-(``RegionGraphCircuit.keep_variances``), without which the local start diverged on ``texture``; with it the region
-graph ends within 0.02 of RC on all ten sets of the circuits table (results/models/gaps.md). Figures and commands:
++0.014 from the local start). The mixture circuit keeps the uniform start (with the circuits' leaf rule,
+``NaiveBayes.keep_leaves``: ``satimage`` +0.008 uniform, +0.019 local; ``optdigits`` −0.032, +0.012 on its first
+repeat; ``letter`` alone is better local, +0.006 against +0.012 uniform), and so do naive Bayes and QDA (QDA's local start
+under exact diffusion diverged on one of three ``letter`` repeats, 0.370 test error). The region graph's figures
+predate its leaf rule, without which the local start diverged on ``texture``; with it both circuits end within 0.02
+of RC on all ten sets of the circuits table (results/models/gaps.md). Figures and commands:
 docs/explanation/algorithm.md."""
 
 

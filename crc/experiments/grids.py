@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from crc.core.acceleration import DEFAULT_ALGORITHM
 from crc.report.kinds import CONVERGENCE, FIRST_ROUND, GAP, LEARNING_CURVE, MODEL_COMPARISON, PARTITIONS, TableKind
+from crc.report.model_comparison import DEFAULT_SUFFIX
 
 DEFAULT_DATASETS = ("letter", "magic", "penbased", "satimage", "optdigits", "twonorm", "ring", "texture", "marketing", "mushroom")
 TEST_INSTANCES = 2000
@@ -107,14 +108,23 @@ TABLES = {
         Table("table11", "Test gap at round 64 and first round with gap < 0.01, by local iterations", FIRST_ROUND,
               tuple(Column(f"iter{i}", f"iter={i}", {"iters": i}, (letter, 64))
                     for i, letter in zip((1, 2, 3), (0.59, 0.59, 0.58)))),
-        Table("circuits", "NB, QDA and probabilistic circuits under ML, RC and CRC", MODEL_COMPARISON,
-              tuple(Column(key, header, {"model": model, "components": k, "baseline": True})
-                    for key, header, model, k in (("nb", "NB", "nb", 1), ("qda", "QDA", "qda", 1), ("pc2", "PC K=2", "pc", 2),
-                                                  ("pc4", "PC K=4", "pc", 4), ("pc8", "PC K=8", "pc", 8)))
-              + (Column("pc-rg", "PC region graph", {"model": "pc", "structure": "region-graph", "depth": 2,
-                                                     "repetitions": 2, "sums": 2, "baseline": True}),),
+        Table("circuits", "NB, QDA and probabilistic circuits under ML, RC and CRC, the paper's algorithm beside the "
+              "default one", MODEL_COMPARISON,
+              tuple(Column(key + suffix, f"{header}, {name}", {**overrides, **extra})
+                    for key, header, overrides in (
+                        ("nb", "NB", {"model": "nb", "components": 1, "baseline": True}),
+                        ("qda", "QDA", {"model": "qda", "components": 1, "baseline": True}),
+                        *((f"pc{k}", f"PC K={k}", {"model": "pc", "components": k, "baseline": True}) for k in (2, 4, 8)),
+                        ("pc-rg", "PC region graph", {"model": "pc", "structure": "region-graph", "depth": 2,
+                                                      "repetitions": 2, "sums": 2, "baseline": True}))
+                    for suffix, name, extra in (("", "paper", {"algorithm": "paper"}),
+                                                (DEFAULT_SUFFIX, "default", {"algorithm": DEFAULT_ALGORITHM,
+                                                                             "rc_converged": False}))),
               note="PC K=k: a sum node over k factorized products per class. PC region graph: 2 random binary "
-                   "splits of the features to depth 2, 2 sum nodes per region, 2 leaf channels per leaf region."),
+                   "splits of the features to depth 2, 2 sum nodes per region, 2 leaf channels per leaf region. "
+                   "paper: the paper's algorithm; default: the default one (exact diffusion, 2 local steps per "
+                   "round; centralized RC is not also run to convergence in its cells). Made by `crc experiment "
+                   "circuits` (5 repeats)."),
         Table("privacy", "Test gap CRC - RC under differential privacy, by the peers' ε (δ = 1e-5, over 64 releases)", GAP,
               tuple(Column(f"eps{e:g}", f"ε={e:g}", {"dp_epsilon": e}) for e in PRIVACY_EPSILONS)
               + (Column("eps-inf", "ε=∞", {}),),

@@ -15,6 +15,11 @@ MODEL_FIELDS = (("ML error", "ml_test_error"), ("RC error", "rc_test_error"), ("
 """The figures of a line: (header, key in the cell summary); the gap follows the first three."""
 NAIVE_BAYES, CIRCUIT_PREFIX = "nb", "pc"
 """Column keys: naive Bayes, and the probabilistic circuits compared with it."""
+DEFAULT_SUFFIX = "-default"
+"""The circuits table's column keys under the default algorithm: the paper's column key and this suffix."""
+ALGORITHM_SUFFIXES = (DEFAULT_SUFFIX, "")
+"""A column key's ending that names its algorithm (the default one, else the paper's): a circuit is compared with
+the naive Bayes column of its own algorithm."""
 
 
 class ModelComparisonKind(TableKind):
@@ -45,7 +50,7 @@ class ModelComparisonKind(TableKind):
                 else:
                     figures = ["n/a" if "skip" in cell else "…"] * (len(headers) - 2)
                 lines.append(markdown_row([row["data"], column["header"]] + figures))
-            verdicts.append(_circuit_verdict(table, row))
+            verdicts += [_circuit_verdict(table, row, suffix) for suffix in ALGORITHM_SUFFIXES]
         lines += ["", f"{HIGHLIGHTING}. Log-likelihoods: mean log p(x, y) per test instance, "
                   "continuous features standardized; CRC's is the mean over peers."]
         if any(degenerate_loglik(cell.get(key)) for row in table["rows"] for cell in row["cells"].values()
@@ -72,12 +77,17 @@ class ModelComparisonKind(TableKind):
         return [Plot("errors", lambda path: methods_figure(panels, path, title=title))]
 
 
-def _circuit_verdict(table: dict, row: dict) -> str:
-    """Whether the best circuit beats NB on CRC's test error for one data set ("" without both)."""
+def _suffix(key: str) -> str:
+    return next(suffix for suffix in ALGORITHM_SUFFIXES if key.endswith(suffix))
+
+
+def _circuit_verdict(table: dict, row: dict, suffix: str) -> str:
+    """Whether the best circuit beats NB on CRC's test error for one data set and algorithm ("" without both)."""
     cells = row["cells"]
-    nb = cells.get(NAIVE_BAYES, {}).get("crc_test_error")
+    nb = cells.get(NAIVE_BAYES + suffix, {}).get("crc_test_error")
     circuits = {c["header"]: cells[c["key"]]["crc_test_error"] for c in table["columns"]
-                if c["key"].startswith(CIRCUIT_PREFIX) and "crc_test_error" in cells.get(c["key"], {})}
+                if c["key"].startswith(CIRCUIT_PREFIX) and _suffix(c["key"]) == suffix
+                and "crc_test_error" in cells.get(c["key"], {})}
     if nb is None or not circuits:
         return ""
     best = min(circuits, key=circuits.get)

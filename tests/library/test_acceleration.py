@@ -240,11 +240,14 @@ def _tree_run(kind, mixed, n=8):
 
 
 @pytest.mark.parametrize("kind", ["qda", "pc"])
-def test_exact_diffusion_keeps_the_weighted_means_of_sent_and_calibrated_statistics_equal(kind, mixed):
+def test_exact_diffusion_keeps_the_weighted_means_of_sent_and_calibrated_statistics_equal(kind, mixed, monkeypatch):
     """On a static graph, Σ_v π_v s_v(t) = Σ_v π_v ψ_v(t) every round (π: the mixing's stationary weights, here
-    proportional to the closed-neighbourhood sizes); so at a fixed point the π-weighted local steps cancel. Models
-    without variances in their statistics (nothing for ``keep_variances`` to change) keep it exactly."""
+    proportional to the closed-neighbourhood sizes); so at a fixed point the π-weighted local steps cancel. It holds
+    exactly where ``keep_variances`` changes nothing: here QDA's rule never acts, the circuit's leaf rule does (a
+    category count of this small run goes below 0.8 of the last calibrated one), so the circuit runs without it."""
     model, local, mixing = _tree_run(kind, mixed)
+    if kind == "pc":
+        monkeypatch.setattr(type(model), "keep_variances", lambda self, stats, reference, fraction: stats)
     pi = np.asarray((mixing != 0).sum(axis=1)).ravel().astype(float)
     pi /= pi.sum()
     np.testing.assert_allclose(pi @ mixing, pi, atol=1e-15)
@@ -375,3 +378,24 @@ def test_region_graph_keep_variances_raises_only_the_collapsed_leaf_variances(co
     assert list(np.flatnonzero(kept != collapsed)) == [at]
     variance = lambda s: model.leaves.theta(model._leaf_table(model.table(s)))["var"][0, 0]
     np.testing.assert_allclose(variance(kept), 0.8 * variance(reference), rtol=1e-9)
+
+
+def test_a_circuits_leaf_rule_raises_collapsed_variances_and_negative_category_counts(mixed):
+    """The mixture circuit keeps its leaves (``NaiveBayes.keep_leaves`` on its (y, k) sub-classes) under exact
+    diffusion: a sub-class's collapsed variance and a category count driven below zero come back to 0.8 of the
+    reference's, nothing else changes; naive Bayes' own rule leaves the category counts alone."""
+    schema, x, y = mixed
+    model = make_model("pc", schema, components=2)
+    reference = model.fit_ml(model.features(x), y)
+    np.testing.assert_array_equal(model.keep_variances(reference, reference, 0.8), reference)
+    columns = model.layout.columns
+    table = model.table(reference).copy()
+    table[1, columns("sumsq").start] = table[1, columns("sum").start] ** 2 / table[1, columns("obs").start]  # variance 0
+    table[2, columns("cat").start] = -3.0
+    broken = table.reshape(-1)
+    kept = model.keep_variances(broken, reference, 0.8)
+    changed = np.flatnonzero(kept != broken)
+    assert list(changed) == [model.layout.n_columns + columns("sumsq").start, 2 * model.layout.n_columns + columns("cat").start]
+    np.testing.assert_allclose(model.theta(kept)["var"][1, 0], 0.8 * model.theta(reference)["var"][1, 0], rtol=1e-9)
+    assert model.table(kept)[2, columns("cat").start] == 0.8 * model.table(reference)[2, columns("cat").start] > 0
+    assert model.leaves.keep_variances(broken, reference, 0.8)[2 * model.layout.n_columns + columns("cat").start] == -3.0

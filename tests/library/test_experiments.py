@@ -11,6 +11,7 @@ from crc.experiments.grids import TEST_INSTANCES
 from crc.experiments.runner import _is_done, plan
 from crc.protocol import SimulationConfig, simulate, simulate_central
 from crc.report.format import gap
+from crc.report.model_comparison import DEFAULT_SUFFIX
 from crc.report.tables import table_csv, table_markdown
 from crc.topologies import network_factory
 
@@ -119,13 +120,19 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
 def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
     (table,), _ = run(["circuits"], tmp_path, repeats=1)
     cells = table["rows"][0]["cells"]
-    assert set(cells) == {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
+    keys = {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
+    assert set(cells) == keys | {key + "-default" for key in keys}
+    for column in table["columns"]:  # the paper's algorithm beside the default one, whatever --algorithm says
+        stored = json.loads((tmp_path / "cells" / "circuits" / "twonorm" / f"{column['key']}.json").read_text())
+        assert stored["results"]["config"]["algorithm"] == ("accelerated" if column["key"].endswith("-default") else "paper")
     for cell in cells.values():
         assert {"ml_test_error", "rc_test_error", "crc_test_error", "mixture_of_nodes_test_error",
                 "crc_test_loglik", "mixture_of_nodes_test_loglik"} <= set(cell)
         assert cell["value"] == pytest.approx(cell["crc_test_error"] - cell["rc_test_error"])
     text = (tmp_path / "circuits.md").read_text()
-    assert "| twonorm | PC K=4 |" in text and "twonorm: " in text.split("Circuits against naive Bayes")[1]
+    assert "| twonorm | PC K=4, paper |" in text and "| twonorm | PC K=4, default |" in text
+    verdicts = text.split("Circuits against naive Bayes")[1]
+    assert verdicts.count("twonorm: ") == 2 and ", default" in verdicts and ", paper" in verdicts
 
 
 def test_the_algorithm_and_its_settings_are_columns_of_every_cell_and_key_them(tmp_path):
@@ -170,6 +177,9 @@ def test_every_table_runs_the_papers_algorithm_unless_told_otherwise():
         if name in partitions:
             continue
         for cell in plan(table, ["twonorm"], repeats=1, seed=0):
+            if name == "circuits" and cell.column.endswith(DEFAULT_SUFFIX):  # the default algorithm beside the paper's
+                assert (cell.config.algorithm, cell.config.exact_diffusion, cell.config.iters) == ("accelerated", True, 2)
+                continue
             assert cell.config.algorithm == "paper" and cell.config.exact_diffusion is False, (name, cell.column)
             assert cell.config.iters == cell.config.to_json()["iters"] == table_iters(table, cell.column)
     accelerated = plan(TABLES["table4"], ["twonorm"], repeats=1, seed=0, defaults={"algorithm": "accelerated"})
@@ -194,4 +204,4 @@ def test_the_committed_cells_of_the_papers_tables_are_still_the_cells_they_plan(
     stored = [cell for cell in cells if cell.path(COMMITTED).exists()]
     assert stored and all(_is_done(cell, COMMITTED) for cell in stored)
     if TABLES[name].algorithm == "paper":  # the paper's tables; fedpc's horizontal columns run the default
-        assert all(cell.config.algorithm == "paper" for cell in cells)
+        assert all(cell.config.algorithm == "paper" for cell in cells if not cell.column.endswith(DEFAULT_SUFFIX))

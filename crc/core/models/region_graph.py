@@ -318,12 +318,13 @@ class RegionGraphCircuit(GenerativeModel):
         return merged.reshape(merged.shape[:-3] + (-1,))
 
     def keep_variances(self, stats: np.ndarray, reference: np.ndarray, fraction: float) -> np.ndarray:
-        """Naive Bayes' rule (``NaiveBayes.keep_variances``) on every Gaussian leaf: its variance at least ``fraction``
-        times the reference's; only the leaves' sums of squares change. Without it exact diffusion let leaf variances
-        collapse: on ``texture`` (repeat 0, local start) peers diverged to 0.92 test error."""
+        """The circuits' leaf rule (``NaiveBayes.keep_leaves``) on every leaf: a Gaussian leaf's variance and a
+        categorical leaf's counts at least ``fraction`` times the reference's; only the leaves' sums of squares and
+        category counts change. Without it exact diffusion let leaf variances collapse: on ``texture`` (repeat 0,
+        local start) peers diverged to 0.92 test error."""
         table = self.table(stats)
-        kept = self.leaves.table(self.leaves.keep_variances(self._leaf_table(table), self._leaf_table(self.table(reference)),
-                                                            fraction))
+        kept = self.leaves.table(self.leaves.keep_leaves(self._leaf_table(table), self._leaf_table(self.table(reference)),
+                                                         fraction))
         out = table.copy()
         out[..., :, self.layout.columns("leaves")] = kept[..., 1:].reshape(table.shape[:-1] + (-1,))
         return out.reshape(stats.shape)
