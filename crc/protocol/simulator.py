@@ -70,7 +70,7 @@ def first_graph(mixing: Mixing):
 
 def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | None, mixing) -> Callable | None:
     """The engine's ``noise`` hook: every aggregate's share of the neighbourhood sums' discrete Gaussian noise
-    (a seeded ChaCha20 stream), None without distributed noise."""
+    (a seeded SHAKE-256 keystream), None without distributed noise."""
     if privacy is None or privacy.noise != "distributed":
         return None
     return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing)), privacy.sigma, privacy.colluders,
