@@ -133,7 +133,8 @@ def main() -> None:
     privacy = plan(model, epsilon=1.0, delta=DELTA, clip=CLIP, releases=1)
     out = {"achieved_change": achieved, "sensitivity": privacy.sensitivity, "rows": rows}
     (HERE / "audit.json").write_text(json.dumps(out, indent=1))
-    lines = ["| noise | ε target | rounds | accountant's ε | trials | neighbour: empirical ε (TPR, FPR) | model file: empirical ε (TPR, FPR) |",
+    lines = ["| noise | ε target | rounds | accountant's ε | trials | neighbour: empirical ε (TPR, FPR) "
+             "| model file: empirical ε (TPR, FPR) |",
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         cells = [f"{row[k]['epsilon']:.2f} ({row[k]['tpr']:.3f}, {row[k]['fpr']:.3f})" for k in ("neighbour", "model_file")]
