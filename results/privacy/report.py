@@ -10,9 +10,6 @@ accountant, the graphs' secure-aggregation coverage and bench-peers.json (``crc 
     python results/privacy/audit.py
     crc bench --only peers > results/privacy/bench-peers.json
     python results/privacy/report.py
-
-The naive-Bayes table (nb/) was measured with the PLD accountant; the QDA table (qda/) and larger.json with the
-RDP accountant before it (3-8 % more noise for the same ε), and are marked so.
 """
 
 import csv
@@ -226,10 +223,9 @@ def main() -> None:
         "",
         "Every peer clips its standardized continuous values to [−1, 1] (`--clip 1`, the default) and releases each "
         "round's statistics with Gaussian noise solved for (ε, δ = 1e-5) over its 64 releases (docs/how-to/privacy.md, "
-        "\"Differential privacy\"). The naive-Bayes rows of the default setting were measured with today's accountant, "
-        "the exact privacy loss distribution (PLD); the QDA rows and the 10 × 500 table with the Rényi-DP accountant "
-        "before it, which asks 3–8 % more noise for the same ε (`results/privacy/accountant.md`): their gaps are "
-        "slightly pessimistic, and marked (RDP). Figures are test gaps CRC − RC (RC at 64 iterations, unclipped, no noise: "
+        "\"Differential privacy\"), by today's accountant, the exact privacy loss distribution (PLD; the Rényi-DP one "
+        "before it asked 3–8 % more noise for the same ε, `results/privacy/accountant.md`). Figures are test gaps "
+        "CRC − RC (RC at 64 iterations, unclipped, no noise: "
         "the gap is what privacy and decentralization cost together), means over 3 repeats; ε = ∞ is the paper's "
         "algorithm. Produced by the commands in `results/privacy/report.py`; per-cell files in `results/privacy/nb` "
         "and `results/privacy/qda`, all figures in `summary.csv`/`summary.json`.",
@@ -248,11 +244,11 @@ def main() -> None:
         "",
         *lever_lines(),
         "",
-        "## Default setting: 50 peers on a random tree, 50 instances each (NB: PLD; QDA: RDP)",
+        "## Default setting: 50 peers on a random tree, 50 instances each",
         "",
         *markdown_grid(default, epsilons),
         "",
-        "## More data per peer: 10 peers on a random tree, 500 instances each (`measure.py`; RDP)",
+        "## More data per peer: 10 peers on a random tree, 500 instances each (`measure.py`)",
         "",
         *markdown_grid(larger, [1.0, 4.0, 16.0, math.inf]),
         "",
