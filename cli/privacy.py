@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA
+from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, NOISES
 
 
 def privacy_options() -> dict:
@@ -24,6 +24,22 @@ def privacy_options() -> dict:
             "--clip", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CLIP, show_default=True,
             help="With --dp-epsilon: a peer clips its standardized continuous values to [-CLIP, CLIP] before learning; "
                  "the noise grows with CLIP (naive Bayes: about CLIP^2)."),
+    }
+
+
+def distributed_noise_options() -> dict:
+    """``--dp-noise`` and ``--dp-colluders`` by parameter name (the simulator's)."""
+    return {
+        "dp_noise": click.option(
+            "--dp-noise", type=click.Choice(NOISES), default="local", show_default=True,
+            help="With --dp-epsilon: local (every peer noises what it sends) or distributed (with --secure-aggregation "
+                 "and --classifier aggregate: every member adds a discrete Gaussian share to its fixed-point "
+                 "statistics, so each neighbourhood sum carries the noise once; accounted per distinct neighbourhood "
+                 "sum holding a peer)."),
+        "dp_colluders": click.option(
+            "--dp-colluders", type=click.IntRange(min=0), default=0, show_default=True,
+            help="With --dp-noise distributed: members besides the recipient whose shares may be known or missing; "
+                 "the others' shares still add up to the full noise."),
     }
 
 

@@ -70,9 +70,10 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
+from crc.core.distributed_noise import FIXED_POINT_BITS
 from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
 
-SCALE_BITS = 20
+SCALE_BITS = FIXED_POINT_BITS
 PRIME = 2**521 - 1
 """The Shamir field: a Mersenne prime above every 256-bit seed."""
 

@@ -131,6 +131,9 @@ class CRCEngine:
     release : callable, optional
         ``release(stats) -> stats``, both (n, size): what every node releases and continues from after its local
         step (differential privacy adds noise here, ``crc.core.privacy``); default: the statistics themselves.
+    noise : callable, optional
+        ``noise() -> (n, size)``: added to every node's aggregate each round (distributed privacy noise,
+        ``crc.core.distributed_noise``).
     graph : Mixing, optional
         The loss-free mixing, when ``mixing`` drops messages: exact diffusion restarts a node whose neighbourhood
         in it changed since the previous round (a new graph), not one that lost a message. Default: ``mixing``.
@@ -140,7 +143,8 @@ class CRCEngine:
                  aggregation: str = "mean", sent: Callable[[np.ndarray], np.ndarray] | None = None,
                  messages: Callable[..., np.ndarray] | None = None, accept: Callable[[np.ndarray], np.ndarray] | None = None,
                  acceleration: accel.Acceleration = accel.PAPER,
-                 release: Callable[[np.ndarray], np.ndarray] | None = None, graph: Mixing | None = None):
+                 release: Callable[[np.ndarray], np.ndarray] | None = None,
+                 noise: Callable[[], np.ndarray] | None = None, graph: Mixing | None = None):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
@@ -149,7 +153,7 @@ class CRCEngine:
         self._mixing = mixing
         self._graph = mixing if graph is None else graph
         self._last_graph = None  # the graph of the last round, when exact diffusion watches it for changes
-        self.aggregation, self._sent, self._release = aggregation, sent, release
+        self.aggregation, self._sent, self._release, self._noise = aggregation, sent, release, noise
         self._messages, self._accept, self._counts = messages, accept, count_index(model)
         self.refused = 0  # messages the receivers' check left out, over all rounds
         self.n_nodes = local.phi.shape[0]
@@ -236,6 +240,8 @@ class CRCEngine:
         keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
+        if self._noise is not None:
+            aggregated = aggregated + self._noise()
         restart = self._restarts()
         blocks = self._blocks()
         if len(blocks) == 1:

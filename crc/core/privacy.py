@@ -41,6 +41,7 @@ from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 from crc.core.schema import Schema
 
+NOISES = ("local", "distributed")
 DEFAULT_DELTA = 1e-5
 DEFAULT_CLIP = 1.0
 """Bound B on standardized continuous values, in standard deviations of the shared standardization. Naive Bayes'
@@ -67,7 +68,15 @@ class Privacy:
     epsilon_spent : float
         The accountant's ε for ``releases`` releases at z (≤ ``epsilon``).
     accountant : str
-        ``pld`` (the exact privacy loss of composed Gaussians) or ``rdp`` (Rényi DP), ``crc.protocol.accountant``.
+        ``pld`` (the exact privacy loss of composed Gaussians), ``rdp`` (Rényi DP) or ``zcdp`` (sums of discrete
+        Gaussians), ``crc.protocol.accountant``.
+    noise : str
+        ``local`` (every peer noises its own release) or ``distributed`` (shares through secure aggregation,
+        ``crc.core.distributed_noise``; ``sigma`` is then the noise of one neighbourhood sum).
+    colluders : int
+        Distributed noise: members besides the recipient whose shares may be known or missing.
+    sums_per_round : int
+        Releases of a peer per round (distributed noise: the most distinct neighbourhood sums holding a peer).
     """
 
     epsilon: float
@@ -78,6 +87,9 @@ class Privacy:
     noise_multiplier: float
     epsilon_spent: float
     accountant: str = "pld"
+    noise: str = "local"
+    colluders: int = 0
+    sums_per_round: int = 1
 
     @property
     def sigma(self) -> float:
@@ -87,14 +99,26 @@ class Privacy:
     def to_json(self) -> dict:
         return {"epsilon": self.epsilon, "delta": self.delta, "clip": self.clip, "rounds": self.releases,
                 "sensitivity": self.sensitivity, "noise_multiplier": self.noise_multiplier, "sigma": self.sigma,
-                "epsilon_spent": self.epsilon_spent, "accountant": self.accountant}
+                "epsilon_spent": self.epsilon_spent, "accountant": self.accountant, "noise": self.noise,
+                "colluders": self.colluders, "sums_per_round": self.sums_per_round}
 
 
-def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration) -> None:
+def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
+                   noise: str = "local", colluders: int = 0, secure_aggregation: bool = False) -> None:
     """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover."""
     if epsilon is None:
+        if noise != "local":
+            raise CRCError("--dp-noise distributed needs --dp-epsilon")
         return
+    distributed = noise == "distributed"
     checks = [
+        (noise in NOISES, f"--dp-noise must be one of {', '.join(NOISES)}, got {noise!r}"),
+        (colluders >= 0, f"--dp-colluders must be at least 0, got {colluders}"),
+        (not distributed or secure_aggregation, "--dp-noise distributed needs --secure-aggregation: the shares add "
+                                                "up to the full noise only in the sum a recipient unmasks"),
+        (not distributed or acceleration.classifier == "aggregate",
+         "--dp-noise distributed needs --classifier aggregate: a peer's own statistics are never released, its "
+         "classifier is its last (noisy) aggregate"),
         (math.isfinite(epsilon) and epsilon > 0, f"--dp-epsilon must be a positive number, got {epsilon}"),
         (0 < delta < 1, f"--dp-delta must be in (0, 1), got {delta}"),
         (math.isfinite(clip) and clip > 0, f"--clip must be a positive number, got {clip}"),
@@ -127,12 +151,16 @@ def sensitivity(model: GenerativeModel, clip: float) -> float:
     return 2.0 * math.sqrt(2.0) * model.record_bound(clip)
 
 
-def ess_preserving_noise(model: GenerativeModel, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """Standard normal noise of shape (..., size), projected onto the subspace where the class counts sum to 0."""
-    noise = rng.standard_normal(shape + (model.size,))
+def centre_counts(model: GenerativeModel, noise: np.ndarray) -> np.ndarray:
+    """``noise`` (..., size) projected in place onto the subspace where the class counts sum to 0; returned."""
     counts = model.table(noise)[..., :, model.layout.columns("count")]  # a view into ``noise``
     counts -= counts.mean(axis=(-1, -2), keepdims=True)
     return noise
+
+
+def ess_preserving_noise(model: GenerativeModel, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Standard normal noise of shape (..., size), projected onto the subspace where the class counts sum to 0."""
+    return centre_counts(model, rng.standard_normal(shape + (model.size,)))
 
 
 def release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:

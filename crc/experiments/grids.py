@@ -129,7 +129,7 @@ TABLES = {
               tuple(Column(f"eps{e:g}", f"ε={e:g}", {"dp_epsilon": e}) for e in PRIVACY_EPSILONS)
               + (Column("eps-inf", "ε=∞", {}),),
               note="Every peer clips its standardized continuous values to [-B, B] (--clip, default 1) and releases each "
-                   "round's statistics with Gaussian noise solved for (ε, δ) over the 64 rounds by the RDP accountant; "
+                   "round's statistics with Gaussian noise solved for (ε, δ) over the 64 rounds by the PLD accountant; "
                    "ε=∞ is the paper's algorithm (no clipping, no noise). Not a table of the paper.", in_all=False),
         Table("fedpc", "Horizontal, vertical and hybrid partitions: accuracy and F1 of CRC, centralized RC and FedPC's "
               "one-pass baseline, beside the federated-circuits paper's Table 6", PARTITIONS,

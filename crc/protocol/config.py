@@ -9,6 +9,7 @@ from crc.core.acceleration import SETTINGS, Acceleration, acceleration_of, resol
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
+from crc.core.distributed_noise import Neighbourhoods
 from crc.core.errors import CRCError
 from crc.core.feature_partition import FeaturePartition, is_feature_partition, parse_feature_partition
 from crc.core.models import all_options, model_options
@@ -63,6 +64,8 @@ class SimulationConfig:
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
     clip: float = DEFAULT_CLIP
+    dp_noise: str = "local"
+    dp_colluders: int = 0
     secure_aggregation: bool = False
     lr: float = DEFAULT_LR
     ess: float | None = None
@@ -154,14 +157,22 @@ class SimulationConfig:
             raise CRCError("--byzantine is not available with a vertical or hybrid partition")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
-                       acceleration=acceleration)
+                       acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
+                       secure_aggregation=self.secure_aggregation)
+        if self.dp_noise == "distributed" and (self.loss > 0 or self.period is not None or self.byzantine):
+            raise CRCError("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its shares "
+                           "are sized for one static graph whose messages all arrive")
 
-    def privacy(self, model) -> Privacy | None:
-        """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``."""
+    def privacy(self, model, mixing=None) -> Privacy | None:
+        """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``;
+        distributed noise (``dp_noise``) sizes it for the closed neighbourhoods of ``mixing`` (n, n)."""
         if self.dp_epsilon is None:
             return None
-        from crc.protocol.accountant import plan
+        from crc.protocol.accountant import plan, plan_distributed
 
+        if self.dp_noise == "distributed":
+            return plan_distributed(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
+                                    neighbourhoods=Neighbourhoods.of(mixing), colluders=self.dp_colluders)
         return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, releases=self.rounds)
 
     @property

@@ -13,6 +13,8 @@ import numpy as np
 
 from crc.core.attacks import byzantine_messages, byzantine_nodes
 from crc.core.data import Dataset
+from crc.core.discrete_gaussian import KeyedRandom
+from crc.core.distributed_noise import DistributedNoise, Neighbourhoods
 from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.core.plausibility import count_slack, plausible
 from crc.core.privacy import Privacy, clip_standardized, release
@@ -54,11 +56,25 @@ def receivers_check(rep: Repeat, config: SimulationConfig, privacy: Privacy | No
 
 
 def private_release(rep: Repeat, config: SimulationConfig, privacy: Privacy | None) -> Callable | None:
-    """The engine's ``release`` hook adding every peer's privacy noise (seeded), None without privacy."""
-    if privacy is None:
+    """The engine's ``release`` hook adding every peer's privacy noise (seeded), None without local noise."""
+    if privacy is None or privacy.noise != "local":
         return None
     rng = np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM])
     return lambda stats: release(rep.split.model, stats, privacy.sigma, rng)
+
+
+def first_graph(mixing: Mixing):
+    """The mixing matrix of round 1 (n, n)."""
+    return mixing(1) if callable(mixing) else mixing
+
+
+def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | None, mixing) -> Callable | None:
+    """The engine's ``noise`` hook: every aggregate's share of the neighbourhood sums' discrete Gaussian noise
+    (a seeded SHAKE-256 keystream), None without distributed noise."""
+    if privacy is None or privacy.noise != "distributed":
+        return None
+    return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing)), privacy.sigma, privacy.colluders,
+                            KeyedRandom.from_seed(config.seed, rep.index, PRIVACY_STREAM))
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
@@ -79,7 +95,8 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, messages=messages,
                        accept=None if messages is None else receivers_check(rep, config, privacy), acceleration=config.acceleration,
-                       release=private_release(rep, config, privacy), graph=mixing)
+                       release=private_release(rep, config, privacy), noise=distributed_noise(rep, config, privacy, mixing),
+                       graph=mixing)
     return engine, mixing
 
 
@@ -88,8 +105,9 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     """One repeat: split, ML, RC, CRC, and its results object."""
     rep = prepare_repeat(dataset, config, repeat)
     central = central_results(dataset, config, rep, cache, central_progress)
-    privacy = config.privacy(rep.split.model)
-    engine, mixing = make_engine(rep, config, network, privacy)
+    graph = network(config.nodes, rep.graph_seed)
+    privacy = config.privacy(rep.split.model, first_graph(graph))
+    engine, mixing = make_engine(rep, config, lambda n, seed: graph, privacy)
     curve = []
     vertical = config.feature_partition is not None and config.feature_partition.kind == "vertical"
     best = BestIterate(rep.split.model, rep.split.phi_train, rep.split.y_train, rep.split.parts, engine.stats) if vertical else None
@@ -114,7 +132,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     if privacy is not None:
         result["privacy"] = privacy.to_json()
     if config.secure_aggregation:
-        result["secure_aggregation"] = secure_aggregation_summary(mixing(1) if callable(mixing) else mixing)
+        result["secure_aggregation"] = secure_aggregation_summary(first_graph(mixing))
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
         result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out

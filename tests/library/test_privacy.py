@@ -167,7 +167,7 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     assert privacy.sigma == privacy.noise_multiplier * privacy.sensitivity
     assert privacy.epsilon_spent <= 2.0
     assert set(privacy.to_json()) == {"epsilon", "delta", "clip", "rounds", "sensitivity", "noise_multiplier", "sigma",
-                                      "epsilon_spent", "accountant"}
+                                      "epsilon_spent", "accountant", "noise", "colluders", "sums_per_round"}
 
 
 @pytest.mark.parametrize("settings_, message", [
@@ -178,6 +178,10 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     ({"delta": 0.0}, "--dp-delta"),
     ({"clip": math.inf}, "--clip"),
     ({"epsilon": math.nan}, "--dp-epsilon"),
+    ({"noise": "distributed", "acceleration": Acceleration(classifier="aggregate")}, "--secure-aggregation"),
+    ({"noise": "distributed", "secure_aggregation": True}, "--classifier aggregate"),
+    ({"noise": "shared"}, "--dp-noise"),
+    ({"colluders": -1}, "--dp-colluders"),
 ])
 def test_settings_privacy_cannot_cover_are_refused(settings_, message):
     base = {"epsilon": 1.0, "delta": 1e-5, "clip": 1.0, "iterations": 1, "acceleration": PAPER}

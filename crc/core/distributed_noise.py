@@ -1,0 +1,136 @@
+"""Distributed noise through secure aggregation: each member of a neighbourhood adds a discrete Gaussian share
+to its integer (fixed-point) statistics, so that the sum its recipient unmasks carries the full noise once
+(Kairouz, Liu & Steinke 2021).
+
+What is released. With secure aggregation, the recipient w of a closed neighbourhood N[w] (itself and its
+neighbours) learns only S_w = Σ_{u ∈ N[w]} (F(s_u) + η_{u,w}), where F is the fixed point of ``FIXED_POINT_BITS``
+fractional bits and η_{u,w} ~ N_Z(0, v) independent shares (``crc.core.discrete_gaussian``). Its aggregate is
+S_w / (2^F |N[w]|), with the noise on the class counts centred (the counts' total, |N[w]| times the ESS, is
+public): post-processing. A peer continues from its aggregate (its own statistics s_u stay private) and its
+classifier is its last aggregate (``--classifier aggregate``), so everything it writes is post-processing of
+released sums.
+
+Collusion. The recipient knows its own share; if besides it at most ``colluders`` members collude (or drop out,
+their shares missing), the noise the others add is at least (|N[w]| - 1 - colluders) v. Shares are sized so that
+this is σ², the noise of one release: v = ⌈σ² / (|N[w]| - 1 - colluders)⌉ in integer units, which needs
+|N[w]| >= 2 + colluders for every neighbourhood. Beyond ``colluders``, the guarantee degrades to what the honest
+shares give (with all others colluding, one share).
+
+What it costs. A peer's statistics enter every neighbourhood sum it is a member of: its own and each
+neighbour's. Recipients with the same closed neighbourhood (a complete graph: all of them) share one sum, whose
+members add one share for all of them; distinct neighbourhoods get independent shares. So each round a peer u
+is released k_u times, k_u the number of distinct closed neighbourhoods holding u, and the accountant composes
+T max_u k_u releases (``crc.protocol.accountant``, ``zcdp``). On a tree k_u = degree + 1, and distributed noise
+buys nothing over local noise; on a complete graph k_u = 1 and every aggregate carries σ / n instead of σ / √n.
+
+Sensitivity. One release changes s_u by at most Δ (``crc.core.privacy``); rounding to fixed point adds at most
+½ per coordinate to each of the two neighbouring values, so the integer sensitivity is Δ 2^F + √size.
+
+The simulator adds the shares' sum to the exact average and leaves out the rounding of the statistics
+themselves (at most 2^-(F+1) per coordinate, inside the accounted sensitivity).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
+from crc.core.errors import CRCError
+from crc.core.models.base import GenerativeModel
+from crc.core.privacy import centre_counts
+
+FIXED_POINT_BITS = 20
+"""Fractional bits of secure aggregation's fixed point."""
+
+
+def integer_sensitivity(sensitivity: float, size: int) -> float:
+    """Δ in fixed-point units, rounding included: Δ 2^F + √size."""
+    return sensitivity * 2.0**FIXED_POINT_BITS + math.sqrt(size)
+
+
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """The distinct closed neighbourhoods of a mixing.
+
+    Attributes
+    ----------
+    members : list of (k,) int arrays
+        Each distinct closed neighbourhood's peers.
+    recipient_set : (n,) int array
+        The index in ``members`` of each peer's own closed neighbourhood.
+    """
+
+    members: list[np.ndarray]
+    recipient_set: np.ndarray
+
+    @classmethod
+    def of(cls, mixing) -> Neighbourhoods:
+        """From a closed-neighbourhood averaging matrix (n, n)."""
+        csr = sp.csr_array(mixing)
+        index: dict[tuple[int, ...], int] = {}
+        recipient_set = np.empty(csr.shape[0], dtype=np.int64)
+        for w in range(csr.shape[0]):
+            key = tuple(sorted(set(csr.indices[csr.indptr[w]:csr.indptr[w + 1]].tolist()) | {w}))
+            recipient_set[w] = index.setdefault(key, len(index))
+        return cls([np.array(key, dtype=np.int64) for key in index], recipient_set)
+
+    def sums_per_peer(self, n: int) -> np.ndarray:
+        """k_u (n,): how many distinct neighbourhood sums hold each peer each round."""
+        return np.bincount(np.concatenate(self.members), minlength=n)
+
+    def smallest(self) -> int:
+        return min(len(m) for m in self.members)
+
+
+def share_variance(sigma_units: float, members: int, colluders: int) -> int:
+    """v, the integer variance of one member's share, so that the shares of all but the recipient and
+    ``colluders`` members add up to at least ``sigma_units``² (σ in fixed-point units)."""
+    honest = members - 1 - colluders
+    if honest < 1:
+        raise CRCError(f"distributed noise needs every closed neighbourhood to have at least {colluders + 2} peers "
+                       f"(the recipient, {colluders} colluder(s) and one honest member), got one of {members}")
+    return max(1, math.ceil(sigma_units**2 / honest))
+
+
+def divergence(variance: int, members: int, size: int) -> float:
+    """½ τ d of Kairouz, Liu & Steinke (2021) for ``members`` shares of variance ``variance`` in ``size``
+    coordinates (``crc.protocol.accountant``), τ = 10 Σ_{k=1}^{n-1} exp(-2π² v k / (k+1))."""
+    tau = 10 * sum(math.exp(-2 * math.pi**2 * variance * k / (k + 1)) for k in range(1, members))
+    return 0.5 * tau * size
+
+
+class DistributedNoise:
+    """Each round's noise on every peer's aggregate (n, size), in statistics units: its neighbourhood's shares
+    summed, centred on the class counts, divided by 2^F |N[w]|.
+
+    Parameters
+    ----------
+    model : GenerativeModel
+    neighbourhoods : Neighbourhoods
+    sigma : float
+        σ, the noise of one neighbourhood sum beyond the recipient and the colluders, in statistics units.
+    colluders : int
+    rng : KeyedRandom
+    """
+
+    def __init__(self, model: GenerativeModel, neighbourhoods: Neighbourhoods, sigma: float, colluders: int,
+                 rng: KeyedRandom):
+        self.model, self.neighbourhoods, self.rng = model, neighbourhoods, rng
+        units = sigma * 2.0**FIXED_POINT_BITS
+        self.variances = [share_variance(units, len(m), colluders) for m in neighbourhoods.members]
+
+    def sums(self) -> np.ndarray:
+        """One round's noise of every distinct neighbourhood sum (sets, size), in fixed-point units (int64): each
+        member's share drawn on its own."""
+        size = self.model.size
+        return np.stack([discrete_gaussian_array(self.rng, v, (len(m), size)).sum(axis=0)
+                         for m, v in zip(self.neighbourhoods.members, self.variances)])
+
+    def __call__(self) -> np.ndarray:
+        noise = centre_counts(self.model, self.sums().astype(np.float64) / 2.0**FIXED_POINT_BITS)
+        sizes = np.array([len(m) for m in self.neighbourhoods.members], dtype=np.float64)
+        return (noise / sizes[:, None])[self.neighbourhoods.recipient_set]

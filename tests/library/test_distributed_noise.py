@@ -1,0 +1,119 @@
+"""Distributed noise: the exact discrete Gaussian sampler, the neighbourhood sums' shares and their accounting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from crc.core.discrete_gaussian import KeyedRandom, bernoulli_exp, discrete_gaussian, discrete_gaussian_array
+from crc.core.distributed_noise import FIXED_POINT_BITS, DistributedNoise, Neighbourhoods, share_variance
+from crc.core.errors import CRCError
+from crc.core.models import make_model
+from crc.protocol import SimulationConfig, simulate
+from crc.protocol.accountant import epsilon_spent, plan_distributed
+from crc.topologies import averaging_matrix, chain_graph, complete_graph, network_factory
+from support.tables import mixed_columns, prepared
+
+SCHEMA = prepared(mixed_columns(50, seed=1))[0]
+
+
+def test_the_keystream_is_reproducible_and_uniform_below_its_bound():
+    a, b, c = KeyedRandom.from_seed(1, 2), KeyedRandom.from_seed(1, 2), KeyedRandom.from_seed(1, 3)
+    draws = [a.randbelow(7) for _ in range(7000)]
+    assert draws[:50] == [b.randbelow(7) for _ in range(50)]
+    assert draws[:50] != [c.randbelow(7) for _ in range(50)]
+    counts = np.bincount(draws, minlength=7)
+    assert len(counts) == 7 and np.all(np.abs(counts - 1000) < 5 * math.sqrt(1000))
+    with pytest.raises(ValueError):
+        KeyedRandom(bytes(16))
+
+
+@pytest.mark.parametrize("numerator, denominator", [(1, 3), (3, 2), (7, 2)])
+def test_bernoulli_exp_is_true_with_probability_exp_minus_gamma(numerator, denominator):
+    rng = KeyedRandom.from_seed("bernoulli", numerator)
+    p = math.exp(-numerator / denominator)
+    hits = sum(bernoulli_exp(rng, numerator, denominator) for _ in range(20000))
+    assert abs(hits / 20000 - p) < 5 * math.sqrt(p * (1 - p) / 20000)
+
+
+def test_the_sampler_follows_the_discrete_gaussian_mass_function():
+    variance, count = 2, 20000
+    draws = discrete_gaussian_array(KeyedRandom.from_seed("pmf"), variance, (count,))
+    support = np.arange(-12, 13)
+    mass = np.exp(-support**2 / (2 * variance))
+    mass /= mass.sum()
+    for value, p in zip(support, mass):
+        observed = np.mean(draws == value)
+        assert abs(observed - p) < 5 * math.sqrt(p * (1 - p) / count) + 1e-4, value
+
+
+def test_a_large_variance_is_sampled_with_its_scale():
+    draws = discrete_gaussian_array(KeyedRandom.from_seed("large"), 10**12, (4000,))
+    assert draws.dtype == np.int64
+    assert abs(draws.mean()) < 5e6 * 5 / math.sqrt(4000) * 2
+    assert 0.9 < draws.var() / 1e12 < 1.1
+    with pytest.raises(ValueError):
+        discrete_gaussian(KeyedRandom.from_seed(0), 0)
+
+
+def test_a_complete_graph_has_one_sum_and_a_chain_one_per_peer():
+    complete = Neighbourhoods.of(averaging_matrix(complete_graph(6)))
+    assert len(complete.members) == 1 and np.array_equal(complete.sums_per_peer(6), np.ones(6))
+    chain = Neighbourhoods.of(averaging_matrix(chain_graph(4)))
+    assert [m.tolist() for m in chain.members] == [[0, 1], [0, 1, 2], [1, 2, 3], [2, 3]]
+    assert chain.sums_per_peer(4).tolist() == [2, 3, 3, 2]
+    assert chain.recipient_set.tolist() == [0, 1, 2, 3]
+
+
+def test_shares_leave_the_full_noise_beyond_the_recipient_and_the_colluders():
+    v = share_variance(1000.0, members=5, colluders=1)
+    assert (5 - 1 - 1) * v >= 1000.0**2 > (5 - 1 - 1) * (v - 1)
+    with pytest.raises(CRCError, match="at least 3 peers"):
+        share_variance(1000.0, members=2, colluders=1)
+
+
+def test_every_recipient_gets_its_neighbourhood_sum_over_its_size_with_the_counts_centred():
+    model = make_model("nb", SCHEMA)
+    mixing = sp.csr_array(averaging_matrix(chain_graph(4)))
+    neighbourhoods = Neighbourhoods.of(mixing)
+    noise = DistributedNoise(model, neighbourhoods, sigma=3.0, colluders=0, rng=KeyedRandom.from_seed("sums"))
+    rounds = np.stack([noise() for _ in range(300)])  # (300, 4, size)
+    counts = model.table(rounds)[..., :, model.layout.columns("count")]
+    assert np.allclose(counts.sum(axis=(-1, -2)), 0.0, atol=1e-9)
+    # recipient 1 averages 3 members whose shares leave sigma^2 beyond its own: 3 shares of sigma^2 / 2 in all
+    expected = 3 * share_variance(3.0 * 2**FIXED_POINT_BITS, 3, 0) / 2.0 ** (2 * FIXED_POINT_BITS) / 9
+    free = np.setdiff1d(np.arange(model.size), np.ravel(model.table(np.arange(model.size))[:, model.layout.columns("count")]))
+    assert 0.8 < rounds[:, 1, free].var() / expected < 1.2
+
+
+def test_the_plan_composes_every_sum_that_holds_a_peer():
+    model = make_model("nb", SCHEMA)
+    chain = Neighbourhoods.of(averaging_matrix(chain_graph(4)))
+    privacy = plan_distributed(model, epsilon=2.0, delta=1e-5, clip=1.0, rounds=8, neighbourhoods=chain, colluders=0)
+    assert privacy.releases == 8 * 3 and privacy.sums_per_round == 3 and privacy.accountant == "zcdp"
+    assert privacy.epsilon_spent <= 2.0
+    assert epsilon_spent(privacy.noise_multiplier * 0.98, privacy.releases, 1e-5, "zcdp") > 2.0
+    assert privacy.to_json()["noise"] == "distributed"
+
+
+def _run(**settings) -> dict:
+    config = SimulationConfig.from_settings(data="twonorm", nodes=6, local_size=20, rounds=4, topology="complete",
+                                            algorithm="paper", classifier="aggregate", rc_iterations=2,
+                                            rc_converged=False, test_size=200, **settings)
+    return simulate(config, network_factory(config.topology))
+
+
+def test_the_simulator_adds_the_distributed_noise_and_refuses_it_where_it_does_not_hold():
+    plain = _run()
+    noisy = _run(dp_epsilon=0.5, dp_noise="distributed", secure_aggregation=True)
+    again = _run(dp_epsilon=0.5, dp_noise="distributed", secure_aggregation=True)
+    assert noisy["privacy"]["noise"] == "distributed" and noisy["privacy"]["sums_per_round"] == 1
+    assert noisy["crc"]["test_loglik"] != plain["crc"]["test_loglik"]
+    assert noisy["crc"]["test_loglik"] == again["crc"]["test_loglik"]
+    with pytest.raises(CRCError, match="--secure-aggregation"):
+        _run(dp_epsilon=0.5, dp_noise="distributed")
+    with pytest.raises(CRCError, match="--loss"):
+        _run(dp_epsilon=0.5, dp_noise="distributed", secure_aggregation=True, loss=0.1)
