@@ -357,7 +357,8 @@ class FederatedClassifier(_Classifier):
     algorithm : {"accelerated", "paper"}, default="accelerated"
         The recommended algorithm, or the paper's Algorithm 2 (``crc.core.acceleration``).
     iters : int, default=None
-        Local RC steps per round; None for the algorithm's (2 accelerated, 1 the paper's).
+        Local RC steps per round; None for the algorithm's (accelerated: 3 for naive Bayes, 2 for the other models;
+        the paper's: 1).
     lr : float, default=0.05
         Enters only through the default ESS.
     ess : float, default=None
@@ -436,7 +437,8 @@ class FederatedClassifier(_Classifier):
         local = LocalData.from_parts(model.features(standardize(schema, x)), codes, parts)
         mixing = Schedule(self.topology, len(parts), period=math.inf if self.period is None else self.period, seed=self.seed)
         ess = default_ess(len(codes), len(parts), self.lr) if self.ess is None else self.ess
-        settings = resolve({"algorithm": self.algorithm, "iters": self.iters})
+        settings = resolve({"algorithm": self.algorithm, "iters": self.iters, "model": self.model,
+                            "structure": (self.model_options or {}).get("structure", _PC["structure"]) if self.model == "pc" else None})
         engine = CRCEngine(model, local, mixing, ess=ess, iterations=settings["iters"], acceleration=acceleration_of(settings))
         self.peer_stats_, self.ess_, self.peers_ = engine.run(self.rounds), engine.ess, labels
         self._fitted(schema, model, self.peer_stats_.mean(axis=0), classes)
