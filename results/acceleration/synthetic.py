@@ -7,8 +7,8 @@
 - ``categorical``: 180 features of 4 values each (value probabilities Dirichlet(0.5): many rare values), 3
   classes; each class mixes fresh probabilities (weight 0.15) into a random 30 % of the features.
 - ``rare-class``: 10 continuous and 10 categorical (4 values) features, 4 classes of 55 %, 30 %, 15 % and 16
-  instances (about 10 in the training pool); continuous class means N(0, 0.5^2); each class redraws the value probabilities of a random 20 % of the
-  categorical features.
+  instances (about 10 in the training pool); continuous class means N(0, 0.5^2); each class redraws the value
+  probabilities of a random 20 % of the categorical features.
 
     python results/acceleration/synthetic.py   # writes results/acceleration/data/<name>.csv.gz
 """
