@@ -9,7 +9,8 @@ from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_
 
 _CHANGES = " ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
                     for name, value in ACCELERATED.items())
-ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}): "
+ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}; "
+                  "naive Bayes: three, from each peer's own category counts): "
                   "the paper's messages, one more statistics vector per peer, peers that agree. paper: Algorithm 2 of "
                   "the paper (uniform start, plain neighbourhood average, one local step per round). Options given "
                   "explicitly win")

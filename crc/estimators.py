@@ -324,10 +324,11 @@ class FederatedClassifier(_Classifier):
     as a fit parameter (``fit(X, y, federatedclassifier__peers=p)``,
     ``params={"peers": p}``); it is split with the samples.
 
-    Every peer starts from the uniform statistics of ESS ``ess``; each round it
+    Every peer starts from the statistics of ESS ``ess`` its algorithm gives (the
+    uniform ones; under the accelerated algorithm naive Bayes takes its own category counts); each round it
     averages its statistics with its neighbours' and takes ``iters`` local RC
     steps on its own part (``crc.core.engine.CRCEngine``), by the recommended
-    algorithm (exact diffusion, two local steps) unless ``algorithm="paper"``,
+    algorithm (exact diffusion, two local steps, three for naive Bayes) unless ``algorithm="paper"``,
     as ``crc simulate`` does. The schema every peer
     shares is inferred from the pooled samples, which also give the
     standardization of the continuous features (as ``crc schema`` does).
