@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import click
 
-from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_ALGORITHM, PAPER_SETTINGS, STARTS
+from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_ALGORITHM, MODEL_SETTINGS, PAPER_SETTINGS, STARTS
 
 _CHANGES = " ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
                     for name, value in ACCELERATED.items())
-ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}): "
+ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}; "
+                  "naive Bayes: three, from each peer's own category counts): "
                   "the paper's messages, one more statistics vector per peer, peers that agree. paper: Algorithm 2 of "
                   "the paper (uniform start, plain neighbourhood average, one local step per round). Options given "
                   "explicitly win")
@@ -35,8 +36,10 @@ def acceleration_options() -> dict:
                  "neighbourhood average; no extra messages; not with exact diffusion [default: 0]."),
         "start": click.option(
             "--start", type=click.Choice(STARTS), default=None,
-            help="Peers start at uniform(m0) (the paper) or at their own ML statistics scaled to ESS m0 [default: "
-                 f"{PAPER_SETTINGS['start']}]."),
+            help="Peers start at uniform(m0) (the paper), at their own ML statistics scaled to ESS m0 (local), or "
+                 "at uniform(m0) with the category counts of their own ML statistics (categorical) [default: the "
+                 f"algorithm's: {PAPER_SETTINGS['start']}; accelerated naive Bayes {MODEL_SETTINGS['nb']['start']}, "
+                 f"region-graph circuit {MODEL_SETTINGS['pc/region-graph']['start']}]."),
         "safeguard": click.option(
             "--safeguard/--no-safeguard", default=None,
             help="Keep a momentum step only if it does not raise the peer's local soft 0-1 loss over the plain "
@@ -67,4 +70,5 @@ def iters_option():
     """``--iters N``: local RC steps per round; unset (None), the algorithm's."""
     return click.option("--iters", type=click.IntRange(min=1), default=None,
                         help=f"Local RC iterations per round [default: the algorithm's: {ACCELERATED['iters']} "
-                             f"accelerated, {PAPER_SETTINGS['iters']} paper].")
+                             f"accelerated ({MODEL_SETTINGS['nb']['iters']} for naive Bayes), "
+                             f"{PAPER_SETTINGS['iters']} paper].")

@@ -324,10 +324,11 @@ class FederatedClassifier(_Classifier):
     as a fit parameter (``fit(X, y, federatedclassifier__peers=p)``,
     ``params={"peers": p}``); it is split with the samples.
 
-    Every peer starts from the uniform statistics of ESS ``ess``; each round it
+    Every peer starts from the statistics of ESS ``ess`` its algorithm gives (the
+    uniform ones; under the accelerated algorithm naive Bayes takes its own category counts); each round it
     averages its statistics with its neighbours' and takes ``iters`` local RC
     steps on its own part (``crc.core.engine.CRCEngine``), by the recommended
-    algorithm (exact diffusion, two local steps) unless ``algorithm="paper"``,
+    algorithm (exact diffusion, two local steps, three for naive Bayes) unless ``algorithm="paper"``,
     as ``crc simulate`` does. The schema every peer
     shares is inferred from the pooled samples, which also give the
     standardization of the continuous features (as ``crc schema`` does).
@@ -357,7 +358,8 @@ class FederatedClassifier(_Classifier):
     algorithm : {"accelerated", "paper"}, default="accelerated"
         The recommended algorithm, or the paper's Algorithm 2 (``crc.core.acceleration``).
     iters : int, default=None
-        Local RC steps per round; None for the algorithm's (2 accelerated, 1 the paper's).
+        Local RC steps per round; None for the algorithm's (accelerated: 3 for naive Bayes, 2 for the other models;
+        the paper's: 1).
     lr : float, default=0.05
         Enters only through the default ESS.
     ess : float, default=None
@@ -436,7 +438,8 @@ class FederatedClassifier(_Classifier):
         local = LocalData.from_parts(model.features(standardize(schema, x)), codes, parts)
         mixing = Schedule(self.topology, len(parts), period=math.inf if self.period is None else self.period, seed=self.seed)
         ess = default_ess(len(codes), len(parts), self.lr) if self.ess is None else self.ess
-        settings = resolve({"algorithm": self.algorithm, "iters": self.iters})
+        settings = resolve({"algorithm": self.algorithm, "iters": self.iters, "model": self.model,
+                            "structure": (self.model_options or {}).get("structure", _PC["structure"]) if self.model == "pc" else None})
         engine = CRCEngine(model, local, mixing, ess=ess, iterations=settings["iters"], acceleration=acceleration_of(settings))
         self.peer_stats_, self.ess_, self.peers_ = engine.run(self.rounds), engine.ess, labels
         self._fitted(schema, model, self.peer_stats_.mean(axis=0), classes)

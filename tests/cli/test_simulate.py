@@ -95,8 +95,9 @@ def test_datasets_lists_bundled_sets():
 
 
 @pytest.mark.parametrize("args, expected", [
-    ([], {"algorithm": "accelerated", "momentum": 0.0, "start": "uniform", "safeguard": False, "classifier": "local",
-          "exact_diffusion": True, "iters": 2, "loss": 0.0, "rc_iterations": 64}),
+    ([], {"algorithm": "accelerated", "momentum": 0.0, "start": "categorical", "safeguard": False, "classifier": "local",
+          "exact_diffusion": True, "iters": 3, "loss": 0.0, "rc_iterations": 64}),
+    (["--model", "qda"], {"algorithm": "accelerated", "start": "uniform", "exact_diffusion": True, "iters": 2}),
     (["--algorithm", "paper"], {"algorithm": "paper", "momentum": 0.0, "start": "uniform", "safeguard": False,
                                 "classifier": "local", "exact_diffusion": False, "iters": 1}),
     (["--algorithm", "accelerated", "--no-exact-diffusion", "--momentum", "0.5", "--safeguard", "--start", "local",
@@ -106,7 +107,8 @@ def test_datasets_lists_bundled_sets():
      {"algorithm": "paper", "momentum": 0.3, "safeguard": False, "exact_diffusion": False, "iters": 1, "loss": 0.2,
       "rc_iterations": 10}),
     (["--dp-epsilon", "8"], {"algorithm": "paper", "exact_diffusion": False, "iters": 1, "dp_epsilon": 8.0}),
-    (["--iters", "3"], {"algorithm": "accelerated", "exact_diffusion": True, "iters": 3}),
+    (["--iters", "2", "--start", "uniform"], {"algorithm": "accelerated", "exact_diffusion": True, "iters": 2,
+                                              "start": "uniform"}),
 ])
 def test_the_algorithm_and_the_acceleration_options_reach_the_results_config(args, expected):
     result = run("simulate", "--json", "--data", "twonorm", *SMALL, *args)
@@ -118,7 +120,7 @@ def test_the_algorithm_and_the_acceleration_options_reach_the_results_config(arg
 def test_the_summary_names_the_algorithm_that_ran():
     default, paper = (run("simulate", "--data", "twonorm", *SMALL, *args) for args in ([], ["--algorithm", "paper"]))
     assert default.exit_code == 0 and paper.exit_code == 0, default.output + paper.output
-    assert "algorithm accelerated: exact diffusion, 2 local steps per round" in default.stdout.splitlines()
+    assert "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round" in default.stdout.splitlines()
     assert "algorithm paper: 1 local step per round" in paper.stdout.splitlines()
 
 

@@ -126,6 +126,26 @@ def test_local_start_is_each_peers_ml_statistics_at_ess_m0(mixed):
         np.testing.assert_allclose(engine.stats[v], ml * 500.0 / len(part), rtol=1e-12)
 
 
+def test_categorical_start_takes_each_peers_category_counts_and_the_rest_uniform(mixed):
+    """The ``categorical`` start: the ``cat`` block of every class row is the peer's ML category counts at ESS m0, every
+    other statistic (class counts, Gaussian moments) is ``uniform(m0)``'s."""
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.split(np.arange(len(y)), [40, 200])
+    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(complete_graph(3)), ess=500.0,
+                       acceleration=accel.Acceleration(start="categorical"))
+    cat = model.layout.columns("cat")
+    assert cat.stop > cat.start
+    uniform = model.table(model.uniform(500.0))
+    for v, part in enumerate(parts):
+        table, ml = model.table(engine.stats[v]), model.table(model.fit_ml(phi[part], y[part]) * 500.0 / len(part))
+        np.testing.assert_allclose(table[:, cat], ml[:, cat], rtol=1e-12)
+        rest = np.ones(table.shape[1], dtype=bool)
+        rest[cat] = False
+        np.testing.assert_array_equal(table[:, rest], uniform[:, rest])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_safeguard_keeps_the_plain_step_where_momentum_raises_the_local_loss(kind, mixed):
     schema, x, y = mixed
@@ -196,16 +216,22 @@ def test_settings_are_checked_and_the_algorithm_fills_what_is_not_given():
     assert accel.acceleration_of(accel.resolve({"algorithm": "paper"})) == accel.PAPER
 
 
-def test_the_accelerated_algorithm_starts_the_region_graph_circuit_local_and_every_other_model_uniform():
-    """``MODEL_SETTINGS``: only the region-graph circuit under the accelerated algorithm changes its start; the
-    paper's algorithm and an explicit --start are not changed by the model."""
+def test_the_accelerated_algorithm_changes_the_start_of_naive_bayes_and_the_region_graph_circuit_only():
+    """``MODEL_SETTINGS``: under the accelerated algorithm the region-graph circuit starts local, naive Bayes starts
+    from its local category counts with three local steps, every other model as ``ACCELERATED``; the paper's
+    algorithm and an explicit --start or --iters are not changed by the model."""
     region = {"model": "pc", "structure": "region-graph"}
     assert accel.resolve(region) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "start": "local", "algorithm": "accelerated"}
     assert accel.resolve({**region, "start": "uniform"})["start"] == "uniform"
     assert accel.resolve({**region, "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
-    for model in ({"model": "nb"}, {"model": "qda"}, {"model": "pc", "structure": "mixture"}, {"model": "pc"}):
+    assert accel.resolve({"model": "nb"}) == {**accel.resolve({}), "start": "categorical", "iters": 3}
+    assert accel.resolve({"model": "nb", "start": "uniform", "iters": 2}) == accel.resolve({})
+    assert accel.resolve({"model": "nb", "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
+    for model in ({"model": "qda"}, {"model": "pc", "structure": "mixture"}, {"model": "pc"}):
         assert accel.resolve(model) == accel.resolve({}), model
     assert accel.describe(accel.resolve(region)) == "accelerated: exact diffusion, local start, 2 local steps per round"
+    assert accel.describe(accel.resolve({"model": "nb"})) == ("accelerated: exact diffusion, categorical start, 3 local "
+                                                              "steps per round")
 
 
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),

@@ -8,7 +8,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score, c
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from crc.core.acceleration import ACCELERATED, PRESET
+from crc.core.acceleration import acceleration_of, resolve
 from crc.core.calibration import rc
 from crc.core.data import encode_features
 from crc.core.engine import CRCEngine, LocalData
@@ -84,8 +84,9 @@ def test_by_default_the_peers_run_the_recommended_algorithm():
     fed = FederatedClassifier(categorical_features=DISCRETE_NUMBERS, topology="ring", rounds=10, seed=2).fit(X, y, peers=peers)
     model, parts = fed.model_, [np.flatnonzero(peers == p) for p in range(4)]
     phi, codes = model.features(encode_features(fed.schema_, X)), np.searchsorted(fed.classes_, y)
+    settings = resolve({"model": "nb"})  # the accelerated algorithm's settings for naive Bayes
     engine = CRCEngine(model, LocalData.from_parts(phi, codes, parts), Schedule("ring", 4, seed=2), ess=fed.ess_,
-                       iterations=ACCELERATED["iters"], acceleration=PRESET)
+                       iterations=settings["iters"], acceleration=acceleration_of(settings))
     np.testing.assert_allclose(fed.peer_stats_, engine.run(10), rtol=1e-12, atol=1e-12)
     paper = clone(fed).set_params(algorithm="paper").fit(X, y, peers=peers)
     assert not np.allclose(paper.peer_stats_, fed.peer_stats_)
