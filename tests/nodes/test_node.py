@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from crc.core.acceleration import algorithm_settings
 from crc.core.errors import CRCError, OptionConflict
 from crc.core.model_file import load_model
 from crc.nodes.keys import new_key_pair, write_peer_keys
@@ -41,11 +42,13 @@ def test_the_options_become_the_peers_settings(deployment):
     settings = prepare(given, LOG).peer.settings
     assert (settings.bind, settings.peers, settings.rounds, settings.run) == (given.bind, given.peers, 7, "trial")
     assert (settings.timeout_s, settings.first_round_timeout_s, settings.down_after) == (2.5, 9.0, 4)
-    assert settings.acceleration.exact_diffusion and settings.iters == 2 and settings.aggregate == "clipped"
+    nb_accelerated = algorithm_settings("accelerated", "nb")  # the deployment's model is naive Bayes
+    assert settings.acceleration.exact_diffusion and settings.iters == nb_accelerated["iters"] and settings.aggregate == "clipped"
+    assert settings.acceleration.start == nb_accelerated["start"]
     assert settings.known_keys is None and settings.secure_aggregation is None
     assert prepare(given, LOG).peer.ess == 123.0
     default = prepare(options(deployment), LOG).peer
-    assert default.settings.acceleration.exact_diffusion and default.settings.iters == 2  # the recommended algorithm
+    assert default.settings.acceleration.exact_diffusion and default.settings.iters == nb_accelerated["iters"]  # the recommended one
     paper = prepare(options(deployment, algorithm="paper"), LOG).peer.settings
     assert not paper.acceleration.exact_diffusion and paper.iters == 1
     assert default.settings.timeout_s == PeerSettings.timeout_s and default.ess == pytest.approx(len(default.y) / 0.05)
