@@ -123,10 +123,11 @@ the circuits, every leaf's variance and category count (``NaiveBayes.keep_leaves
 SETTLE_ROUNDS = 16
 """A real peer resumes exact diffusion's correction once every neighbour's statistics have arrived this many rounds
 in a row (module notes). The network bench's partition (30 s, healed 80 to 150 rounds before the end), test gap over
-the wan run's: with 16, +0.0046, -0.0070 and -0.0081 (results/network/network.md); with 8, +0.0022, +0.0027,
-+0.0087, and +0.027 in a run at load average 15; with 4, +0.076 (the heal's churn, stale frames flushed, timeouts,
-neighbours marked down again, outlasts 4 rounds). The replay in the simulator agrees on 4 against 8 and 16
-(results/network/partition.md)."""
+the wan run's, with naive Bayes' two local steps a round then: with 16, +0.0046, -0.0070 and -0.0081; with 8,
++0.0022, +0.0027, +0.0087, and +0.027 in a run at load average 15; with 4, +0.076 (the heal's churn, stale frames
+flushed, timeouts, neighbours marked down again, outlasts 4 rounds). With the three steps naive Bayes runs now, 16
+rounds: +0.0042, +0.0022 and -0.0065 (results/network/network.md). The replay in the simulator agrees on 4
+against 8 and 16 (results/network/partition.md)."""
 
 MODEL_SETTINGS = {"nb": {"start": "categorical", "iters": 3}, "pc/region-graph": {"start": "local"}}
 """What the accelerated algorithm changes further for a model (``resolve``, key ``model_key``): the region-graph
