@@ -351,11 +351,12 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
                              neighbours: tuple[str, ...]) -> SecureAggregationKeys | None:
     """Secure aggregation's keys from ``neighbourhoods``, checked against the transport's keys and the other
     options; None without secure aggregation."""
+    check_secure_aggregation(secure_aggregation=options.secure_aggregation, aggregate=options.aggregate,
+                             encrypted_transport=keys is not None, dp_noise=options.dp_noise)
     if not options.secure_aggregation:
         if options.neighbourhoods:
             raise OptionConflict("--neighbourhoods is for --secure-aggregation")
         return None
-    check_secure_aggregation(secure_aggregation=True, aggregate=options.aggregate, encrypted_transport=keys is not None)
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods")
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
@@ -391,8 +392,7 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     distributed noise is planned as the simulator plans it (``plan_distributed``), from what this peer knows: the
     closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
-                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders,
-                   secure_aggregation=options.secure_aggregation)
+                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:
