@@ -74,8 +74,6 @@ class Peer:
                                   secure_aggregation=masked,
                                   count_slack=count_slack(model, None if settings.privacy is None else settings.privacy.sigma))
         self.counts = count_index(model)
-        self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
-                               bind=settings.bind, hoods=settings.closed_neighbourhoods())
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
@@ -84,6 +82,10 @@ class Peer:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log)
         self._resume()
+        distributed = settings.privacy is not None and settings.privacy.noise == "distributed"
+        self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
+                               bind=settings.bind, hoods=settings.closed_neighbourhoods(),
+                               noise_key=self.checkpoints.noise_key(resumed=self.round > 0) if distributed else None)
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession

@@ -6,12 +6,13 @@ With distributed noise (``crc.core.distributed_noise``) the peer adds no noise o
 round it draws one discrete Gaussian share (integer, fixed-point units) for every distinct closed neighbourhood it
 is a member of, and adds it to what it sends that neighbourhood's recipient (masked, ``crc.nodes.secure_aggregation``)
 and, as a recipient, to its own part of its own neighbourhood's sum. Recipients with the same closed neighbourhood
-get the same share, as in the simulator. The shares come from a SHAKE-256 keystream keyed with 32 fresh bytes of
-``os.urandom`` per run: never the run's public seed."""
+get the same share, as in the simulator. Each round's shares come from a SHAKE-256 keystream keyed by the round and
+the run's ``noise_key``: 32 fresh bytes of ``os.urandom`` per run (kept beside the checkpoint, so that a resumed
+peer sends a round again with the same shares), never the run's public seed."""
 
 from __future__ import annotations
 
-import os
+import hashlib
 import zlib
 from collections.abc import Mapping
 
@@ -28,21 +29,23 @@ class Release:
     """A peer's releases of ``model``'s statistics (size,): noise of ``privacy``'s sigma from a generator seeded with
     ``privacy_seed`` (None: the operating system's entropy), and the ``attack`` of a Byzantine peer seeded from its
     address ``bind`` (None: none). Distributed noise needs ``hoods``: the closed neighbourhood (its members' addresses)
-    of every recipient of this peer's statistics, this peer's own included."""
+    of every recipient of this peer's statistics, this peer's own included, and ``noise_key`` (32 secret bytes)."""
 
     def __init__(self, model: GenerativeModel, *, privacy: Privacy | None, privacy_seed: int | None,
-                 attack: str | None, bind: str, hoods: Mapping[str, frozenset[str]] | None = None):
+                 attack: str | None, bind: str, hoods: Mapping[str, frozenset[str]] | None = None,
+                 noise_key: bytes | None = None):
         self.model, self.privacy, self.attack = model, privacy, attack
         self._privacy_rng = np.random.default_rng(privacy_seed)
         self._attack_rng = np.random.default_rng(zlib.crc32(bind.encode()))
         self.distributed = privacy is not None and privacy.noise == "distributed"
         if self.distributed:
-            if hoods is None:
-                raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation)")
+            if hoods is None or noise_key is None:
+                raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation) "
+                                 "and a noise key")
             self._hoods = dict(hoods)
             units = privacy.sigma * 2.0**FIXED_POINT_BITS
             self._variances = {hood: share_variance(units, len(hood), privacy.colluders) for hood in set(hoods.values())}
-            self._shares_rng = KeyedRandom(os.urandom(32))
+            self._noise_key = noise_key
             self._shares: dict[int, dict[str, np.ndarray]] = {}
 
     def private(self, stats: np.ndarray) -> np.ndarray:
@@ -60,12 +63,13 @@ class Release:
 
     def shares(self, round_: int) -> dict[str, np.ndarray] | None:
         """Distributed noise: this peer's share (size,) int64 in fixed-point units for each recipient of its
-        statistics of ``round_``, one draw per distinct closed neighbourhood (the same on a second call); None
-        without distributed noise."""
+        statistics of ``round_``, one draw per distinct closed neighbourhood (the same on a second call, and for the
+        same noise key); None without distributed noise."""
         if not self.distributed:
             return None
         if round_ not in self._shares:
-            drawn = {hood: discrete_gaussian_array(self._shares_rng, variance, (self.model.size,))
+            rng = KeyedRandom(hashlib.sha256(self._noise_key + round_.to_bytes(8, "little")).digest())
+            drawn = {hood: discrete_gaussian_array(rng, variance, (self.model.size,))
                      for hood, variance in sorted(self._variances.items(), key=lambda item: sorted(item[0]))}
             self._shares = {round_: {address: drawn[hood] for address, hood in self._hoods.items()},
                             **{r: s for r, s in self._shares.items() if r == round_ - 1}}
