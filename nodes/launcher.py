@@ -201,6 +201,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         rep = prepare_repeat(dataset, config, 0)
         write_deployment(dataset, rep.split, workdir)
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
+        config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options

@@ -39,6 +39,11 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
 under the same sealing key, and never reuses a nonce with it.
 
+Distributed noise (``--dp-noise distributed``, ``crc.core.distributed_noise``): w adds its integer discrete
+Gaussian share η_w (fixed-point units, ``crc.nodes.release``) to F(s_w) before masking, so y_w carries F(s_w) + η_w
+and u unmasks the sum with the members' shares in it; the noise on its class counts is then centred
+(``settle_counts``) instead of checked.
+
 Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 64 terms
 (``MAX_ENTRIES``) are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
 decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.

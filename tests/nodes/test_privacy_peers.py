@@ -122,3 +122,13 @@ def test_real_peers_release_sums_carrying_the_distributed_noise_of_the_plan(tmp_
         variance = share_variance(expected["sigma"] * 2.0**FIXED_POINT_BITS, members, 0) / members / 4.0**FIXED_POINT_BITS
         statistic, degrees = statistic + np.sum(noise**2) / variance, degrees + noise.size
     assert chi2.ppf(1e-9, degrees) < statistic < chi2.ppf(1 - 1e-9, degrees)
+
+
+def test_a_launch_whose_distributed_noise_cannot_be_planned_stops_before_any_peer_starts(tmp_path):
+    """A tree has leaves, whose closed neighbourhoods of 2 cannot hide a share from the recipient and 1 colluder."""
+    launched = CliRunner().invoke(main, ["launch", "--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds",
+                                         "2", "--dp-epsilon", "4", "--dp-noise", "distributed", "--dp-colluders", "1",
+                                         "--classifier", "aggregate", "--secure-aggregation", "--workdir", str(tmp_path)])
+    assert launched.exit_code != 0
+    assert "at least 3 peers (the recipient, 1 colluder(s) and one honest member)" in launched.output
+    assert not list(tmp_path.glob("node-*.log"))
