@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crc.core.distributed_noise import Neighbourhoods
 from crc.core.errors import CRCError
 from crc.core.loss import loss_seed
 from crc.core.model_file import load_model
@@ -59,9 +60,10 @@ def free_ports(count: int) -> list[int]:
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None,
-                 plaintext: bool = False, start_at: float | None = None) -> list[str]:
+                 plaintext: bool = False, start_at: float | None = None, sums_per_round: int | None = None) -> list[str]:
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
-    makes it a Byzantine peer (``crc node --attack``).
+    makes it a Byzantine peer (``crc node --attack``); ``sums_per_round``: distributed noise's
+    ``--dp-sums-per-round`` (None: each peer's own count).
 
     The peer encrypts its connections with the keys ``write_peer_keys`` writes into ``workdir``, or runs in
     plaintext without keys (``crc node --insecure``) with ``plaintext``."""
@@ -82,16 +84,27 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at is not None else []),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
-            *_privacy_arguments(config), *keys,
+            *_privacy_arguments(config, sums_per_round), *keys,
             *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index))]
               if config.secure_aggregation else [])]
 
 
-def _privacy_arguments(config: SimulationConfig) -> list[str]:
-    """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` of a private run (none otherwise)."""
+def sums_per_round(graph) -> int:
+    """The most distinct closed-neighbourhood sums any peer of ``graph`` (networkx) is in each round: distributed
+    noise's k, as the simulator's ``plan_distributed`` counts it."""
+    return int(Neighbourhoods.of(averaging_matrix(graph)).sums_per_peer(graph.number_of_nodes()).max())
+
+
+def _privacy_arguments(config: SimulationConfig, per_round: int | None) -> list[str]:
+    """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` of a private run (none otherwise); with distributed noise,
+    ``--dp-noise``, ``--dp-colluders`` and ``--dp-sums-per-round`` (``per_round``, if given)."""
     if config.dp_epsilon is None:
         return []
-    return ["--dp-epsilon", repr(config.dp_epsilon), "--dp-delta", repr(config.dp_delta), "--clip", repr(config.clip)]
+    common = ["--dp-epsilon", repr(config.dp_epsilon), "--dp-delta", repr(config.dp_delta), "--clip", repr(config.clip)]
+    if config.dp_noise != "distributed":
+        return common
+    return [*common, "--dp-noise", "distributed", "--dp-colluders", str(config.dp_colluders),
+            *(["--dp-sums-per-round", str(per_round)] if per_round is not None else [])]
 
 
 class _Process(subprocess.Popen):
@@ -188,6 +201,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         rep = prepare_repeat(dataset, config, 0)
         write_deployment(dataset, rep.split, workdir)
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
+        config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options
@@ -202,7 +216,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
                                    attack=config.attack if index in byzantine else None, plaintext=plaintext,
-                                   start_at=start_at)
+                                   start_at=start_at, sums_per_round=sums_per_round(graph))
             with open(workdir / f"node-{index}.log", "wb") as log:
                 processes.append(start_peer(spawner, command, log))
         deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)

@@ -69,6 +69,11 @@ class NodeOptions:
     dp_epsilon: float | None = None
     dp_delta: float = DEFAULT_DELTA
     clip: float = DEFAULT_CLIP
+    dp_noise: str = "local"
+    dp_colluders: int = 0
+    dp_sums_per_round: int | None = None
+    """Distributed noise: the most distinct closed-neighbourhood sums any peer is in each round, the same on every
+    peer (``crc launch`` computes it from the graph); None: this peer's own count."""
     lr: float = DEFAULT_LR
     """Only used for the default ESS (local size / lr)."""
     ess: float | None = None
@@ -212,7 +217,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
                       "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
-    privacy = _privacy(generative, options, iters, speedup)
+    privacy = _privacy(generative, options, iters, speedup, masking)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
         log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
@@ -346,11 +351,12 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
                              neighbours: tuple[str, ...]) -> SecureAggregationKeys | None:
     """Secure aggregation's keys from ``neighbourhoods``, checked against the transport's keys and the other
     options; None without secure aggregation."""
+    check_secure_aggregation(secure_aggregation=options.secure_aggregation, aggregate=options.aggregate,
+                             encrypted_transport=keys is not None, dp_noise=options.dp_noise)
     if not options.secure_aggregation:
         if options.neighbourhoods:
             raise OptionConflict("--neighbourhoods is for --secure-aggregation")
         return None
-    check_secure_aggregation(secure_aggregation=True, aggregate=options.aggregate, encrypted_transport=keys is not None)
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods")
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
@@ -380,20 +386,37 @@ def vouched_neighbourhoods(hoods: dict, own: str, own_key: str, known: dict, nei
     return {u: dict(hoods[u]) for u in hoods}
 
 
-def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration) -> Privacy | None:
-    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``."""
+def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
+             masking: SecureAggregationKeys | None) -> Privacy | None:
+    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``;
+    distributed noise is planned as the simulator plans it (``plan_distributed``), from what this peer knows: the
+    closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
-                   acceleration=speedup)
+                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders)
+    if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
+        raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:
         return None
-    from crc.protocol.accountant import plan
+    from crc.protocol.accountant import plan, plan_shares
 
-    return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)
+    if options.dp_noise == "local":
+        return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)
+    hoods = {frozenset(members) | {u} for u, members in masking.neighbourhoods.items()}
+    hoods.add(frozenset(options.peers) | {options.bind})
+    per_round = options.dp_sums_per_round or len(hoods)
+    if per_round < len(hoods):
+        raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {len(hoods)} distinct neighbourhood sums each "
+                       "round, so its guarantee needs at least that many")
+    return plan_shares(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, rounds=options.rounds,
+                       sums_per_round=per_round, sizes=[len(hood) for hood in hoods], colluders=options.dp_colluders)
 
 
 @functools.lru_cache(maxsize=4)
-def privacy_spent(privacy: Privacy, releases: int) -> float:
-    """ε that ``releases`` of the plan's releases have spent (0 before the first)."""
+def privacy_spent(privacy: Privacy, rounds: int) -> float:
+    """ε that ``rounds`` rounds of the plan's releases (``sums_per_round`` each) have spent (0 before the first)."""
     from crc.protocol.accountant import epsilon_spent
 
+    releases = rounds * privacy.sums_per_round
+    if releases >= privacy.releases:
+        return privacy.epsilon_spent
     return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta, privacy.accountant)

@@ -74,8 +74,6 @@ class Peer:
                                   secure_aggregation=masked,
                                   count_slack=count_slack(model, None if settings.privacy is None else settings.privacy.sigma))
         self.counts = count_index(model)
-        self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
-                               bind=settings.bind)
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
@@ -84,6 +82,10 @@ class Peer:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log)
         self._resume()
+        distributed = settings.privacy is not None and settings.privacy.noise == "distributed"
+        self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
+                               bind=settings.bind, hoods=settings.closed_neighbourhoods(),
+                               noise_key=self.checkpoints.noise_key(resumed=self.round > 0) if distributed else None)
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
@@ -174,7 +176,8 @@ class Peer:
             if self.stop.is_set():
                 return False
         else:
-            aggregated = peer_average(self.stats, [m.stats for m in received.values()], rule=self.settings.aggregate,
+            aggregated = peer_average(self.release.with_share(self.stats, self.settings.bind, wanted),
+                                      [m.stats for m in received.values()], rule=self.settings.aggregate,
                                       counts=self.counts, admit=self._admit)
         aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted, restart)
         if self.settings.acceleration.keeps_aggregate:
@@ -352,7 +355,7 @@ class Peer:
             if confirmations:
                 deadline = self.clock() + self.settings.timeout_s
                 self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
-        total = self.session.close(self.model, self.ess)
+        total = self.session.close(self.model, self.ess, noisy=self.release.distributed)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
                 check_statistics(total / len(received), self.model, self.ess, slack=self.expect.count_slack)
@@ -364,8 +367,16 @@ class Peer:
             self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
                              "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
                              len(self.settings.peers), self.session.agreements, self.session.reveals)
-            return self.stats.copy()
-        return (self.stats + total) / (1 + len(received))
+            return self._own_start()
+        return (self.release.with_share(self.stats, self.settings.bind, wanted) + total) / (1 + len(received))
+
+    def _own_start(self) -> np.ndarray:
+        """What a round starts from when the neighbourhood's average cannot be used: this peer's own statistics, or,
+        with distributed noise (its own statistics are never released), its last aggregate (at the start, its
+        uniform statistics), so that its classifier stays post-processing of released sums."""
+        if self.release.distributed and self.aggregated is not None:
+            return self.aggregated.copy()
+        return self.stats.copy()
 
     def _serve_final(self, transport: PeerTransport) -> None:
         """After the last round: answer the neighbours' unmasking requests and confirmations for it (they unmask
@@ -395,7 +406,7 @@ class Peer:
         self.metrics.aggregate_fallbacks += 1
         self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
-        own = self.stats.copy()
+        own = self._own_start()
         stats, memory, problem = self._checked_step(own, restart)
         if problem is None:
             return own, stats, memory
@@ -431,17 +442,24 @@ class Peer:
         """Queue this peer's statistics of its current round for every neighbour (masked where secure aggregation
         hides them); a full queue drops that neighbour's copy, counted and logged."""
         stats = self.release.on_the_wire(self.stats)
-        frame = encode(run=self.settings.run, sender=self.settings.bind, round_=self.round, schema_id=self.model.schema_id,
-                       ess=self.ess, stats=stats)
+        frame = self._encode(stats)
         if self.session is None:
             dropped_for = transport.send(frame)
             self.metrics.count_sent(len(self.settings.peers) - len(dropped_for), len(frame))
         else:
-            frames = self.session.frames(stats, self.round, schema_id=self.model.schema_id, ess=self.ess, plain=frame)
+            shares = self.release.shares(self.round)
+            frames = self.session.frames(stats, self.round, schema_id=self.model.schema_id, ess=self.ess, shares=shares,
+                                         plain=lambda address: frame if shares is None else self._encode(
+                                             self.release.with_share(stats, address, self.round)))
             dropped_for = [address for address, each in frames.items() if not self._send_to(transport, address, each)]
         self.metrics.send_dropped += len(dropped_for)
         for address in dropped_for:
             self.log.warning("round %d: queue to %s full, statistics not sent", self.round, address)
+
+    def _encode(self, stats: np.ndarray) -> bytes:
+        """A plain statistics frame of this peer's current round."""
+        return encode(run=self.settings.run, sender=self.settings.bind, round_=self.round, schema_id=self.model.schema_id,
+                      ess=self.ess, stats=stats)
 
     def _send_to(self, transport: PeerTransport, address: str, frame: bytes) -> bool:
         """Queue one frame for one neighbour, counted; False if its queue is full."""

@@ -10,13 +10,16 @@ continues exactly as an uninterrupted one.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
 from crc.core import acceleration
 from crc.core.acceleration import PAPER, Acceleration
 from crc.core.errors import CRCError
+from crc.core.files import atomic_write_bytes, read_bytes
 from crc.nodes import checkpoint
 from crc.nodes.metrics import Metrics
 from crc.nodes.settings import PeerSettings
@@ -75,6 +78,10 @@ def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *
     return state
 
 
+NOISE_KEY_FILE = "noise.key"
+NOISE_KEY_BYTES = 32
+
+
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
 
@@ -92,6 +99,21 @@ class PeerCheckpoints:
             return None
         round_, vector, metrics = found
         return restore(round_, vector, self.speedup, len(start.stats), source=self.directory), metrics
+
+    def noise_key(self, *, resumed: bool) -> bytes:
+        """The 32-byte key of this run's distributed noise shares: fresh from ``os.urandom`` for a fresh run (written
+        beside the checkpoint, mode 0600, when there is a directory), the one written before for a ``resumed`` run,
+        so that a resumed peer sends the round it sends again with the same shares (fresh ones if the file is gone)."""
+        path = None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
+        if resumed and path is not None and path.exists():
+            key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key")
+            if len(key) == NOISE_KEY_BYTES:
+                return key
+            self.log.warning("%s: damaged noise key: the shares of the round sent again are fresh", path)
+        key = os.urandom(NOISE_KEY_BYTES)
+        if path is not None:
+            atomic_write_bytes(path, key, private=True)
+        return key
 
     def save(self, state: PeerState, metrics: Metrics) -> None:
         """Write the checkpoint; a write that fails (a full disk, no file descriptor left) keeps the previous one,

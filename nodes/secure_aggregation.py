@@ -39,6 +39,11 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
 under the same sealing key, and never reuses a nonce with it.
 
+Distributed noise (``--dp-noise distributed``, ``crc.core.distributed_noise``): w adds its integer discrete
+Gaussian share η_w (fixed-point units, ``crc.nodes.release``) to F(s_w) before masking, so y_w carries F(s_w) + η_w
+and u unmasks the sum with the members' shares in it; the noise on its class counts is then centred
+(``settle_counts``) instead of checked.
+
 Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 64 terms
 (``MAX_ENTRIES``) are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
 decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.
@@ -70,7 +75,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
-from crc.core.distributed_noise import FIXED_POINT_BITS
+from crc.core.distributed_noise import FIXED_POINT_BITS, settle_counts
 from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
 
 SCALE_BITS = FIXED_POINT_BITS
@@ -235,10 +240,11 @@ class Contributor:
         mac.update(vouch_message(self.hood, self.membership, round_, sender, receiver, survivors))
         return mac
 
-    def masked(self, stats: np.ndarray, round_: int) -> tuple[np.ndarray, dict[str, bytes]]:
-        """The masked words (size,) of ``stats`` for round ``round_`` and, for every other contributor, the sealed
-        bundle of its Shamir shares of this peer's secrets: the self-mask seed, then the pairwise seed with each
-        other contributor in the neighbourhood's order ({holder: bytes})."""
+    def masked(self, stats: np.ndarray, round_: int, noise: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, bytes]]:
+        """The masked words (size,) of ``stats`` for round ``round_`` (plus ``noise`` (size,) int64, a distributed
+        noise share in fixed-point units, before masking) and, for every other contributor, the sealed bundle of its
+        Shamir shares of this peer's secrets: the self-mask seed, then the pairwise seed with each other contributor
+        in the neighbourhood's order ({holder: bytes})."""
         seed = secrets.token_bytes(SEED_BYTES)
         self._seeds[round_] = seed
         for old in [r for r in self._seeds if r <= round_ - self.window]:
@@ -246,6 +252,8 @@ class Contributor:
         others = self.hood.others(self.me)
         pair_seeds = [self._pair_seed(other, round_) for other in others]
         words = to_fixed(stats) + mask(seed, len(stats))
+        if noise is not None:
+            words = words + np.asarray(noise, dtype=np.int64).view(np.uint64)
         for other, pair_seed in zip(others, pair_seeds):
             pair = mask(pair_seed, len(stats))
             words = words + pair if self.me < other else words - pair
@@ -390,12 +398,14 @@ class SecureNeighbourhoods:
     def receives_masked(self) -> bool:
         return self.own is not None
 
-    def masked_frame(self, recipient: str, stats: np.ndarray, round_: int, *, schema_id: str, ess: float) -> bytes | None:
-        """The masked statistics frame for ``recipient``, or None if its neighbourhood is too small to hide them."""
+    def masked_frame(self, recipient: str, stats: np.ndarray, round_: int, *, schema_id: str, ess: float,
+                     noise: np.ndarray | None = None) -> bytes | None:
+        """The masked statistics frame for ``recipient`` (with a distributed ``noise`` share, ``Contributor.masked``),
+        or None if its neighbourhood is too small to hide them."""
         contributor = self.contributors.get(recipient)
         if contributor is None:
             return None
-        words, sealed = contributor.masked(stats, round_)
+        words, sealed = contributor.masked(stats, round_, noise)
         return encode_secure_aggregation("masked", run=self.run, sender=self.me, round_=round_, schema=schema_id, ess=ess,
                              data=words, shares=sealed)
 
@@ -438,16 +448,21 @@ class SecureNeighbourhoods:
                              pair_shares={w: {x: v.to_bytes(SHARE_BYTES, "big") for x, v in partners.items()}
                                           for w, partners in answer["pair_shares"].items()})
 
-    def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float) -> np.ndarray | None:
+    def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float, *,
+               noisy: bool = False) -> np.ndarray | None:
         """The sum (size,) of the survivors' statistics of ``model`` from their words and reveals (``wire.Reveal``),
         its class counts scaled back to exactly ``ess`` per survivor; None if it cannot be unmasked or if its class
-        counts are off by more than fixed point explains (a contributor sent statistics of another ESS)."""
+        counts are off by more than fixed point explains (a contributor sent statistics of another ESS). A ``noisy``
+        sum (distributed noise shares) has its count noise centred instead (``settle_counts``): its total is off by
+        the noise, so no check can tell another ESS apart."""
         answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs, "pair_shares": r.pair_shares}
                    for w, r in reveals.items()}
         total = unmask(self.own, words, answers)
         if total is None:
             return None
         expected = len(words) * ess
+        if noisy:
+            return settle_counts(model, total, expected)
         found = float(model.ess(total))
         rounding = model.table(total)[:, model.layout.columns("count")].size * len(words) * 2.0 ** -(SCALE_BITS + 1)
         if not abs(found - expected) <= rounding + 1e-9 * expected:

@@ -26,7 +26,7 @@ bounded.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -58,11 +58,14 @@ class SecureAggregationSession:
         """Whether this peer's neighbours send it masked statistics (it has at least two neighbours)."""
         return self.neighbourhoods.receives_masked
 
-    def frames(self, stats: np.ndarray, round_: int, *, schema_id: str, ess: float, plain: bytes) -> dict[str, bytes]:
-        """The frame for each neighbour carrying ``stats`` (size,) of ``round_``: masked for its neighbourhood, or
-        ``plain`` where that neighbourhood is too small to hide them."""
-        return {address: self.neighbourhoods.masked_frame(address, stats, round_, schema_id=schema_id, ess=ess) or plain
-                for address in self.peers}
+    def frames(self, stats: np.ndarray, round_: int, *, schema_id: str, ess: float, plain: Callable[[str], bytes],
+               shares: Mapping[str, np.ndarray] | None = None) -> dict[str, bytes]:
+        """The frame for each neighbour carrying ``stats`` (size,) of ``round_``: masked for its neighbourhood (with
+        its distributed noise share of ``shares``, if given), or ``plain(address)`` where that neighbourhood is too
+        small to hide them."""
+        return {address: self.neighbourhoods.masked_frame(address, stats, round_, schema_id=schema_id, ess=ess,
+                                                          noise=None if shares is None else shares[address])
+                or plain(address) for address in self.peers}
 
     def answer(self, request: Unmask) -> bytes | None:
         """This peer's agreement (its vouches) for a neighbour's unmasking request; None for a notice that asks
@@ -155,16 +158,18 @@ class SecureAggregationSession:
             raise Rejected("stale", f"a reveal for round {reveal.round} before the confirmations", reveal.sender)
         self._reveals[reveal.sender] = reveal
 
-    def close(self, model: GenerativeModel, ess: float) -> np.ndarray | None:
-        """Stage 5: the sum (size,) of the contributors' statistics, or None if fewer than two arrived or a mask
-        cannot be removed; the unmasking is closed either way."""
+    def close(self, model: GenerativeModel, ess: float, *, noisy: bool = False) -> np.ndarray | None:
+        """Stage 5: the sum (size,) of the contributors' statistics (``noisy``: with distributed noise shares, its
+        count noise centred), or None if fewer than two arrived or a mask cannot be removed; the unmasking is closed
+        either way."""
         if self._unmasking is None:
             return None
         _, received = self._unmasking
         self._unmasking = None
         if not self._confirmed:
             return None
-        return self.neighbourhoods.unmask({w: message.words for w, message in received.items()}, self._reveals, model, ess)
+        return self.neighbourhoods.unmask({w: message.words for w, message in received.items()}, self._reveals, model, ess,
+                                           noisy=noisy)
 
     @property
     def reveals(self) -> int:

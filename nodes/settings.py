@@ -96,6 +96,14 @@ class PeerSettings:
     """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
     neighbourhood with its members' public keys. None: statistics travel as they are."""
 
+    def closed_neighbourhoods(self) -> dict[str, frozenset[str]] | None:
+        """The closed neighbourhood (members' addresses) of every recipient of this peer's statistics, its own
+        included, from the secure-aggregation keys; None without secure aggregation."""
+        if self.secure_aggregation is None:
+            return None
+        hoods = {u: frozenset(self.secure_aggregation.neighbourhoods[u]) | {u} for u in self.peers}
+        return {**hoods, self.bind: frozenset(self.peers) | {self.bind}}
+
     def __post_init__(self):
         if self.bind in self.peers:
             raise ValueError(f"{self.bind} lists itself among its peers")

@@ -104,8 +104,9 @@ class Privacy:
 
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
-                   noise: str = "local", colluders: int = 0, secure_aggregation: bool = False) -> None:
-    """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover."""
+                   noise: str = "local", colluders: int = 0) -> None:
+    """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover (that
+    distributed noise needs secure aggregation is a rule between options, ``crc.protocol.rules``)."""
     if epsilon is None:
         if noise != "local":
             raise CRCError("--dp-noise distributed needs --dp-epsilon")
@@ -114,8 +115,6 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
     checks = [
         (noise in NOISES, f"--dp-noise must be one of {', '.join(NOISES)}, got {noise!r}"),
         (colluders >= 0, f"--dp-colluders must be at least 0, got {colluders}"),
-        (not distributed or secure_aggregation, "--dp-noise distributed needs --secure-aggregation: the shares add "
-                                                "up to the full noise only in the sum a recipient unmasks"),
         (not distributed or acceleration.classifier == "aggregate",
          "--dp-noise distributed needs --classifier aggregate: a peer's own statistics are never released, its "
          "classifier is its last (noisy) aggregate"),

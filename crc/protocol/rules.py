@@ -10,11 +10,16 @@ from __future__ import annotations
 from crc.core.errors import OptionConflict
 
 
-def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encrypted_transport: bool = True) -> None:
+def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encrypted_transport: bool = True,
+                             dp_noise: str = "local") -> None:
     """Raise OptionConflict if secure aggregation is combined with what it cannot work with: an aggregation other
-    than the mean (the peer sees only a sum), or a transport without keys (the masks derive from the CURVE keys).
+    than the mean (the peer sees only a sum), or a transport without keys (the masks derive from the CURVE keys);
+    or if distributed noise (``dp_noise``) comes without it (its shares add up only in the sums it unmasks).
     A simulation has no transport: ``encrypted_transport`` is then left at True."""
     if not secure_aggregation:
+        if dp_noise == "distributed":
+            raise OptionConflict("--dp-noise distributed needs --secure-aggregation: each peer adds only a share of the "
+                                 "noise, which adds up to the full noise only in the sum a recipient unmasks")
         return
     if aggregate != "mean":
         raise OptionConflict("--secure-aggregation needs --aggregate mean: a peer then sees only the sum of its "

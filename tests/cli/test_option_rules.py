@@ -33,6 +33,16 @@ def test_secure_aggregation_without_the_encrypted_transport_is_one_refusal_every
     assert refusal(*command, "--secure-aggregation", "--insecure") == f"Error: {NEEDS_KEYS}"
 
 
+NEEDS_SECURE_AGGREGATION = ("--dp-noise distributed needs --secure-aggregation: each peer adds only a share of the "
+                            "noise, which adds up to the full noise only in the sum a recipient unmasks")
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], [*NODE, "--insecure"]], ids=["simulate", "launch", "node"])
+def test_distributed_noise_without_secure_aggregation_is_one_refusal_everywhere(command):
+    distributed = ["--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate"]
+    assert refusal(*command, *distributed) == f"Error: {NEEDS_SECURE_AGGREGATION}"
+
+
 def test_the_rule_itself():
     check_secure_aggregation(secure_aggregation=False, aggregate="clipped", encrypted_transport=False)
     check_secure_aggregation(secure_aggregation=True, aggregate="mean")
@@ -40,3 +50,5 @@ def test_the_rule_itself():
         check_secure_aggregation(secure_aggregation=True, aggregate="clipped")
     with pytest.raises(OptionConflict, match="drop --insecure"):
         check_secure_aggregation(secure_aggregation=True, aggregate="mean", encrypted_transport=False)
+    with pytest.raises(OptionConflict, match="needs --secure-aggregation"):
+        check_secure_aggregation(secure_aggregation=False, aggregate="mean", dp_noise="distributed")

@@ -178,8 +178,7 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     ({"delta": 0.0}, "--dp-delta"),
     ({"clip": math.inf}, "--clip"),
     ({"epsilon": math.nan}, "--dp-epsilon"),
-    ({"noise": "distributed", "acceleration": Acceleration(classifier="aggregate")}, "--secure-aggregation"),
-    ({"noise": "distributed", "secure_aggregation": True}, "--classifier aggregate"),
+    ({"noise": "distributed"}, "--classifier aggregate"),
     ({"noise": "shared"}, "--dp-noise"),
     ({"colluders": -1}, "--dp-colluders"),
 ])

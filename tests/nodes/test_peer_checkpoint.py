@@ -99,3 +99,16 @@ def test_checkpoints_round_trip_and_a_failing_write_is_logged_once(tmp_path, mon
     with caplog.at_level(logging.WARNING, logger="test.checkpoints"):
         checkpoints.save(state_for(speedup), metrics)
     assert "checkpoint written again" in caplog.text
+
+
+def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_path):
+    """Distributed noise: a resumed peer sends its last round again with the same shares, so it needs the run's key;
+    a fresh run gets a new one (os.urandom), written owner-only."""
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    first = checkpoints.noise_key(resumed=False)
+    assert len(first) == 32 and (tmp_path / "noise.key").stat().st_mode & 0o777 == 0o600
+    assert checkpoints.noise_key(resumed=True) == first
+    fresh = checkpoints.noise_key(resumed=False)
+    assert fresh != first and checkpoints.noise_key(resumed=True) == fresh
+    without = PeerCheckpoints(None, {}, PAPER, logging.getLogger("test"))
+    assert without.noise_key(resumed=True) != without.noise_key(resumed=True)

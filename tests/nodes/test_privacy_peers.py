@@ -8,8 +8,11 @@ import math
 
 import numpy as np
 from click.testing import CliRunner
+from scipy.stats import chi2
 
 from crc.cli.main import main
+from crc.core.distributed_noise import FIXED_POINT_BITS, share_variance
+from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.privacy import clip_standardized
 from crc.nodes.peer import Peer
@@ -91,3 +94,41 @@ def test_real_peers_spend_the_simulators_epsilon(tmp_path):
         model_file = json.loads((tmp_path / f"model-{index}.json").read_text())
         assert model_file["metrics"]["privacy"] == expected
         assert model_file["metrics"]["soft_loss"] == []  # computed on the raw data: not released under DP
+
+
+def test_real_peers_release_sums_carrying_the_distributed_noise_of_the_plan(tmp_path):
+    """``crc launch --dp-noise distributed`` on a tree (masked sums and a leaf's plain frame): after one round every
+    peer's classifier is its closed neighbourhood's sum of the uniform start, the same public statistics for all,
+    plus the members' shares, so the noise is known to be the classifier minus the uniform start; its scale must be
+    the plan's (each of |N| shares of variance ``share_variance``, divided by |N|), and the plan the simulator's."""
+    common = ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds", "1", "--test-size", "300",
+              "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate", "--secure-aggregation",
+              "--no-rc-converged", "--json"]
+    simulated = CliRunner().invoke(main, ["simulate", *common])
+    assert simulated.exit_code == 0, simulated.output
+    launched = CliRunner().invoke(main, ["launch", *common, "--workdir", str(tmp_path)])
+    assert launched.exit_code == 0, launched.output
+    expected = json.loads(simulated.stdout)["privacy"]
+    assert json.loads(launched.stdout)["privacy"] == expected
+    assert expected["noise"] == "distributed" and expected["epsilon_spent"] <= 4.0 and expected["sums_per_round"] >= 2
+    statistic, degrees = 0.0, 0
+    for index in range(5):
+        trained = load_model(tmp_path / f"model-{index}.json")
+        assert trained.metrics["privacy"] == expected and trained.metrics["unmask_fallbacks"] == 0
+        model, members = trained.model, len(trained.metrics["peers"]) + 1
+        noise = trained.stats - model.uniform(trained.metrics["ess"])
+        np.testing.assert_allclose(model.ess(trained.stats), trained.metrics["ess"], rtol=1e-12)
+        noise = np.delete(model.table(noise), model.layout.columns("count"), axis=-1).reshape(-1)
+        variance = share_variance(expected["sigma"] * 2.0**FIXED_POINT_BITS, members, 0) / members / 4.0**FIXED_POINT_BITS
+        statistic, degrees = statistic + np.sum(noise**2) / variance, degrees + noise.size
+    assert chi2.ppf(1e-9, degrees) < statistic < chi2.ppf(1 - 1e-9, degrees)
+
+
+def test_a_launch_whose_distributed_noise_cannot_be_planned_stops_before_any_peer_starts(tmp_path):
+    """A tree has leaves, whose closed neighbourhoods of 2 cannot hide a share from the recipient and 1 colluder."""
+    launched = CliRunner().invoke(main, ["launch", "--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds",
+                                         "2", "--dp-epsilon", "4", "--dp-noise", "distributed", "--dp-colluders", "1",
+                                         "--classifier", "aggregate", "--secure-aggregation", "--workdir", str(tmp_path)])
+    assert launched.exit_code != 0
+    assert "at least 3 peers (the recipient, 1 colluder(s) and one honest member)" in launched.output
+    assert not list(tmp_path.glob("node-*.log"))

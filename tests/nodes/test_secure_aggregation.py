@@ -102,6 +102,19 @@ def test_what_one_neighbour_sends_looks_uniform_and_the_sum_is_the_plain_sum():
     assert np.max(np.abs(total - plain)) <= 1e-6 * np.max(np.abs(plain))
 
 
+def test_noise_shares_added_before_masking_come_out_in_the_sum_exactly():
+    """Distributed noise: each contributor adds its integer share to its fixed-point words; the unmasked sum is the
+    plain sum plus the shares' sum, to fixed-point rounding."""
+    hood, peers = neighbourhood()
+    rng = np.random.default_rng(5)
+    stats = {w: np.round(rng.normal(size=SIZE) * 50, 1) for w in peers}
+    shares = {w: rng.integers(-2**40, 2**40, size=SIZE) for w in peers}
+    sent = {w: peers[w].masked(stats[w], 0, shares[w]) for w in peers}
+    total = unmask(hood, {w: sent[w][0] for w in peers}, ask(peers, sent, CONTRIBUTORS))
+    expected = sum(stats.values()) + sum(shares.values()) / 2.0**SCALE_BITS
+    assert np.max(np.abs(total - expected)) <= len(peers) * 2.0 ** -(SCALE_BITS + 1)
+
+
 @pytest.mark.parametrize("dropped", CONTRIBUTORS)
 def test_a_contributor_lost_before_its_masked_statistics_arrive(dropped):
     hood, peers = neighbourhood()
