@@ -37,10 +37,11 @@ class ModelComparisonKind(TableKind):
         return summary
 
     def markdown(self, table: dict) -> str:
-        """One line per (data set, model): test errors, the gap, log-likelihoods; then whether a circuit beats NB."""
+        """One line per (data set, model): test errors, the gap, log-likelihoods; then whether a circuit beats NB,
+        and every model worse than NB under CRC although better under RC."""
         headers = ["Data set", "model"] + [h for h, _ in MODEL_FIELDS[:3]] + ["gap CRC - RC"] + [h for h, _ in MODEL_FIELDS[3:]]
         lines = heading(table) + [markdown_row(headers), markdown_row(["---", "---"] + ["---:"] * (len(headers) - 2))]
-        verdicts = []
+        verdicts, worse = [], []
         for row in table["rows"]:
             for column in table["columns"]:
                 cell = row["cells"][column["key"]]
@@ -51,12 +52,15 @@ class ModelComparisonKind(TableKind):
                     figures = ["n/a" if "skip" in cell else "…"] * (len(headers) - 2)
                 lines.append(markdown_row([row["data"], column["header"]] + figures))
             verdicts += [_circuit_verdict(table, row, suffix) for suffix in ALGORITHM_SUFFIXES]
+            worse += [line for suffix in ALGORITHM_SUFFIXES for line in _worse_than_nb(table, row, suffix)]
         lines += ["", f"{HIGHLIGHTING}. Log-likelihoods: mean log p(x, y) per test instance, "
                   "continuous features standardized; CRC's is the mean over peers."]
         if any(degenerate_loglik(cell.get(key)) for row in table["rows"] for cell in row["cells"].values()
                for _, key in MODEL_FIELDS[4:]):
             lines += ["", DEGENERATE_NOTE]
         lines += ["", "Circuits against naive Bayes (CRC test error at round 64):", ""] + [f"- {v}" for v in verdicts if v]
+        lines += ["", "Worse under CRC than naive Bayes under CRC (same algorithm) although its RC is better: "
+                  + ("; ".join(worse) or "none") + "."]
         return "\n".join(lines) + "\n"
 
     def plots(self, table: dict) -> list[Plot]:
@@ -94,3 +98,17 @@ def _circuit_verdict(table: dict, row: dict, suffix: str) -> str:
     if circuits[best] < nb:
         return f"{row['data']}: {best} beats NB ({circuits[best]:.4f} against {nb:.4f})."
     return f"{row['data']}: no circuit beats NB (best {best}, {circuits[best]:.4f} against {nb:.4f})."
+
+
+def _worse_than_nb(table: dict, row: dict, suffix: str) -> list[str]:
+    """Every model of one algorithm whose CRC test error is above NB's although its RC's is below NB's."""
+    cells = row["cells"]
+    nb = cells.get(NAIVE_BAYES + suffix, {})
+    if "crc_test_error" not in nb or "rc_test_error" not in nb:
+        return []
+    return [f"{c['header']} on `{row['data']}` (CRC {cell['crc_test_error']:.4f} against NB's {nb['crc_test_error']:.4f}; "
+            f"RC {cell['rc_test_error']:.4f} against {nb['rc_test_error']:.4f})"
+            for c in table["columns"] if c["key"] != NAIVE_BAYES + suffix and _suffix(c["key"]) == suffix
+            for cell in [cells.get(c["key"], {})]
+            if "crc_test_error" in cell and "rc_test_error" in cell
+            and cell["rc_test_error"] < nb["rc_test_error"] and cell["crc_test_error"] > nb["crc_test_error"]]

@@ -149,3 +149,21 @@ def test_table_csv_rounds_to_six_significant_digits():
     grid = table(GAP, [("tree", "tree", (0.46,))], [("letter", {"tree": {"value": 0.07986000000000001, "density": 0.04}})])
     rows = list(csv.DictReader(io.StringIO(table_csv(grid))))
     assert [(r["field"], r["value"], r["paper_letter"]) for r in rows] == [("value", "0.07986", "0.46"), ("density", "0.04", "")]
+
+
+def test_the_model_table_names_each_model_worse_than_nb_under_crc_where_its_rc_is_better():
+    def cell(rc, crc):
+        return {"value": crc - rc, "rc_test_error": rc, "crc_test_error": crc}
+
+    columns = [("nb", "NB, paper", ()), ("qda", "QDA, paper", ()), ("pc2", "PC K=2, paper", ()),
+               ("nb-default", "NB, default", ()), ("pc2-default", "PC K=2, default", ())]
+    cells = {"nb": cell(0.09, 0.06), "qda": cell(0.01, 0.17), "pc2": cell(0.10, 0.20),
+             "nb-default": cell(0.09, 0.03), "pc2-default": cell(0.05, 0.02)}
+    text = table_markdown(table(MODEL_COMPARISON, columns, [("texture", cells)], "circuits"))
+    assert ("Worse under CRC than naive Bayes under CRC (same algorithm) although its RC is better: QDA, paper on "
+            "`texture` (CRC 0.1700 against NB's 0.0600; RC 0.0100 against 0.0900).") in text
+    cells["pc2-default"] = cell(0.05, 0.04)
+    assert "better: PC K=2, default on `texture` (CRC 0.0400 against NB's 0.0300; RC 0.0500 against 0.0900); QDA" in table_markdown(
+        table(MODEL_COMPARISON, columns, [("texture", cells)], "circuits"))
+    cells.update(qda=cell(0.01, 0.05), **{"pc2-default": cell(0.05, 0.02)})
+    assert "although its RC is better: none." in table_markdown(table(MODEL_COMPARISON, columns, [("texture", cells)], "circuits"))
