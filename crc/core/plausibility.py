@@ -18,8 +18,8 @@ component) pair for circuits; ``count`` is the layout's count column):
   (accelerated, letter, the mixture circuit under label drift); the paper's algorithm never went below 0. The bound
   is 26 times that: a derivation gives no tighter bound that holds for every run (a step can lower a count by up to
   the local data size, which the receiver does not know), so it is a plausibility bound, and
-  tests/library/test_plausibility.py checks it on honest runs. With the total m0, it bounds every count to ``[-m0, 2
-  m0]``: the issue's counts of +-0.99e4 m0 that cancel are refused.
+  tests/library/test_plausibility.py checks it on honest runs. With the total m0, it bounds every count to
+  ``[-m0, 2 m0]``: the issue's counts of +-0.99e4 m0 that cancel are refused.
 * **Magnitude** ``|value| <= MAX_RELATIVE_MAGNITUDE x m0`` and ``|count| <= MAX_COUNT_MAGNITUDE x m0``:
   overflow guards, not data bounds. Continuous features are standardized but not clipped (without ``--clip``
   under privacy they are unbounded), and a sum or sum of squares after calibration is a signed weighted sum of
