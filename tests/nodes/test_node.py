@@ -41,11 +41,12 @@ def test_the_options_become_the_peers_settings(deployment):
     settings = prepare(given, LOG).peer.settings
     assert (settings.bind, settings.peers, settings.rounds, settings.run) == (given.bind, given.peers, 7, "trial")
     assert (settings.timeout_s, settings.first_round_timeout_s, settings.down_after) == (2.5, 9.0, 4)
-    assert settings.acceleration.exact_diffusion and settings.iters == 2 and settings.aggregate == "clipped"
+    assert settings.acceleration.exact_diffusion and settings.iters == 3 and settings.aggregate == "clipped"  # naive Bayes
     assert settings.known_keys is None and settings.secure_aggregation is None
     assert prepare(given, LOG).peer.ess == 123.0
     default = prepare(options(deployment), LOG).peer
-    assert default.settings.acceleration.exact_diffusion and default.settings.iters == 2  # the recommended algorithm
+    assert default.settings.acceleration.exact_diffusion and default.settings.iters == 3  # the recommended algorithm
+    assert default.settings.acceleration.start == "categorical"  # for naive Bayes
     paper = prepare(options(deployment, algorithm="paper"), LOG).peer.settings
     assert not paper.acceleration.exact_diffusion and paper.iters == 1
     assert default.settings.timeout_s == PeerSettings.timeout_s and default.ess == pytest.approx(len(default.y) / 0.05)
