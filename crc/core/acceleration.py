@@ -71,10 +71,11 @@ taken from ``local``."""
 LOCAL_BLOCKS = ("cat",)
 """The blocks of a layout the ``categorical`` start takes from the local start: the category counts of discrete
 features. Centralized RC from uniform category counts stays far from RC from the ML counts (a synthetic set of 180
-categorical features: test error 0.345 against 0.111 after 64 iterations), and CRC from them kept that (+0.215
-above RC at round 64), while a peer's ML counts, though sparse, average towards the pooled ones in the first
-rounds (+0.011). Gaussian moments stay uniform: a peer's own class means and variances, of m_v / r instances each,
-slowed `letter`, `texture` and `spambase` (results/acceleration.md)."""
+categorical features: test error 0.345 against 0.111 after 64 iterations), and CRC from them kept that (+0.171
+above RC at round 64 under exact diffusion, one repeat: results/acceleration/decompose.py), while a peer's ML
+counts, though sparse, average towards the pooled ones in the first rounds (+0.011). Gaussian moments stay uniform:
+a peer's own class means and variances, of m_v / r instances each, slowed `letter`, `texture` and `spambase`
+(results/acceleration.md)."""
 
 CLASSIFIERS = ("local", "aggregate")
 """``local``: a peer's classifier is its statistics after its local step (the paper). ``aggregate``: its
