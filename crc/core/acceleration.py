@@ -285,9 +285,10 @@ def keeps_last_heard(model: GenerativeModel, acceleration: Acceleration) -> bool
     neighbour, instead of averaging only what arrived: under exact diffusion from a start that is not uniform
     (``local``, or ``categorical`` with a block of ``LOCAL_BLOCKS``). Such a start's category counts persist (RC has a
     continuum of fixed points in them) and averaging only what arrived lets the network's counts drift: message loss
-    p = 0.3, one repeat, gap at round 64, splice +0.204 averaging what arrived, +0.012 with the last heard (uniform
-    start: +0.013). From the uniform start the last heard slowed exact diffusion instead (letter +0.031 -> +0.119,
-    spambase +0.008 -> +0.040), so it keeps averaging what arrived (results/acceleration/findings.md)."""
+    p = 0.3, gap at round 64 over 3 repeats, splice +0.193 averaging what arrived, +0.008 with the last heard (uniform
+    start: +0.018; chess +0.030 and optdigits +0.025 stay above its -0.002 and -0.014). From the uniform start the
+    last heard slowed exact diffusion instead (one repeat: letter +0.031 -> +0.119, spambase +0.008 -> +0.040), so
+    it keeps averaging what arrived (results/acceleration/findings.md)."""
     if not acceleration.exact_diffusion or acceleration.start == "uniform":
         return False
     return acceleration.start == "local" or any(name in LOCAL_BLOCKS for name, _ in model.layout.blocks)
