@@ -63,7 +63,8 @@ def loss_option():
     """``--loss P``: each message is lost independently with probability P."""
     return click.option("--loss", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
                         help="Message loss: each statistics message of a round is dropped independently with this "
-                             "probability (seeded); a peer averages what arrived.")
+                             "probability (seeded); a peer averages what arrived (under exact diffusion from a start "
+                             "that is not uniform, with the last heard in place of a lost message).")
 
 
 def iters_option():

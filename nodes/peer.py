@@ -76,6 +76,7 @@ class Peer:
         self.counts = count_index(model)
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
+        self.heard: dict[str, np.ndarray] = {}  # the last statistics received from each neighbour (``_averaged``)
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         problem = self._own_problem(self.stats)
         if problem is not None:
@@ -170,14 +171,14 @@ class Peer:
             return True
         self.liveness.end_round(received)
         restart = self._unsettled()
-        self._drop_injected_losses(received, wanted)
+        lost = self._drop_injected_losses(received, wanted)
         if self.session is not None and self.session.receives_masked:
             aggregated = self._secure_average(transport, received, wanted)
             if self.stop.is_set():
                 return False
         else:
             aggregated = peer_average(self.release.with_share(self.stats, self.settings.bind, wanted),
-                                      [m.stats for m in received.values()], rule=self.settings.aggregate,
+                                      self._averaged(received, lost), rule=self.settings.aggregate,
                                       counts=self.counts, admit=self._admit)
         aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted, restart)
         if self.settings.acceleration.keeps_aggregate:
@@ -330,13 +331,25 @@ class Peer:
         self._logged_causes.add(cause)
         self.log.log(level, "rejected message (%s) from %s: %s", cause, sender or "unknown sender", detail)
 
-    def _drop_injected_losses(self, received: dict, wanted: int) -> None:
+    def _drop_injected_losses(self, received: dict, wanted: int) -> list[str]:
         """Remove the messages of round ``wanted`` that the injected loss drops: missing, but not held against the
-        neighbour's liveness."""
+        neighbour's liveness. Returns their senders."""
         lost = dropped(self.settings.loss_seed, wanted + 1, len(self.settings.peers), self.settings.loss)
-        for peer in [peer for peer in received if lost[self.settings.peers.index(peer)]]:
+        senders = [peer for peer in received if lost[self.settings.peers.index(peer)]]
+        for peer in senders:
             del received[peer]
             self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
+        return senders
+
+    def _averaged(self, received: dict, lost: list[str]) -> list[np.ndarray]:
+        """The neighbours' statistics this round's average takes: those received and, where
+        ``acceleration.keeps_last_heard``, the last heard from each sender whose message the injected loss dropped
+        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``)."""
+        stats = [message.stats for message in received.values()]
+        if not acceleration.keeps_last_heard(self.model, self.settings.acceleration):
+            return stats
+        self.heard.update({peer: message.stats for peer, message in received.items()})
+        return stats + [self.heard.get(peer, self.stats) for peer in lost]
 
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 

@@ -29,6 +29,7 @@ from crc.core import acceleration as accel
 from crc.core.aggregation import count_index, neighbourhood_average
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
+from crc.core.last_heard import LastHeard
 from crc.core.models.base import GenerativeModel
 from crc.core.screening import better_than_chance
 from crc.core.threads import ordered_map, single_threaded_blas, threads
@@ -137,6 +138,10 @@ class CRCEngine:
     graph : Mixing, optional
         The loss-free mixing, when ``mixing`` drops messages: exact diffusion restarts a node whose neighbourhood
         in it changed since the previous round (a new graph), not one that lost a message. Default: ``mixing``.
+    last_heard : bool
+        With ``graph``: average on ``graph``'s weights, a lost message replaced by the last statistics heard on its
+        edge (``crc.core.last_heard``; ``crc.core.acceleration.keeps_last_heard`` says when), not with equal shares of
+        what arrived (``mixing``, which then says only which messages arrived). Not with ``messages``.
     """
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
@@ -144,7 +149,7 @@ class CRCEngine:
                  messages: Callable[..., np.ndarray] | None = None, accept: Callable[[np.ndarray], np.ndarray] | None = None,
                  acceleration: accel.Acceleration = accel.PAPER,
                  release: Callable[[np.ndarray], np.ndarray] | None = None,
-                 noise: Callable[[], np.ndarray] | None = None, graph: Mixing | None = None):
+                 noise: Callable[[], np.ndarray] | None = None, graph: Mixing | None = None, last_heard: bool = False):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1:
@@ -153,6 +158,10 @@ class CRCEngine:
         self._mixing = mixing
         self._graph = mixing if graph is None else graph
         self._last_graph = None  # the graph of the last round, when exact diffusion watches it for changes
+        self._round_graph = None  # (round, graph): a schedule's graph of a round is asked for once
+        if last_heard and messages is not None:
+            raise CRCError("the last heard statistics replace lost messages of honest senders only")
+        self._last_heard = LastHeard() if last_heard and graph is not None else None
         self.aggregation, self._sent, self._release, self._noise = aggregation, sent, release, noise
         self._messages, self._accept, self._counts = messages, accept, count_index(model)
         self.refused = 0  # messages the receivers' check left out, over all rounds
@@ -178,6 +187,10 @@ class CRCEngine:
     def aggregate(self) -> np.ndarray:
         """Closed-neighbourhood averages of the current statistics for the next round, (n, size)."""
         mixing = self.mixing(self.round + 1)
+        if self._last_heard is not None:
+            graph = self._graph_at(self.round + 1)
+            return neighbourhood_average(graph, self.stats, rule=self.aggregation, counts=self._counts,
+                                         edges=self._last_heard.edges(graph, mixing, self.stats), admit=self._admit)
         if self._messages is None:
             sent = None if self._sent is None else self._sent(self.stats)
             return neighbourhood_average(mixing, self.stats, sent, rule=self.aggregation, counts=self._counts,
@@ -220,9 +233,17 @@ class CRCEngine:
         round's (None: none can). Each round's graph is asked for once, so a schedule's cached graph is not redrawn."""
         if not self.acceleration.exact_diffusion or not callable(self._graph):
             return None
-        graph = self._graph(self.round + 1)
+        graph = self._graph_at(self.round + 1)
         before, self._last_graph = self._last_graph, graph
         return changed_neighbourhoods(before, graph)
+
+    def _graph_at(self, round_: int):
+        """The loss-free graph of round ``round_``, asked of ``graph`` once per round."""
+        if not callable(self._graph):
+            return self._graph
+        if self._round_graph is None or self._round_graph[0] != round_:
+            self._round_graph = (round_, self._graph(round_))
+        return self._round_graph[1]
 
     @property
     def classifiers(self) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 A peer then averages its own statistics with those that arrived, exactly as a real peer does once its
 round timeout is over; the draws are ``crc.core.loss``'s, so a real peer told its loss seed
-(``crc node --loss``) loses the same messages.
+(``crc node --loss``) loses the same messages. Under exact diffusion from a start that is not uniform the peers
+average on the loss-free weights instead, a lost message replaced by the last heard (``crc.core.last_heard``);
+this mixing then only says which messages arrived.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from crc.core import acceleration as accel
 from crc.core.attacks import byzantine_messages, byzantine_nodes
 from crc.core.data import Dataset
 from crc.core.discrete_gaussian import KeyedRandom
@@ -80,7 +81,8 @@ def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                 privacy: Privacy | None = None) -> tuple[CRCEngine, Mixing]:
     """The CRC engine of a repeat (its start, memory and safeguard as configured) and its mixing
-    (with ``config.loss``, each round's mixing averages only the messages that arrived). With ``privacy`` the
+    (with ``config.loss``, each round's mixing averages only the messages that arrived, or the last heard in place of a
+    lost one: ``crc.core.acceleration.keeps_last_heard``). With ``privacy`` the
     peers learn from their data clipped to its bound and release noisy statistics."""
     split = rep.split
     phi = split.phi_train if privacy is None else split.model.features(clip_standardized(split.model.schema, split.x_train,
@@ -88,15 +90,17 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
     messages = byzantine_for(rep, config)[1]
-    delivered = mixing
+    delivered, last_heard = mixing, False
     if config.loss > 0:
+        last_heard = messages is None and not config.secure_aggregation and accel.keeps_last_heard(split.model,
+                                                                                                  config.acceleration)
         delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)],
                                  secure_aggregation=config.secure_aggregation)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, messages=messages,
                        accept=None if messages is None else receivers_check(rep, config, privacy), acceleration=config.acceleration,
                        release=private_release(rep, config, privacy), noise=distributed_noise(rep, config, privacy, mixing),
-                       graph=mixing)
+                       graph=mixing, last_heard=last_heard)
     return engine, mixing
 
 

@@ -4,7 +4,8 @@ and the previous preset (momentum 0.7 with its safeguard and the aggregate class
 Settings: the default (random tree, n = 50, m_v = 50; run to 256 rounds with the per-round curve, so that the
 gap at round 64 and the first round with gap <= 0.01 are read off one run), label drift on tree+80, message
 loss p = 0.1 and 0.3, and a fresh random tree every round (64 rounds); the momentum form with a larger β on
-letter and chess (momentum-sweep, 64 rounds); and the paper's and the accelerated algorithm on the synthetic sets of
+letter and chess (momentum-sweep, 64 rounds); the accelerated algorithm from the uniform start on the sets with discrete
+features under message loss (``uniform``); and the paper's and the accelerated algorithm on the synthetic sets of
 ``synthetic.py`` (default setting, 64 rounds; run it first). chess and splice are too small for the default test fraction:
 --test-size 500.
 Writes sets.json next to this file (sets-<settings>.json when only some settings are named, so that several
@@ -12,7 +13,7 @@ processes can run at once), one entry per finished run (rerun to resume; naming 
 `accelerated` after a change of the accelerated algorithm, with its old entries deleted from sets.json):
 
     nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3] [tree-period1]
-        [momentum-sweep] [synthetic] [paper] [accelerated] [momentum]
+        [momentum-sweep] [synthetic] [paper] [accelerated] [momentum] [uniform]
 """
 
 import json
@@ -36,6 +37,10 @@ SETTINGS = {
     "loss0.3": {"loss": 0.3, "curve": True},
     "tree-period1": {"period": 1, "curve": True},
 }
+UNIFORM = {"uniform": {"algorithm": "accelerated", "start": "uniform"}}
+"""The accelerated algorithm from the uniform start (naive Bayes' default before issue 31, with three local steps)."""
+DISCRETE = ("chess", "marketing", "mushroom", "optdigits", "splice")
+"""The sets with discrete features: the only ones where naive Bayes' categorical start differs from the uniform one."""
 SWEEP = {f"momentum-beta{beta}": {"algorithm": "paper", **MOMENTUM_PRESET, "momentum": beta} for beta in (0.75, 0.8, 0.85)}
 SYNTHETIC = tuple(str(HERE / "data" / f"{name}.csv.gz") for name in ("sparse-binary", "categorical", "rare-class"))
 """The data sets of ``synthetic.py`` (kinds the bundled ones do not cover), default setting, without RC to
@@ -45,13 +50,14 @@ SETS = tuple(name for name in BUNDLED if name not in ("wdbc", "german"))
 RUNS = [(setting, SETS, VARIANTS, overrides) for setting, overrides in SETTINGS.items()] + [
     ("momentum-sweep", ("letter", "chess"), SWEEP, {"curve": True}),
     ("synthetic", SYNTHETIC, {name: VARIANTS[name] for name in ("paper", "accelerated")},
-     {"curve": True, "rc_converged": False, "label": "class"})]
+     {"curve": True, "rc_converged": False, "label": "class"})] + [
+    (setting, DISCRETE, UNIFORM, SETTINGS[setting]) for setting in ("loss0.1", "loss0.3")]
 """(setting, data sets, variants, overrides) of every run; a synthetic set's key names its file without suffixes."""
 
 
 def main(names=()) -> None:
-    only = [name for name in names if name not in VARIANTS]
-    variants_only = [name for name in names if name in VARIANTS]
+    only = [name for name in names if name not in VARIANTS and name not in UNIFORM]
+    variants_only = [name for name in names if name in VARIANTS or name in UNIFORM]
     out = HERE / (f"sets-{'-'.join(only)}.json" if only else "sets.json")
     done = json.loads(out.read_text()) if out.exists() else {}
     known = {key: entry for path in HERE.glob("sets*.json") for key, entry in json.loads(path.read_text()).items()}

@@ -2,7 +2,9 @@
 results/acceleration/plots from
 sets.json (measure.py: the paper's algorithm, the accelerated one, the momentum preset, the synthetic sets),
 previous.json (the accelerated algorithm before issue 31, uniform start and two local steps: its default and
-label-drift entries of sets.json, curves cut to their test errors) and the experiment tables under paper/ and
+label-drift entries of sets.json, curves cut to their test errors), sets-loss-arrived.json (the accelerated
+algorithm's message-loss entries on the sets with discrete features when a peer averaged only the messages that
+arrived, before a lost one was replaced by the last heard: measure.py at commit 8c4ef61) and the experiment tables under paper/ and
 accelerated/ (``crc experiment``; momentum/ holds the momentum preset's):
 
     python results/acceleration/report.py
@@ -26,7 +28,7 @@ HALF = 32
 TREE_MESSAGES = 2 * 49
 """Messages per round on a random tree of 50 peers: each of the 49 edges carries one message each way."""
 TABLES = ("table3", "table4", "table6", "table12")
-RERUN = ("table4", "table6")
+RERUN = ("table3", "table4", "table6", "table12")
 """The tables whose accelerated cells were rerun after issue 31; the others' are the previous accelerated algorithm's."""
 
 
@@ -60,11 +62,14 @@ def set_rows(sets: dict) -> list[dict]:
             if paper is None or (accel is None and setting == "default"):
                 continue
             momentum, previous = sets.get(f"{setting}/{data}/momentum"), sets.get(f"{setting}/{data}/previous")
+            arrived, uniform = sets.get(f"{setting}/{data}/arrived"), sets.get(f"{setting}/{data}/uniform")
             row = {"setting": setting, "data": data, "rc_test_error": paper["rc"]["test_error"],
                    "rc_converged_test_error": paper["rc_converged"]["test_error"],
                    "paper_gap": gap_at(paper), "accelerated_gap": None if accel is None else gap_at(accel),
                    "momentum_gap": None if momentum is None else gap_at(momentum),
                    "previous_gap": None if previous is None else gap_at(previous),
+                   "arrived_gap": None if arrived is None else gap_at(arrived),
+                   "uniform_gap": None if uniform is None else gap_at(uniform),
                    "paper_gap_converged": converged_gap_at(paper),
                    "accelerated_gap_converged": None if accel is None else converged_gap_at(accel)}
             if setting == "default":
@@ -128,12 +133,21 @@ def sets_markdown(rows: list[dict]) -> list[str]:
         if not part:
             continue
         rerun = [r for r in part if r["accelerated_gap"] is not None]
-        out += [f"## {title}", "", "| data | RC test | paper gap | accel. gap | previous gap | momentum gap | "
-                "accel. − paper | paper conv. gap | accel. conv. gap |", "|---|" + "---:|" * 8]
+        lossy = setting.startswith("loss")
+        out += [f"## {title}", ""]
+        if lossy:
+            out += ["Sets with discrete features: accel. = a lost message replaced by the last heard from its sender "
+                    "(`crc.core.last_heard`); what arrived = the accelerated algorithm averaging only the messages that "
+                    "arrived (before that change); uniform = the accelerated algorithm with `--start uniform`.", ""]
+        extra = ["accel. what arrived", "accel. uniform start"] if lossy else []
+        out += ["| data | RC test | paper gap | accel. gap | " + "".join(f"{name} | " for name in extra) +
+                "previous gap | momentum gap | accel. − paper | paper conv. gap | accel. conv. gap |",
+                "|---|" + "---:|" * (8 + len(extra))]
         for r in part:
             change = None if r["accelerated_gap"] is None else r["accelerated_gap"] - r["paper_gap"]
+            cells = "".join(f"{fmt(r[key])} | " for key in ("arrived_gap", "uniform_gap")) if lossy else ""
             out.append(f"| {r['data']} | {r['rc_test_error']:.3f} | {fmt(r['paper_gap'])} | {fmt(r['accelerated_gap'])} | "
-                       f"{fmt(r['previous_gap'])} | {fmt(r['momentum_gap'])} | "
+                       f"{cells}{fmt(r['previous_gap'])} | {fmt(r['momentum_gap'])} | "
                        f"{fmt(change)} | {fmt(r['paper_gap_converged'])} | "
                        f"{fmt(r['accelerated_gap_converged'])} |")
         worst = [f"paper {max(r['paper_gap'] for r in part):.3f}"]
@@ -264,7 +278,7 @@ def main() -> None:
     lines = ["# Accelerated CRC against the paper's algorithm", "",
              f"Accelerated = `crc ... --algorithm accelerated`, the default (for naive Bayes {preset}: exact diffusion with "
              "three local steps per round from the peers' own category counts; "
-             "see the README's 'Accelerated CRC'). Momentum = the previous preset (`--momentum 0.7 --safeguard "
+             "see the README's 'Accelerated CRC'). Momentum = the momentum preset, recommended before exact diffusion (`--momentum 0.7 --safeguard "
              "--classifier aggregate`). Previous = the accelerated algorithm before issue 31 (uniform start, two local steps). "
              "Paper = `--algorithm paper` (Algorithm 2). Produced by "
              "`results/acceleration/synthetic.py` (the synthetic sets), `results/acceleration/measure.py` (the 15 sets and the "
