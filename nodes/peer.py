@@ -344,9 +344,11 @@ class Peer:
     def _averaged(self, received: dict, lost: list[str]) -> list[np.ndarray]:
         """The neighbours' statistics this round's average takes: those received and, where
         ``acceleration.keeps_last_heard``, the last heard from each sender whose message the injected loss dropped
-        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``)."""
+        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``; not with secure aggregation,
+        whose sums carry no one sender's statistics to keep)."""
         stats = [message.stats for message in received.values()]
-        if not acceleration.keeps_last_heard(self.model, self.settings.acceleration):
+        if self.settings.secure_aggregation is not None or not acceleration.keeps_last_heard(self.model,
+                                                                                             self.settings.acceleration):
             return stats
         self.heard.update({peer: message.stats for peer, message in received.items()})
         return stats + [self.heard.get(peer, self.stats) for peer in lost]

@@ -322,7 +322,7 @@ def keeps_last_heard(model: GenerativeModel, acceleration: Acceleration) -> bool
     it keeps averaging what arrived (results/acceleration/findings.md)."""
     if not acceleration.exact_diffusion or acceleration.start == "uniform":
         return False
-    return acceleration.start == "local" or any(name in LOCAL_BLOCKS for name, _ in model.layout.blocks)
+    return acceleration.start == "local" or any(name in LOCAL_BLOCKS and width > 0 for name, width in model.layout.blocks)
 
 
 def start_statistics(model: GenerativeModel, acceleration: Acceleration, ess: float, phi: np.ndarray, y: np.ndarray,

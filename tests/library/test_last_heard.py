@@ -43,6 +43,9 @@ def test_only_exact_diffusion_from_a_start_with_local_counts_keeps_the_last_hear
     assert accelerated.start == "categorical" and accel.keeps_last_heard(model, accelerated)
     assert not accel.keeps_last_heard(model, accel.acceleration_of(accel.resolve({"model": "nb", "start": "uniform"})))
     assert not accel.keeps_last_heard(model, accel.PAPER)
+    continuous = {name: cells for name, cells in mixed_columns().items() if name not in ("d0", "d1")}
+    without_categories = make_model("nb", prepared(continuous)[0])  # its category block is empty
+    assert not accel.keeps_last_heard(without_categories, accelerated)
 
 
 def test_the_simulator_replaces_lost_messages_only_under_loss(monkeypatch):

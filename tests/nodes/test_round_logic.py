@@ -822,7 +822,7 @@ def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_de
     peer = setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods))
     u, me, other = ADDRESS[2], ADDRESS[ME], ADDRESS[3]
     as_u = replace(peer.expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
-    mine = decode(peer.session.frames(peer.stats, 0, schema_id=setup.model.schema_id, ess=setup.ess, plain=b"")[u], as_u)
+    mine = decode(peer.session.frames(peer.stats, 0, schema_id=setup.model.schema_id, ess=setup.ess, plain=lambda address: b"")[u], as_u)
     co_member = Contributor(other, Neighbourhood("crc", u, [me, other]), keys[other].secret, {me: keys[me].public})
     _, sealed = co_member.masked(setup.history[0][3], 0)
     transport = Recorder()
