@@ -6,27 +6,19 @@ rounds of one repeat. variance-only=1 keeps the leaves' variance rule only (the 
     python results/models/mixture_categories.py marketing 64 1 8 > results/models/mixture_categories.txt
 """
 
-import math
 import sys
 
+from mixture_trace import every_rounds
+
 from crc.core.models.naive_bayes import NaiveBayes
-from crc.protocol.config import SimulationConfig
-from crc.protocol.repeat import load_for, prepare_repeat
-from crc.protocol.simulator import make_engine
-from crc.topologies import network_factory
 
 data, rounds, repeat, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 if "variance-only=1" in sys.argv[5:]:
     NaiveBayes.keep_leaves = NaiveBayes.keep_variances
-config = SimulationConfig.from_settings(data=data, model="pc", rc_converged=False, rounds=rounds)
-rep = prepare_repeat(load_for(config), config, repeat)
-model = rep.split.model
-engine, _ = make_engine(rep, config, network_factory(config.topology, math.inf))
-for r in range(1, rounds + 1):
-    engine.step()
-    if r % every == 0:
-        categories = model.table(engine.stats)[..., model.layout.columns("cat")]
-        errors = rep.errors(engine.stats[rep.eval_nodes])[1]
-        mean = rep.errors(engine.stats.mean(axis=0, keepdims=True))[1][0]
-        print(r, f"err {errors.mean():.3f} std {errors.std():.3f} network mean {mean:.3f} "
-              f"min category count {categories.min():.2f} below zero {(categories < 0).mean():.2%}")
+for r, rep, engine in every_rounds(data, rounds, repeat, every):
+    model = rep.split.model
+    categories = model.table(engine.stats)[..., model.layout.columns("cat")]
+    errors = rep.errors(engine.stats[rep.eval_nodes])[1]
+    mean = rep.errors(engine.stats.mean(axis=0, keepdims=True))[1][0]
+    print(r, f"err {errors.mean():.3f} std {errors.std():.3f} network mean {mean:.3f} "
+          f"min category count {categories.min():.2f} below zero {(categories < 0).mean():.2%}")
