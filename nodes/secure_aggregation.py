@@ -42,7 +42,7 @@ under the same sealing key, and never reuses a nonce with it.
 Distributed noise (``--dp-noise distributed``, ``crc.core.distributed_noise``): w adds its integer discrete
 Gaussian share η_w (fixed-point units, ``crc.nodes.release``) to F(s_w) before masking, so y_w carries F(s_w) + η_w
 and u unmasks the sum with the members' shares in it; the noise on its class counts is then centred
-(``settle_counts``) instead of checked.
+on its public total (``crc.core.privacy.centre_counts``) instead of checked.
 
 Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (about 1.7e10) and at most 64 terms
 (``MAX_ENTRIES``) are summed, so the sum stays inside the signed 64-bit range; each term's rounding error is at most 2^-21, so the
@@ -75,7 +75,8 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
-from crc.core.distributed_noise import FIXED_POINT_BITS, settle_counts
+from crc.core.distributed_noise import FIXED_POINT_BITS
+from crc.core.privacy import centre_counts
 from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
 
 SCALE_BITS = FIXED_POINT_BITS
@@ -453,7 +454,7 @@ class SecureNeighbourhoods:
         """The sum (size,) of the survivors' statistics of ``model`` from their words and reveals (``wire.Reveal``),
         its class counts scaled back to exactly ``ess`` per survivor; None if it cannot be unmasked or if its class
         counts are off by more than fixed point explains (a contributor sent statistics of another ESS). A ``noisy``
-        sum (distributed noise shares) has its count noise centred instead (``settle_counts``): its total is off by
+        sum (distributed noise shares) has its count noise centred on the public total instead (``centre_counts``): its total is off by
         the noise, so no check can tell another ESS apart."""
         answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs, "pair_shares": r.pair_shares}
                    for w, r in reveals.items()}
@@ -462,7 +463,7 @@ class SecureNeighbourhoods:
             return None
         expected = len(words) * ess
         if noisy:
-            return settle_counts(model, total, expected)
+            return centre_counts(model, total, expected)  # ``total`` is a fresh array
         found = float(model.ess(total))
         rounding = model.table(total)[:, model.layout.columns("count")].size * len(words) * 2.0 ** -(SCALE_BITS + 1)
         if not abs(found - expected) <= rounding + 1e-9 * expected:

@@ -30,7 +30,7 @@ The simulator adds the shares' sum to the exact average and leaves out the round
 themselves (at most 2^-(F+1) per coordinate, inside the accounted sensitivity). Its shares come from a keystream
 keyed by the run's seed, for reproducible runs; real peers (``crc.nodes.release``) key theirs with fresh bytes from
 ``os.urandom`` each run, add them to the fixed-point words before masking (``crc.nodes.secure_aggregation``), and
-centre the counts of what they unmask (``settle_counts``): the same mechanism, on noise nobody can predict.
+centre the counts of what they unmask on their public total (``centre_counts``): the same mechanism, on noise nobody can predict.
 """
 
 from __future__ import annotations
@@ -53,15 +53,6 @@ FIXED_POINT_BITS = 20
 def integer_sensitivity(sensitivity: float, size: int) -> float:
     """Δ in fixed-point units, rounding included: Δ 2^F + √size."""
     return sensitivity * 2.0**FIXED_POINT_BITS + math.sqrt(size)
-
-
-def settle_counts(model: GenerativeModel, stats: np.ndarray, total: float) -> np.ndarray:
-    """A copy of ``stats`` (size,) whose class counts are shifted equally to add up to ``total``: a noisy sum's
-    count noise centred, as ``centre_counts`` does (post-processing: the total, members x ESS, is public)."""
-    out = np.array(stats, dtype=np.float64, copy=True)
-    counts = model.table(out)[:, model.layout.columns("count")]  # a view into ``out``
-    counts -= (counts.sum() - total) / counts.size
-    return out
 
 
 @dataclass(frozen=True)
