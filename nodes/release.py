@@ -20,9 +20,9 @@ import numpy as np
 
 from crc.core.attacks import poison
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, share_variance
+from crc.core.distributed_noise import FIXED_POINT_BITS, noise_in_statistics, share_variance
 from crc.core.models.base import GenerativeModel
-from crc.core.privacy import Privacy, centre_counts, release
+from crc.core.privacy import Privacy, release
 
 
 class Release:
@@ -81,4 +81,4 @@ class Release:
         shares = self.shares(round_)
         if shares is None:
             return stats
-        return stats + centre_counts(self.model, shares[recipient].astype(np.float64) / 2.0**FIXED_POINT_BITS)
+        return stats + noise_in_statistics(self.model, shares[recipient])

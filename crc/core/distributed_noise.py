@@ -50,6 +50,12 @@ FIXED_POINT_BITS = 20
 """Fractional bits of secure aggregation's fixed point."""
 
 
+def noise_in_statistics(model: GenerativeModel, units: np.ndarray) -> np.ndarray:
+    """Integer noise (..., size) in fixed-point units as noise in statistics units, its class counts centred (the
+    ESS of what it is added to stays exact)."""
+    return centre_counts(model, units.astype(np.float64) / 2.0**FIXED_POINT_BITS)
+
+
 def integer_sensitivity(sensitivity: float, size: int) -> float:
     """Δ in fixed-point units, rounding included: Δ 2^F + √size."""
     return sensitivity * 2.0**FIXED_POINT_BITS + math.sqrt(size)
@@ -134,6 +140,6 @@ class DistributedNoise:
                          for m, v in zip(self.neighbourhoods.members, self.variances)])
 
     def __call__(self) -> np.ndarray:
-        noise = centre_counts(self.model, self.sums().astype(np.float64) / 2.0**FIXED_POINT_BITS)
+        noise = noise_in_statistics(self.model, self.sums())
         sizes = np.array([len(m) for m in self.neighbourhoods.members], dtype=np.float64)
         return (noise / sizes[:, None])[self.neighbourhoods.recipient_set]
