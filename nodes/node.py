@@ -401,8 +401,7 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
 
     if options.dp_noise == "local":
         return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)
-    hoods = {frozenset(members) | {u} for u, members in masking.neighbourhoods.items()}
-    hoods.add(frozenset(options.peers) | {options.bind})
+    hoods = set(masking.closed_neighbourhoods(options.bind, options.peers).values())
     per_round = options.dp_sums_per_round or len(hoods)
     if per_round < len(hoods):
         raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {len(hoods)} distinct neighbourhood sums each "

@@ -25,6 +25,12 @@ class SecureAggregationKeys:
     secret_key: str
     neighbourhoods: Mapping[str, Mapping[str, str]]
 
+    def closed_neighbourhoods(self, bind: str, peers) -> dict[str, frozenset[str]]:
+        """The closed neighbourhood (members' addresses) of every recipient of the statistics of the peer ``bind``
+        with neighbours ``peers``: each neighbour's, and its own."""
+        hoods = {u: frozenset(self.neighbourhoods[u]) | {u} for u in peers}
+        return {**hoods, bind: frozenset(peers) | {bind}}
+
 
 @dataclass(frozen=True)
 class PeerSettings:
@@ -101,8 +107,7 @@ class PeerSettings:
         included, from the secure-aggregation keys; None without secure aggregation."""
         if self.secure_aggregation is None:
             return None
-        hoods = {u: frozenset(self.secure_aggregation.neighbourhoods[u]) | {u} for u in self.peers}
-        return {**hoods, self.bind: frozenset(self.peers) | {self.bind}}
+        return self.secure_aggregation.closed_neighbourhoods(self.bind, self.peers)
 
     def __post_init__(self):
         if self.bind in self.peers:
