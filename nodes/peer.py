@@ -38,7 +38,7 @@ from crc.core.screening import better_than_chance
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
-from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity
+from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, kept_links
 from crc.nodes.release import Release
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
@@ -76,12 +76,14 @@ class Peer:
         self.counts = count_index(model)
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
-        self.heard: dict[str, np.ndarray] = {}  # the last statistics received from each neighbour (``_averaged``)
+        self.links = kept_links(settings, model)  # the neighbours whose last heard statistics are kept (``_averaged``)
+        self.heard: dict[str, np.ndarray] = {}  # the last statistics received from each of them
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         problem = self._own_problem(self.stats)
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
-        self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log)
+        self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
+                                           self.links)
         self._resume()
         distributed = settings.privacy is not None and settings.privacy.noise == "distributed"
         self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
@@ -106,12 +108,13 @@ class Peer:
     @property
     def identity(self) -> dict:
         """What a checkpoint must match to be resumed."""
-        return identity(self.settings, schema_id=self.model.schema_id, ess=self.ess, instances=int(len(self.y)))
+        return identity(self.settings, schema_id=self.model.schema_id, ess=self.ess, instances=int(len(self.y)),
+                        last_heard=bool(self.links))
 
     @property
     def state(self) -> PeerState:
         """Where the peer is: what its checkpoint holds."""
-        return PeerState(self.round, self.stats, self.aggregated, self.memory)
+        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard)
 
     @property
     def classifier_stats(self) -> np.ndarray:
@@ -342,13 +345,11 @@ class Peer:
         return senders
 
     def _averaged(self, received: dict, lost: list[str]) -> list[np.ndarray]:
-        """The neighbours' statistics this round's average takes: those received and, where
-        ``acceleration.keeps_last_heard``, the last heard from each sender whose message the injected loss dropped
-        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``; not with secure aggregation,
-        whose sums carry no one sender's statistics to keep)."""
+        """The neighbours' statistics this round's average takes: those received and, on the kept links
+        (``peer_checkpoint.kept_links``), the last heard from each sender whose message the injected loss dropped
+        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``)."""
         stats = [message.stats for message in received.values()]
-        if self.settings.secure_aggregation is not None or not acceleration.keeps_last_heard(self.model,
-                                                                                             self.settings.acceleration):
+        if not self.links:
             return stats
         self.heard.update({peer: message.stats for peer, message in received.items()})
         return stats + [self.heard.get(peer, self.stats) for peer in lost]
@@ -495,7 +496,8 @@ class Peer:
             return
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
-        held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous]
+        self.heard = state.heard
+        held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous, *self.heard.values()]
         for part in (statistics for statistics in held if statistics is not None):
             problem = self._own_problem(part)
             if problem is not None:

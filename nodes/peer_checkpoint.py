@@ -3,15 +3,17 @@
 The file format is ``crc.nodes.checkpoint``'s; this module fixes its content for a peer. The statistics vector
 holds the peer's statistics (size,), then, if its acceleration keeps it, its last aggregate (the statistics
 before the first round); then, with momentum, the safeguard's reset flag for the next round (0 or 1); with exact
-diffusion, the statistics after the last local steps (the statistics before the first round). A resumed peer thus
-continues exactly as an uninterrupted one.
+diffusion, the statistics after the last local steps (the statistics before the first round); then, where the peer
+keeps the last statistics heard on each link (``kept_links``), one flag per link in sorted order (1: heard, 0: not
+yet) and each link's last heard statistics (zeros where not heard, never read). A resumed peer thus continues
+exactly as an uninterrupted one, under injected message loss too.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from crc.core import acceleration
 from crc.core.acceleration import PAPER, Acceleration
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_bytes, read_bytes
+from crc.core.models.base import GenerativeModel
 from crc.nodes import checkpoint
 from crc.nodes.metrics import Metrics
 from crc.nodes.settings import PeerSettings
@@ -28,16 +31,26 @@ from crc.nodes.settings import PeerSettings
 @dataclass
 class PeerState:
     """Where a peer is: its completed ``round``, its statistics (size,), its last aggregate (size,) when its
-    acceleration keeps one, and its acceleration memory."""
+    acceleration keeps one, its acceleration memory, and the last statistics (size,) heard on each kept link."""
 
     round: int
     stats: np.ndarray
     aggregated: np.ndarray | None = None
     memory: acceleration.Memory | None = None
+    heard: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: int) -> dict:
-    """What a checkpoint must match to be resumed."""
+def kept_links(settings: PeerSettings, model: GenerativeModel) -> tuple[str, ...]:
+    """The neighbours whose last heard statistics a peer keeps for a message the injected loss drops, sorted: all of
+    them where ``acceleration.keeps_last_heard``, under injected loss and without secure aggregation (whose sums carry
+    no one sender's statistics); none otherwise."""
+    if settings.loss <= 0 or settings.secure_aggregation is not None:
+        return ()
+    return tuple(sorted(settings.peers)) if acceleration.keeps_last_heard(model, settings.acceleration) else ()
+
+
+def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: int, last_heard: bool = False) -> dict:
+    """What a checkpoint must match to be resumed; ``last_heard``: whether it holds the last heard on each link."""
     s = settings
     found = {"bind": s.bind, "peers": sorted(s.peers), "rounds": s.rounds, "iters": s.iters, "run": s.run,
              "schema_id": schema_id, "ess": ess, "instances": instances}
@@ -47,11 +60,14 @@ def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: i
         found["secure_aggregation"] = True
     if s.acceleration != PAPER:  # it also decides what the checkpoint holds (``layout``)
         found["acceleration"] = asdict(s.acceleration)
+    if last_heard:  # it too decides what the checkpoint holds
+        found["last_heard"] = True
     return found
 
 
-def layout(state: PeerState, speedup: Acceleration) -> np.ndarray:
-    """The checkpoint's statistics vector of ``state`` under ``speedup`` (see the module's docstring)."""
+def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = ()) -> np.ndarray:
+    """The checkpoint's statistics vector of ``state`` under ``speedup`` with the kept ``links`` (see the module's
+    docstring)."""
     parts = [state.stats]
     if speedup.keeps_aggregate:
         parts.append(state.stats if state.aggregated is None else state.aggregated)
@@ -59,13 +75,17 @@ def layout(state: PeerState, speedup: Acceleration) -> np.ndarray:
         parts.append([float(state.memory is not None and bool(state.memory.reset))])
     if speedup.exact_diffusion:
         parts.append(state.stats if state.memory is None else state.memory.previous)
+    if links:
+        parts.append([float(link in state.heard) for link in links])
+        parts.extend(state.heard.get(link, np.zeros_like(state.stats)) for link in links)
     return np.concatenate(parts) if len(parts) > 1 else state.stats
 
 
-def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *, source) -> PeerState:
+def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *, source,
+            links: tuple[str, ...] = ()) -> PeerState:
     """The state a checkpoint's statistics ``vector`` of round ``round_`` holds (``layout``'s inverse); a momentum
-    reset flag other than 0 or 1 is a CRCError naming ``source``."""
-    state = PeerState(round_, vector[:size])
+    reset flag or a link's heard flag other than 0 or 1 is a CRCError naming ``source``."""
+    state = PeerState(round_, vector[:size], heard=_heard(vector, links, size, source=source))
     if speedup.keeps_aggregate and round_ > 0:
         state.aggregated = vector[size:2 * size]
         if speedup.has_momentum:
@@ -78,6 +98,18 @@ def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *
     return state
 
 
+def _heard(vector: np.ndarray, links: tuple[str, ...], size: int, *, source) -> dict[str, np.ndarray]:
+    """The last heard statistics (size,) of each heard link, from the end of a checkpoint's ``vector`` (``layout``)."""
+    if not links:
+        return {}
+    start = len(vector) - len(links) * (size + 1)
+    flags = vector[start:start + len(links)]
+    if not np.all((flags == 0.0) | (flags == 1.0)):
+        raise CRCError(f"{source}: damaged checkpoint: last heard flags {flags.tolist()!r} (0 or 1)")
+    blocks = vector[start + len(links):].reshape(len(links), size)
+    return {link: blocks[at] for at, link in enumerate(links) if flags[at] == 1.0}
+
+
 NOISE_KEY_FILE = "noise.key"
 NOISE_KEY_BYTES = 32
 
@@ -85,8 +117,9 @@ NOISE_KEY_BYTES = 32
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
 
-    def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger):
-        self.directory, self.identity, self.speedup, self.log = directory, identity, speedup, log
+    def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
+                 links: tuple[str, ...] = ()):
+        self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
         self._failing = False
 
     def load(self, start: PeerState) -> tuple[PeerState, dict] | None:
@@ -94,11 +127,12 @@ class PeerCheckpoints:
         fresh run, which fixes the vector's length."""
         if not self.directory:
             return None
-        found = checkpoint.load(self.directory, identity=self.identity, size=len(layout(start, self.speedup)))
+        found = checkpoint.load(self.directory, identity=self.identity,
+                                size=len(layout(start, self.speedup, self.links)))
         if found is None:
             return None
         round_, vector, metrics = found
-        return restore(round_, vector, self.speedup, len(start.stats), source=self.directory), metrics
+        return restore(round_, vector, self.speedup, len(start.stats), source=self.directory, links=self.links), metrics
 
     def noise_key(self, *, resumed: bool) -> bytes:
         """The 32-byte key of this run's distributed noise shares: fresh from ``os.urandom`` for a fresh run (written
@@ -124,7 +158,7 @@ class PeerCheckpoints:
         failing = self._failing
         try:
             checkpoint.save(self.directory, identity=self.identity, round_=state.round,
-                            stats=layout(state, self.speedup), metrics=metrics.to_json())
+                            stats=layout(state, self.speedup, self.links), metrics=metrics.to_json())
         except OSError as exc:
             self._failing = True
             metrics.checkpoint_failures += 1

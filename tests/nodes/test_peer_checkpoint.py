@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from crc.core.acceleration import MOMENTUM_PRESET, PAPER, PRESET, Acceleration, Memory
 from crc.core.errors import CRCError
+from crc.core.models import make_model
 from crc.nodes.metrics import Metrics
-from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, layout, restore
+from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, kept_links, layout, restore
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from support.tables import mixed_columns, prepared
 
 SIZE = 5
 RNG = np.random.default_rng(0)
@@ -61,6 +64,43 @@ def test_a_reset_flag_other_than_0_or_1_names_the_checkpoint():
     vector[2 * SIZE] = 0.5
     with pytest.raises(CRCError, match="ckpt: damaged checkpoint: momentum reset flag 0.5"):
         restore(4, vector, speedup, SIZE, source="ckpt")
+
+
+LINKS = ("tcp://b:1", "tcp://c:1", "tcp://d:1")
+
+
+def test_the_last_heard_on_each_link_is_restored_and_only_where_heard():
+    speedup = SPEEDUPS["exact diffusion"]
+    state = state_for(speedup)
+    state.heard = {"tcp://b:1": AGGREGATE, "tcp://d:1": PREVIOUS}
+    vector = layout(state, speedup, LINKS)
+    assert len(vector) == len(layout(state, speedup)) + len(LINKS) * (SIZE + 1)
+    assert len(layout(PeerState(0, STATS), speedup, LINKS)) == len(vector)
+    back = restore(state.round, vector, speedup, SIZE, source="here", links=LINKS)
+    assert back.heard.keys() == state.heard.keys()
+    for link, stats in state.heard.items():
+        np.testing.assert_array_equal(back.heard[link], stats)
+    np.testing.assert_array_equal(back.memory.previous, PREVIOUS)
+    assert restore(state.round, layout(state, speedup), speedup, SIZE, source="here").heard == {}
+
+
+def test_a_heard_flag_other_than_0_or_1_names_the_checkpoint():
+    speedup = SPEEDUPS["exact diffusion"]
+    vector = layout(state_for(speedup), speedup, LINKS)
+    vector[2 * SIZE + 1] = 2.0
+    with pytest.raises(CRCError, match=r"ckpt: damaged checkpoint: last heard flags \[0.0, 2.0, 0.0\]"):
+        restore(4, vector, speedup, SIZE, source="ckpt", links=LINKS)
+
+
+def test_only_a_peer_that_uses_the_last_heard_keeps_it():
+    model = make_model("nb", prepared(mixed_columns())[0])
+    keeping = PeerSettings(bind="tcp://a:1", peers=("tcp://c:1", "tcp://b:1"), loss=0.3,
+                           acceleration=replace(PRESET, start="categorical"))
+    assert kept_links(keeping, model) == ("tcp://b:1", "tcp://c:1")
+    for other in (replace(keeping, loss=0.0), replace(keeping, acceleration=PRESET),
+                  replace(keeping, secure_aggregation=SecureAggregationKeys("secret", {}))):
+        assert kept_links(other, model) == ()
+    assert identity(keeping, schema_id="s", ess=10.0, instances=3, last_heard=True)["last_heard"] is True
 
 
 def test_the_identity_names_what_a_resumed_peer_must_share():

@@ -531,6 +531,43 @@ def test_a_resumed_exact_diffusion_peer_continues_exactly_like_an_uninterrupted_
     np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
 
 
+def test_a_resumed_peer_under_loss_keeps_the_last_heard_and_continues_exactly_like_an_uninterrupted_one(setup, tmp_path):
+    """The categorical start keeps the last heard on each link for a lost message (``keeps_last_heard``): the
+    checkpoint holds it, so a resumed peer averages what an uninterrupted one does."""
+    settings = {"acceleration": replace(PRESET, start="categorical"), "iters": ACCELERATED["iters"], "loss": 0.5,
+                "loss_seed": 3}
+    stopped_at = 3
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path), **settings)
+    assert first.links == tuple(ADDRESS[u] for u in NEIGHBOURS)
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at and first.heard
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    assert resumed.heard.keys() == first.heard.keys()
+    for link, stats in first.heard.items():
+        np.testing.assert_array_equal(resumed.heard[link], stats)
+    assert resumed.run(FakeTransport(resumed.clock, setup.neighbours_answer))
+    uninterrupted = setup.peer(FakeClock(), **settings)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
+    assert sum(uninterrupted.metrics.missing.values()) > 0
+    np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
+    assert resumed.metrics.soft_loss == uninterrupted.metrics.soft_loss
+
+
+def test_a_checkpoint_whose_last_heard_would_be_rejected_is_refused(setup, tmp_path):
+    settings = {"acceleration": replace(PRESET, start="categorical"), "loss": 0.5, "loss_seed": 3}
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    assert peer.run(FakeTransport(peer.clock, setup.neighbours_answer))
+    state = layout(peer.state, settings["acceleration"], peer.links)
+    state[-setup.model.size:] *= 2  # the last link's last heard: class counts that total twice the ESS
+    checkpoint.save(tmp_path, identity=peer.identity, round_=ROUNDS, stats=state, metrics=peer.metrics.to_json())
+    with pytest.raises(CRCError, match="damaged checkpoint: its statistics would be rejected"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    with pytest.raises(CRCError, match=r"different configuration \(last_heard differ"):  # written without it
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **{**settings, "loss": 0.0})
+
+
 def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
     """A resumed peer joins running peers: no start-up allowance for its first wait."""
     first = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
