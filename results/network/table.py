@@ -39,10 +39,18 @@ The 16 rounds were chosen when naive Bayes ran two local steps a round; it runs 
 and the default algorithm's partition is run three times below with them.
 """
 
-parts = [INTRO]
-for name, command, title in RUNS:
-    path = HERE / name
-    if path.exists():
-        report = json.loads(path.read_text())
-        parts.append(f"## {title}\n\n" + markdown(report.get("network", report), command, f"results/network/{name}"))
-(HERE / "network.md").write_text("\n".join(parts))
+
+
+def render(directory: Path) -> str:
+    """network.md from the runs of ``RUNS`` found in ``directory`` (results/network)."""
+    parts = [INTRO]
+    for name, command, title in RUNS:
+        path = directory / name
+        if path.exists():
+            report = json.loads(path.read_text())
+            parts.append(f"## {title}\n\n" + markdown(report.get("network", report), command, f"results/network/{name}"))
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    (HERE / "network.md").write_text(render(HERE))
