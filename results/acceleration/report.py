@@ -278,7 +278,8 @@ def main() -> None:
     lines = ["# Accelerated CRC against the paper's algorithm", "",
              f"Accelerated = `crc ... --algorithm accelerated`, the default (for naive Bayes {preset}: exact diffusion with "
              "three local steps per round from the peers' own category counts; "
-             "see the README's 'Accelerated CRC'). Momentum = the momentum preset, recommended before exact diffusion (`--momentum 0.7 --safeguard "
+             "see the README's 'Accelerated CRC'). Momentum = the momentum preset, recommended before exact diffusion "
+             "(`--momentum 0.7 --safeguard "
              "--classifier aggregate`). Previous = the accelerated algorithm before issue 31 (uniform start, two local steps). "
              "Paper = `--algorithm paper` (Algorithm 2). Produced by "
              "`results/acceleration/synthetic.py` (the synthetic sets), `results/acceleration/measure.py` (the 15 sets and the "

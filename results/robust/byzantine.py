@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from crc.protocol.config import SimulationConfig
-from crc.protocol.repeat import load_for
+from crc.protocol.repeat import load_for, prepare_repeat
 from crc.protocol.simulator import byzantine_for, simulate
-from crc.protocol.repeat import prepare_repeat
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
@@ -100,7 +99,8 @@ def main() -> None:
                     cell["breakdown"] = breakdown(config, dataset)
                 cell["algorithm"] = result["config"]["algorithm"]
                 cells[f"{cell['algorithm']}/{graph}/{attack}/{rule}"] = cell
-                print(f"{cell['algorithm']:11s} {graph:10s} {attack:9s} {rule:9s} honest accuracy {cell['honest_accuracy']:.4f}", file=sys.stderr, flush=True)
+                print(f"{cell['algorithm']:11s} {graph:10s} {attack:9s} {rule:9s} honest accuracy {cell['honest_accuracy']:.4f}",
+                      file=sys.stderr, flush=True)
                 out.write_text(json.dumps(cells, indent=1))
 
 

@@ -6,23 +6,29 @@ and SIGTERM latency during the flood.
 Peers are keyed (CURVE) unless --insecure is given: then the flood reaches the decoder.
 
 FRAME_BYTES defaults to the largest valid frame (larger ones are dropped by ZeroMQ with their connection)."""
-import json, signal, sys, tempfile, time
+import json
+import signal
+import sys
+import tempfile
+import time
 from pathlib import Path
+
 import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from support.flood import Flood
-from support.network import Network, scenario
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
 from crc.nodes.wire import ENVELOPE_BYTES
+from support.flood import Flood
+from support.network import Network, scenario
 
 INSECURE = "--insecure" in sys.argv
 ARGS = [arg for arg in sys.argv[1:] if arg != "--insecure"]
 
 
 def rss_mb(pid):
-    for line in open(f"/proc/{pid}/status"):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
 def fds(pid):
@@ -30,7 +36,7 @@ def fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 def run(tag, sockets, seconds, rounds, term):
-    d = Path(tempfile.mkdtemp(prefix=f"crc-flood-{tag}-")); 
+    d = Path(tempfile.mkdtemp(prefix=f"crc-flood-{tag}-"))
     config, graph, expected = scenario(d, nodes=3, rounds=rounds, data="penbased", local_size=50)
     victim = max(graph, key=graph.degree)
     size = make_model(config.model, Schema.load(d / "schema.json")).size
@@ -40,14 +46,18 @@ def run(tag, sockets, seconds, rounds, term):
         net.start_all()
         net.wait_for_round(victim, 2)
         pid = net.processes[victim].pid
-        base = rss_mb(pid); peak = base; maxfd = fds(pid)
+        base = peak = rss_mb(pid)
+        maxfd = fds(pid)
         flood = Flood(net.addresses[victim], sockets=sockets, frame_bytes=frame, seconds=seconds) if sockets else None
-        start = time.monotonic(); term_latency = None
+        start, term_latency = time.monotonic(), None
         while net.processes[victim].poll() is None and time.monotonic() - start < seconds + 120:
-            peak = max(peak, rss_mb(pid) or 0); maxfd = max(maxfd, fds(pid))
+            peak = max(peak, rss_mb(pid) or 0)
+            maxfd = max(maxfd, fds(pid))
             if term and time.monotonic() - start > seconds / 2 and term_latency is None:
-                t0 = time.monotonic(); net.signal(victim, signal.SIGTERM)
-                net.wait([victim], limit=10); term_latency = time.monotonic() - t0
+                t0 = time.monotonic()
+                net.signal(victim, signal.SIGTERM)
+                net.wait([victim], limit=10)
+                term_latency = time.monotonic() - t0
                 break
             time.sleep(0.05)
         if flood:
@@ -65,9 +75,8 @@ def run(tag, sockets, seconds, rounds, term):
                        max_diff_vs_simulator=float(np.max(np.abs(net.stats() - expected) / np.abs(expected).max())))
     print(json.dumps(out), flush=True)
 
-mode = ARGS[0]
-if mode == "clean": run("clean", 0, 5, 1500, False)
-if mode == "f20": run("f20", 20, 5.0, 1500, False)
-if mode == "f20term": run("f20term", 20, 5.0, 100000, True)
-if mode == "f1000": run("f1000", 1000, 5.0, 1500, False)
-if mode == "f1000term": run("f1000term", 1000, 5.0, 100000, True)
+MODES = {"clean": ("clean", 0, 5, 1500, False), "f20": ("f20", 20, 5.0, 1500, False),
+         "f20term": ("f20term", 20, 5.0, 100000, True), "f1000": ("f1000", 1000, 5.0, 1500, False),
+         "f1000term": ("f1000term", 1000, 5.0, 100000, True)}
+if ARGS[0] in MODES:
+    run(*MODES[ARGS[0]])
