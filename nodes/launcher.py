@@ -115,15 +115,6 @@ class _Process(subprocess.Popen):
         return self.poll() is not None
 
 
-def start_peer(spawner: Spawner | None, command: list[str], log) -> _Process | Child:
-    """Start a peer with ``command``: forked by the spawner if there is one, else as a fresh process."""
-    if spawner is None:
-        return _Process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                        env={**os.environ, **SINGLE_THREADED})
-    with open(os.devnull, "r+b") as devnull:
-        return spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
-
-
 def reap(processes: list[_Process | Child]) -> None:
     """Stop every process still running: SIGTERM, then SIGKILL after a grace period."""
     for process in processes:
@@ -139,6 +130,63 @@ def reap(processes: list[_Process | Child]) -> None:
                 process.wait(timeout=REAP_GRACE_S)
 
 
+class PeerProcesses:
+    """The peer processes of one launch: forked by one spawner that has imported what a peer needs (``spawner``; None
+    where ``supported`` says no, then each peer is a fresh process). Leaving the ``with`` block (or ``close``) stops
+    every peer still running (``reap``) and closes the spawner, after an error or an interruption too."""
+
+    def __init__(self, *, ready_timeout: float):
+        self.spawner = Spawner(ready_timeout=ready_timeout) if supported() else None
+        self.started: list[_Process | Child] = []
+
+    def __enter__(self) -> PeerProcesses:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def wait_ready(self) -> bool:
+        """Wait until the spawner can fork; whether peers are forked (fresh processes start too slowly and unevenly
+        for a common start time to pay)."""
+        if self.spawner is None:
+            return False
+        self.spawner.wait_ready()
+        return True
+
+    def start(self, command: list[str], log) -> _Process | Child:
+        """Start a peer with ``command``, its standard error to ``log`` (a binary file)."""
+        if self.spawner is None:
+            process = _Process(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                               env={**os.environ, **SINGLE_THREADED})
+        else:
+            with open(os.devnull, "r+b") as devnull:
+                process = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
+        self.started.append(process)
+        return process
+
+    def pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less as soon as a forked peer's exit is reported."""
+        if self.spawner is not None:
+            self.spawner.pump(seconds)
+        else:
+            time.sleep(seconds)
+
+    def await_exits(self, deadline: float, progress: Callable[[int, int], None] | None = None) -> None:
+        """Wait until every peer started exited or ``deadline`` (``time.monotonic``) passed, telling ``progress``
+        (exited, all) as they go."""
+        while not all(p.exited for p in self.started) and time.monotonic() < deadline:
+            if progress is not None:
+                progress(sum(p.exited for p in self.started), len(self.started))
+            self.pause(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        try:
+            reap(self.started)
+        finally:
+            if self.spawner is not None:
+                self.spawner.close()
+
+
 START_ALLOWANCE_S = (0.2, 0.03)
 """(base, per peer) seconds from the moment the spawner can fork to the peers' common ``--start-at``: forking
 a peer and its setup (data, keys, sockets) took 10-20 ms each for 16 peers on 2 cores; a peer ready
@@ -149,20 +197,6 @@ def start_time(peers: int) -> float:
     """The wall-clock time (seconds since the epoch) at which ``peers`` peers forked from now begin their rounds."""
     base, per_peer = START_ALLOWANCE_S
     return time.time() + base + per_peer * peers
-
-
-def await_exits(processes: list[_Process | Child], spawner: Spawner | None, deadline: float,
-                progress: Callable[[int, int], None] | None) -> None:
-    """Wait until every peer of ``processes`` exited or ``deadline`` (``time.monotonic``) passed, telling ``progress``
-    (exited, all) as they go."""
-    while not all(p.exited for p in processes) and time.monotonic() < deadline:
-        if progress is not None:
-            progress(sum(p.exited for p in processes), len(processes))
-        pause = min(0.1, max(0.0, deadline - time.monotonic()))
-        if spawner is not None:
-            spawner.pump(pause)  # returns as soon as a peer's exit is reported
-        else:
-            time.sleep(pause)
 
 
 def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -> float:
@@ -193,10 +227,8 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
     they run without keys (``crc launch --insecure``)."""
     check_launch(config, plaintext=plaintext)
     workdir = Path(workdir)
-    spawner, processes = None, []
-    try:
-        # The spawner imports what a peer needs (once for all peers) while the deployment is prepared.
-        spawner = Spawner(ready_timeout=first_round_timeout) if supported() else None
+    # The spawner imports what a peer needs (once for all peers) while the deployment is prepared.
+    with PeerProcesses(ready_timeout=first_round_timeout) as peers:
         dataset = load_for(config)
         rep = prepare_repeat(dataset, config, 0)
         write_deployment(dataset, rep.split, workdir)
@@ -208,34 +240,29 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         if not plaintext:
             write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
-        start_at = None
-        if spawner is not None:  # fresh processes start too slowly and unevenly for a common start to pay
-            spawner.wait_ready()
-            start_at = start_time(config.nodes)
+        start_at = start_time(config.nodes) if peers.wait_ready() else None
         for index in range(config.nodes):
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
                                    attack=config.attack if index in byzantine else None, plaintext=plaintext,
                                    start_at=start_at, sums_per_round=sums_per_round(graph))
             with open(workdir / f"node-{index}.log", "wb") as log:
-                processes.append(start_peer(spawner, command, log))
-        deadline = started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout)
-        await_exits(processes, spawner, deadline, progress)
-    finally:
-        try:
-            reap(processes)
-        finally:
-            if spawner is not None:
-                spawner.close()
+                peers.start(command, log)
+        peers.await_exits(started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout),
+                          progress)
     wall = time.monotonic() - started
-    results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses,
-                        timeout=timeout, byzantine=byzantine, graph=graph)
+    results = evaluate_peers(dataset, config, rep, peers.started, workdir, ess=ess, wall=wall, addresses=addresses,
+                             timeout=timeout, byzantine=byzantine, graph=graph)
     results["network"]["encrypted"] = not plaintext
     return results
 
 
-def _evaluate(dataset, config, rep, processes, workdir: Path, *, ess: float, wall: float, addresses: list[str],
-              timeout: float, byzantine: np.ndarray, graph) -> dict:
+def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, workdir: Path, *, ess: float, wall: float,
+                   addresses: list[str], timeout: float, byzantine: np.ndarray, graph) -> dict:
+    """The results JSON of a launch of ``config``'s first repeat ``rep`` with ``network`` and ``nodes``: the peers
+    ``processes`` (index i: the peer of ``addresses[i]``) that exited with 0 and wrote ``model-<i>.json`` in
+    ``workdir`` are evaluated like the simulator's; the others are listed as failed, with their checkpoint's round.
+    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the peers' graph."""
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"

@@ -25,9 +25,8 @@ from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
 from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
-from crc.nodes.launcher import await_exits, free_ports, reap, run_deadline_s, start_peer
+from crc.nodes.launcher import PeerProcesses, free_ports, run_deadline_s
 from crc.nodes.settings import PeerSettings
-from crc.nodes.spawner import Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
@@ -84,9 +83,7 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
     work directory."""
     workdir = Path(workdir)
     require_psi()
-    spawner, processes = None, []
-    try:
-        spawner = Spawner(ready_timeout=first_round_timeout) if supported() else None
+    with PeerProcesses(ready_timeout=first_round_timeout) as peers:
         dataset = load_for(config)
         config = resolve_partition(config, dataset)
         rep = prepare_repeat(dataset, config, 0)
@@ -99,26 +96,18 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
         if not plaintext:
             write_peer_keys(workdir, addresses, [members + blocks for members, blocks in around], force=True)
         started = time.monotonic()
-        if spawner is not None:
-            spawner.wait_ready()
+        peers.wait_ready()
         for peer, (members, blocks) in enumerate(around):
             command = vertical_node_command(peer, addresses, config, members=members, block_peers=blocks, workdir=workdir,
                                             ess=ess, timeout=timeout, first_round_timeout=first_round_timeout,
                                             log_level=log_level, plaintext=plaintext)
             with open(workdir / f"node-{peer}.log", "wb") as log:
-                processes.append(start_peer(spawner, command, log))
+                peers.start(command, log)
         # every round may wait for the block neighbours and then for the group
         waits = config.rounds + 1 if graph is None else 2 * config.rounds
-        deadline = started + run_deadline_s(waits, timeout=timeout, first_round_timeout=first_round_timeout)
-        await_exits(processes, spawner, deadline, progress)
-    finally:
-        try:
-            reap(processes)
-        finally:
-            if spawner is not None:
-                spawner.close()
+        peers.await_exits(started + run_deadline_s(waits, timeout=timeout, first_round_timeout=first_round_timeout), progress)
     wall = time.monotonic() - started
-    results = _evaluate(dataset, config, rep, processes, workdir, ess=ess, wall=wall, addresses=addresses)
+    results = _evaluate(dataset, config, rep, peers.started, workdir, ess=ess, wall=wall, addresses=addresses)
     results["network"]["encrypted"] = not plaintext
     results["config"]["timeout"] = timeout
     return results

@@ -44,9 +44,8 @@ from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_deployment
 from crc.nodes.keys import write_peer_keys
-from crc.nodes.launcher import _evaluate, free_ports, node_command, reap, start_peer, start_time
+from crc.nodes.launcher import PeerProcesses, evaluate_peers, free_ports, node_command, start_time
 from crc.nodes.settings import PeerSettings
-from crc.nodes.spawner import Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.simulator import byzantine_for
@@ -99,7 +98,7 @@ class _Network:
         self.neighbours = [sorted(self.graph.neighbors(i)) for i in range(config.nodes)]
         self.ess = ess_for(config)
         write_peer_keys(workdir, self.addresses, self.neighbours, force=True)
-        self.relay = self.spawner = None
+        self.relay = self.peers = None
         self.links = {}
         self.processes = {}
         self.start_at = None
@@ -109,9 +108,8 @@ class _Network:
                 for i, j in edges:
                     self.links[i, j] = self.relay.add(self.ports[j], port=link_ports[i, j], name=f"{i}->{j}",
                                                       latency_s=LATENCY_S, jitter_s=JITTER_S)
-            self.spawner = Spawner(ready_timeout=60.0) if supported() else None
-            if self.spawner is not None:
-                self.spawner.wait_ready()
+            self.peers = PeerProcesses(ready_timeout=60.0)
+            self.peers.wait_ready()
         except BaseException:
             self.close()
             raise
@@ -126,7 +124,7 @@ class _Network:
 
     def start(self, index: int) -> None:
         with open(self.workdir / f"node-{index}.log", "ab") as log:
-            self.processes[index] = start_peer(self.spawner, self.command(index), log)
+            self.processes[index] = self.peers.start(self.command(index), log)
 
     def round_of(self, index: int) -> int:
         return completed_round(self.workdir / f"checkpoint-{index}") or 0
@@ -135,21 +133,15 @@ class _Network:
         while not done():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: not within the run's deadline")
-            if self.spawner is not None:
-                self.spawner.pump(POLL_S)
-            else:
-                time.sleep(POLL_S)
+            self.peers.pause(POLL_S)
 
     def close(self) -> None:
         try:
-            reap(list(self.processes.values()))
+            if self.peers is not None:
+                self.peers.close()
         finally:
-            try:
-                if self.spawner is not None:
-                    self.spawner.close()
-            finally:
-                if self.relay is not None:
-                    self.relay.close()
+            if self.relay is not None:
+                self.relay.close()
 
 
 def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partition_s: float, restart_after_s: float,
@@ -204,7 +196,7 @@ def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partitio
     finally:
         net.close()
     processes = [net.processes[i] for i in range(nodes)]
-    results = _evaluate(net.dataset, config, net.rep, processes, workdir, ess=net.ess, wall=wall, addresses=net.addresses,
+    results = evaluate_peers(net.dataset, config, net.rep, processes, workdir, ess=net.ess, wall=wall, addresses=net.addresses,
                         timeout=TIMEOUT_S, byzantine=byzantine_for(net.rep, config)[0], graph=net.graph)
     lost = {"touched": 0, "others": 0}
     down = {"touched": 0, "others": 0}

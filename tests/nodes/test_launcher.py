@@ -122,6 +122,21 @@ def test_peers_are_reaped_with_sigterm_then_sigkill_when_the_spawner_is_gone(tmp
         spawner.close()
 
 
+def test_leaving_the_peer_processes_on_an_error_reaps_every_peer_and_closes_the_spawner(tmp_path):
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    begun = time.monotonic()
+    with (pytest.raises(RuntimeError, match="the launch failed"), open(tmp_path / "log", "wb") as log,
+          launcher.PeerProcesses(ready_timeout=WAIT_S) as peers):
+        assert peers.wait_ready()
+        children = [peers.start(sleeper, log) for _ in range(2)]
+        peers.pause(0.1)
+        assert peers.started == children and not any(child.exited for child in children)
+        raise RuntimeError("the launch failed")
+    assert all(child.exited for child in children) and not peers.spawner.alive
+    assert peers.spawner.process.returncode == 0
+    assert time.monotonic() - begun < launcher.REAP_GRACE_S + 5
+
+
 def test_the_spawner_stops_its_peers_when_the_launcher_lets_go(tmp_path):
     spawner = Spawner()
     try:
