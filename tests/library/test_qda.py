@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from crc.core.models.qda import EIG_FLOOR, _floored_eigen, _precision_and_logdet
+from crc.core.models.qda import EIG_FLOOR, _floored_eigen, _positive_definite, _precision_and_logdet
 
 
 def _covariances(rng, batch, d):
@@ -153,3 +153,16 @@ def test_memory_order_changes_no_bit_of_a_batch_with_a_failing_matrix(d):
 def test_no_continuous_feature_gives_empty_precisions():
     precision, logdet = _precision_and_logdet(np.zeros((3, 0, 0)))
     assert precision.shape == (3, 0, 0) and np.array_equal(logdet, np.zeros(3))
+
+
+def test_positive_definiteness_is_told_per_matrix_in_a_batch_with_some_that_are_not():
+    rng = np.random.default_rng(2)
+    cov = _covariances(rng, (3, 4), 5)
+    shift = np.linalg.eigvalsh(cov)[..., 0]
+    failing = np.array([[True, False, False, True], [False, False, False, False], [False, True, True, False]])
+    cov[failing] -= 2 * shift[failing][:, None, None] * np.eye(5)  # smallest eigenvalue -shift: indefinite
+    cov[1, 2, 4, :] = cov[1, 2, :, 4] = 0.0  # singular, its last pivot exactly 0: no Cholesky factor
+    expected = failing.copy()
+    expected[1, 2] = True
+    np.testing.assert_array_equal(_positive_definite(cov), ~expected)
+    assert _positive_definite(cov[1, [0, 1, 3]]).all() and _positive_definite(cov[0]).shape == (4,)

@@ -163,20 +163,7 @@ class QDA(LinearFamilyModel):
 
 def _positive_definite(matrices: np.ndarray) -> np.ndarray:
     """Whether each symmetric matrix (..., d, d) has a Cholesky factor, shape (...)."""
-    flat = matrices.reshape((-1,) + matrices.shape[-2:])
-    try:
-        np.linalg.cholesky(flat)
-        return np.ones(matrices.shape[:-2], dtype=bool)
-    except np.linalg.LinAlgError:
-        pass
-    passed = np.empty(len(flat), dtype=bool)
-    for i, matrix in enumerate(flat):
-        try:
-            np.linalg.cholesky(matrix)
-            passed[i] = True
-        except np.linalg.LinAlgError:
-            passed[i] = False
-    return passed.reshape(matrices.shape[:-2])
+    return _cholesky_each(matrices.reshape((-1,) + matrices.shape[-2:]))[1].reshape(matrices.shape[:-2])
 
 
 FLOOR_TRACE = 1 / EIG_FLOOR
@@ -236,19 +223,29 @@ def _factored(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _batched_factors(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_looped_factors`` with numpy's batched Cholesky factorisation and inverse; a batch whose factorisation
-    fails is factorised one matrix at a time with the same call, which gives the same bits."""
-    factored = np.ones(len(cov), dtype=bool)
-    try:
-        lower = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        lower = np.empty(cov.shape)  # C order whatever cov's: the log-determinants' sums then add in one order
-        for i, matrix in enumerate(cov):
-            try:
-                lower[i] = np.linalg.cholesky(matrix)
-            except np.linalg.LinAlgError:
-                lower[i], factored[i] = np.eye(cov.shape[-1]), False
+    """``_looped_factors`` with numpy's batched Cholesky factorisation (``_cholesky_each``) and inverse."""
+    lower, factored = _cholesky_each(cov)
     return np.swapaxes(np.linalg.inv(lower), -1, -2), np.diagonal(lower, axis1=-2, axis2=-1), factored
+
+
+def _cholesky_each(matrices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky factors L (b, d, d) of symmetric ``matrices`` (b, d, d), the identity where the factorisation fails,
+    and whether it succeeded (b,). One batched call; a batch whose factorisation fails is factorised one matrix at a
+    time with the same call, which gives the same bits. numpy's batched call cannot say which matrices failed, and
+    a mask from a batched ``eigvalsh`` would differ from the factorisation at the margin and cost more (23 ms against
+    17 ms for 1300 matrices of order 16, a third of them not positive definite, measured)."""
+    factored = np.ones(len(matrices), dtype=bool)
+    try:
+        return np.linalg.cholesky(matrices), factored
+    except np.linalg.LinAlgError:
+        pass
+    lower = np.empty(matrices.shape)  # C order whatever the matrices': the log-determinants' sums then add in one order
+    for i, matrix in enumerate(matrices):
+        try:
+            lower[i] = np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            lower[i], factored[i] = np.eye(matrices.shape[-1]), False
+    return lower, factored
 
 
 def _looped_factors(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
