@@ -5,10 +5,11 @@ which a research Byzantine peer poisons (``crc.core.attacks``).
 All of a peer's noise is exact: discrete Gaussians on the fixed-point integers (``crc.core.discrete_gaussian``),
 from a SHAKE-256 keystream keyed by the round and the run's ``noise_key``: 32 fresh bytes of ``os.urandom`` per run
 (kept beside the checkpoint), never the run's public seed. Local noise (``exact_release``) rounds the statistics to
-the fixed point and adds N_Z(0, ⌈(σ 2^F)²⌉) to every coordinate, its keystream keyed by the statistics too: a
-resumed peer that computes a round's statistics again releases the same values; if they differ (other
-neighbours' statistics arrived), the noise is fresh, rather than the same noise, which would publish the
-noise-free difference of the two.
+the fixed point and adds N_Z(0, ⌈(σ 2^F)²⌉) to every coordinate, its keystream keyed by those fixed-point
+statistics too: a resumed peer that computes a round's statistics again releases the same values; if they differ
+(other neighbours' statistics arrived), the noise is fresh, rather than the same noise, which would publish the
+noise-free difference of the two. (A keyed pseudorandom function of the statistics: each release's noise is the
+discrete Gaussian whatever the statistics, as long as the key is secret.)
 
 With distributed noise (``crc.core.distributed_noise``) the peer adds no noise of its own to its statistics: each
 round it draws one discrete Gaussian share (integer, fixed-point units) for every distinct closed neighbourhood it
@@ -26,7 +27,7 @@ import numpy as np
 
 from crc.core.attacks import poison
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, exact_release, noise_in_statistics, share_variance
+from crc.core.distributed_noise import FIXED_POINT_BITS, exact_release, fixed_point, noise_in_statistics, share_variance
 from crc.core.models.base import GenerativeModel
 from crc.core.privacy import Privacy
 
@@ -62,8 +63,8 @@ class Release:
         as they are without privacy (or with distributed noise, which goes into the sums instead)."""
         if self.privacy is None or self.distributed:
             return stats
-        context = np.ascontiguousarray(stats, dtype=np.float64).tobytes()
-        return exact_release(self.model, stats, self.privacy.sigma, self._keystream(round_, context))
+        rng = self._keystream(round_, fixed_point(stats).tobytes())
+        return exact_release(self.model, stats, self.privacy.sigma, rng)
 
     def on_the_wire(self, stats: np.ndarray) -> np.ndarray:
         """What the peer sends for its statistics: the statistics, or a Byzantine peer's poisoned ones."""

@@ -116,6 +116,11 @@ def share_variance(sigma_units: float, members: int, colluders: int) -> int:
     return grid_variance(sigma_units, honest)
 
 
+def fixed_point(stats: np.ndarray) -> np.ndarray:
+    """``stats`` (..., size) rounded to the fixed point, in its units (int64)."""
+    return np.rint(stats * 2.0**FIXED_POINT_BITS).astype(np.int64)
+
+
 def exact_release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: KeyedRandom) -> np.ndarray:
     """A real peer's local noise, exact: ``stats`` (size,) rounded to the fixed point plus N_Z(0, ⌈(σ 2^F)²⌉) on
     every coordinate, in statistics units (σ too), the class counts centred on the statistics' ESS (kept exact).
@@ -124,9 +129,8 @@ def exact_release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: 
     discrete Gaussian mechanism of Canonne, Kamath & Steinke (2020), followed by post-processing (the division and
     the centring on the public ESS); without the rounding the fractional parts of the release would show those of
     the statistics."""
-    units = np.rint(stats * 2.0**FIXED_POINT_BITS)
     noise = discrete_gaussian_array(rng, grid_variance(sigma * 2.0**FIXED_POINT_BITS), stats.shape)
-    return centre_counts(model, (units + noise) / 2.0**FIXED_POINT_BITS, float(model.ess(stats)))
+    return centre_counts(model, (fixed_point(stats) + noise) / 2.0**FIXED_POINT_BITS, float(model.ess(stats)))
 
 
 def divergence(variance: int, members: int, size: int) -> float:
