@@ -388,19 +388,21 @@ def vouched_neighbourhoods(hoods: dict, own: str, own_key: str, known: dict, nei
 
 def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
              masking: SecureAggregationKeys | None) -> Privacy | None:
-    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``;
-    distributed noise is planned as the simulator plans it (``plan_distributed``), from what this peer knows: the
-    closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
+    """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``:
+    local noise is the exact discrete Gaussian (``plan_exact``, accounted by ``zcdp``, where the simulator's
+    floating-point noise uses ``pld``); distributed noise is planned as the simulator plans it (``plan_distributed``),
+    from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
                    acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:
         return None
-    from crc.protocol.accountant import plan, plan_shares
+    from crc.protocol.accountant import plan_exact, plan_shares
 
     if options.dp_noise == "local":
-        return plan(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, releases=options.rounds)
+        return plan_exact(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip,
+                          releases=options.rounds)
     hoods = set(masking.closed_neighbourhoods(options.bind, options.peers).values())
     per_round = options.dp_sums_per_round or len(hoods)
     if per_round < len(hoods):

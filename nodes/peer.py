@@ -85,10 +85,9 @@ class Peer:
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links)
         self._resume()
-        distributed = settings.privacy is not None and settings.privacy.noise == "distributed"
-        self.release = Release(model, privacy=settings.privacy, privacy_seed=settings.privacy_seed, attack=settings.attack,
-                               bind=settings.bind, hoods=settings.closed_neighbourhoods(),
-                               noise_key=self.checkpoints.noise_key(resumed=self.round > 0) if distributed else None)
+        self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
+                               hoods=settings.closed_neighbourhoods(),
+                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.round > 0))
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
@@ -438,7 +437,7 @@ class Peer:
             stats, memory = acceleration.step(self.model, self.settings.acceleration, start, self.memory, self.phi,
                                               self.weights, iterations=self.settings.iters, own=self.stats,
                                               restart=restart)
-            stats = self.release.private(stats)
+            stats = self.release.private(stats, self.round)
         except CRCError as exc:
             return None, None, str(exc)
         return stats, memory, self._own_problem(stats)

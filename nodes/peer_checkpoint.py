@@ -135,9 +135,10 @@ class PeerCheckpoints:
         return restore(round_, vector, self.speedup, len(start.stats), source=self.directory, links=self.links), metrics
 
     def noise_key(self, *, resumed: bool) -> bytes:
-        """The 32-byte key of this run's distributed noise shares: fresh from ``os.urandom`` for a fresh run (written
-        beside the checkpoint, mode 0600, when there is a directory), the one written before for a ``resumed`` run,
-        so that a resumed peer sends the round it sends again with the same shares (fresh ones if the file is gone)."""
+        """The 32-byte key of this run's privacy noise (local noise or distributed shares): fresh from ``os.urandom``
+        for a fresh run (written beside the checkpoint, mode 0600, when there is a directory), the one written before
+        for a ``resumed`` run, so that a resumed peer sends the round it sends again with the same noise (fresh if the
+        file is gone)."""
         path = None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
         if resumed and path is not None and path.exists():
             key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key")

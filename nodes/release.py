@@ -2,13 +2,20 @@
 run is private (the peer continues from the released value, ``crc.core.privacy``), and what it puts on the wire,
 which a research Byzantine peer poisons (``crc.core.attacks``).
 
+All of a peer's noise is exact: discrete Gaussians on the fixed-point integers (``crc.core.discrete_gaussian``),
+from a SHAKE-256 keystream keyed by the round and the run's ``noise_key``: 32 fresh bytes of ``os.urandom`` per run
+(kept beside the checkpoint), never the run's public seed. Local noise (``exact_release``) rounds the statistics to
+the fixed point and adds N_Z(0, ⌈(σ 2^F)²⌉) to every coordinate, its keystream keyed by those fixed-point
+statistics too: a resumed peer that computes a round's statistics again releases the same values; if they differ
+(other neighbours' statistics arrived), the noise is fresh, rather than the same noise, which would publish the
+noise-free difference of the two. (A keyed pseudorandom function of the statistics: each release's noise is the
+discrete Gaussian whatever the statistics, as long as the key is secret.)
+
 With distributed noise (``crc.core.distributed_noise``) the peer adds no noise of its own to its statistics: each
 round it draws one discrete Gaussian share (integer, fixed-point units) for every distinct closed neighbourhood it
 is a member of, and adds it to what it sends that neighbourhood's recipient (masked, ``crc.nodes.secure_aggregation``)
 and, as a recipient, to its own part of its own neighbourhood's sum. Recipients with the same closed neighbourhood
-get the same share, as in the simulator. Each round's shares come from a SHAKE-256 keystream keyed by the round and
-the run's ``noise_key``: 32 fresh bytes of ``os.urandom`` per run (kept beside the checkpoint, so that a resumed
-peer sends a round again with the same shares), never the run's public seed."""
+get the same share, as in the simulator; a resumed peer sends a round again with the same shares."""
 
 from __future__ import annotations
 
@@ -20,40 +27,44 @@ import numpy as np
 
 from crc.core.attacks import poison
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, noise_in_statistics, share_variance
+from crc.core.distributed_noise import FIXED_POINT_BITS, exact_release, fixed_point, noise_in_statistics, share_variance
 from crc.core.models.base import GenerativeModel
-from crc.core.privacy import Privacy, release
+from crc.core.privacy import Privacy
 
 
 class Release:
-    """A peer's releases of ``model``'s statistics (size,): noise of ``privacy``'s sigma from a generator seeded with
-    ``privacy_seed`` (None: the operating system's entropy), and the ``attack`` of a Byzantine peer seeded from its
-    address ``bind`` (None: none). Distributed noise needs ``hoods``: the closed neighbourhood (its members' addresses)
-    of every recipient of this peer's statistics, this peer's own included, and ``noise_key`` (32 secret bytes)."""
+    """A peer's releases of ``model``'s statistics (size,): noise of ``privacy``'s sigma from keystreams keyed by
+    ``noise_key`` (32 secret bytes, needed with privacy), and the ``attack`` of a Byzantine peer seeded from its
+    address ``bind`` (None: none). Distributed noise needs ``hoods``: the closed neighbourhood (its members'
+    addresses) of every recipient of this peer's statistics, this peer's own included."""
 
-    def __init__(self, model: GenerativeModel, *, privacy: Privacy | None, privacy_seed: int | None,
-                 attack: str | None, bind: str, hoods: Mapping[str, frozenset[str]] | None = None,
-                 noise_key: bytes | None = None):
+    def __init__(self, model: GenerativeModel, *, privacy: Privacy | None, attack: str | None, bind: str,
+                 hoods: Mapping[str, frozenset[str]] | None = None, noise_key: bytes | None = None):
         self.model, self.privacy, self.attack = model, privacy, attack
-        self._privacy_rng = np.random.default_rng(privacy_seed)
         self._attack_rng = np.random.default_rng(zlib.crc32(bind.encode()))
+        if privacy is not None and noise_key is None:
+            raise ValueError("a private peer's noise needs a noise key")
+        self._noise_key = noise_key
         self.distributed = privacy is not None and privacy.noise == "distributed"
         if self.distributed:
-            if hoods is None or noise_key is None:
-                raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation) "
-                                 "and a noise key")
+            if hoods is None:
+                raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation)")
             self._hoods = dict(hoods)
             units = privacy.sigma * 2.0**FIXED_POINT_BITS
             self._variances = {hood: share_variance(units, len(hood), privacy.colluders) for hood in set(hoods.values())}
-            self._noise_key = noise_key
             self._shares: dict[int, dict[str, np.ndarray]] = {}
 
-    def private(self, stats: np.ndarray) -> np.ndarray:
-        """The statistics a local step gave, as released: with the plan's noise, or as they are without privacy (or
-        with distributed noise, which goes into the sums instead)."""
+    def _keystream(self, round_: int, context: bytes = b"") -> KeyedRandom:
+        """The keystream of ``round_``'s noise (and of ``context``) under the run's noise key."""
+        return KeyedRandom(hashlib.sha256(self._noise_key + round_.to_bytes(8, "little") + context).digest())
+
+    def private(self, stats: np.ndarray, round_: int) -> np.ndarray:
+        """The statistics (size,) a local step of ``round_`` gave, as released: with the plan's exact local noise, or
+        as they are without privacy (or with distributed noise, which goes into the sums instead)."""
         if self.privacy is None or self.distributed:
             return stats
-        return release(self.model, stats, self.privacy.sigma, self._privacy_rng)
+        rng = self._keystream(round_, fixed_point(stats).tobytes())
+        return exact_release(self.model, stats, self.privacy.sigma, rng)
 
     def on_the_wire(self, stats: np.ndarray) -> np.ndarray:
         """What the peer sends for its statistics: the statistics, or a Byzantine peer's poisoned ones."""
@@ -68,7 +79,7 @@ class Release:
         if not self.distributed:
             return None
         if round_ not in self._shares:
-            rng = KeyedRandom(hashlib.sha256(self._noise_key + round_.to_bytes(8, "little")).digest())
+            rng = self._keystream(round_)
             drawn = {hood: discrete_gaussian_array(rng, variance, (self.model.size,))
                      for hood, variance in sorted(self._variances.items(), key=lambda item: sorted(item[0]))}
             self._shares = {round_: {address: drawn[hood] for address, hood in self._hoods.items()},

@@ -94,10 +94,9 @@ class PeerSettings:
     loss_seed: int = 0
     """Seed of the injected loss (the simulator's ``loss_seed`` for this node, so that both drop the same messages)."""
     privacy: Privacy | None = None
-    """Differential privacy (``crc.core.privacy``): every round's statistics are released with Gaussian noise of
-    this plan's sigma, and the peer continues from the released values. None: no noise."""
-    privacy_seed: int | None = None
-    """Seed of the privacy noise; None (a deployment): fresh entropy from the operating system."""
+    """Differential privacy (``crc.core.privacy``): every round's statistics are released with discrete Gaussian
+    noise of this plan's sigma (``crc.nodes.release``), and the peer continues from the released values. None: no
+    noise."""
     secure_aggregation: SecureAggregationKeys | None = None
     """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
     neighbourhood with its members' public keys. None: statistics travel as they are."""

@@ -31,6 +31,11 @@ themselves (at most 2^-(F+1) per coordinate, inside the accounted sensitivity). 
 keyed by the run's seed, for reproducible runs; real peers (``crc.nodes.release``) key theirs with fresh bytes from
 ``os.urandom`` each run, add them to the fixed-point words before masking (``crc.nodes.secure_aggregation``), and
 centre the counts of what they unmask on their public total (``centre_counts``): the same mechanism, on noise nobody can predict.
+
+A real peer's local noise is exact too (``exact_release``): its statistics rounded to the same fixed point, plus one
+discrete Gaussian of the whole release's variance per coordinate, accounted like one share's sum (``zcdp``, the
+integer sensitivity, ``crc.protocol.accountant.plan_exact``). The simulator's local noise stays a seeded
+floating-point Gaussian (``crc.core.privacy.release``), accounted by the PLD.
 """
 
 from __future__ import annotations
@@ -95,6 +100,12 @@ class Neighbourhoods:
         return min(len(m) for m in self.members)
 
 
+def grid_variance(sigma_units: float, draws: int = 1) -> int:
+    """The integer variance of each of ``draws`` discrete Gaussians whose sum has variance at least ``sigma_units``²
+    (σ in fixed-point units; rounded up, which only adds noise)."""
+    return max(1, math.ceil(sigma_units**2 / draws))
+
+
 def share_variance(sigma_units: float, members: int, colluders: int) -> int:
     """v, the integer variance of one member's share, so that the shares of all but the recipient and
     ``colluders`` members add up to at least ``sigma_units``² (σ in fixed-point units)."""
@@ -102,7 +113,24 @@ def share_variance(sigma_units: float, members: int, colluders: int) -> int:
     if honest < 1:
         raise CRCError(f"distributed noise needs every closed neighbourhood to have at least {colluders + 2} peers "
                        f"(the recipient, {colluders} colluder(s) and one honest member), got one of {members}")
-    return max(1, math.ceil(sigma_units**2 / honest))
+    return grid_variance(sigma_units, honest)
+
+
+def fixed_point(stats: np.ndarray) -> np.ndarray:
+    """``stats`` (..., size) rounded to the fixed point, in its units (int64)."""
+    return np.rint(stats * 2.0**FIXED_POINT_BITS).astype(np.int64)
+
+
+def exact_release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: KeyedRandom) -> np.ndarray:
+    """A real peer's local noise, exact: ``stats`` (size,) rounded to the fixed point plus N_Z(0, ⌈(σ 2^F)²⌉) on
+    every coordinate, in statistics units (σ too), the class counts centred on the statistics' ESS (kept exact).
+
+    The rounded statistics are integers of sensitivity ``integer_sensitivity`` (rounding included), so this is the
+    discrete Gaussian mechanism of Canonne, Kamath & Steinke (2020), followed by post-processing (the division and
+    the centring on the public ESS); without the rounding the fractional parts of the release would show those of
+    the statistics."""
+    noise = discrete_gaussian_array(rng, grid_variance(sigma * 2.0**FIXED_POINT_BITS), stats.shape)
+    return centre_counts(model, (fixed_point(stats) + noise) / 2.0**FIXED_POINT_BITS, float(model.ess(stats)))
 
 
 def divergence(variance: int, members: int, size: int) -> float:

@@ -21,7 +21,9 @@ The change lies in the subspace where the class counts (the ``count`` column of 
 because ``sum_c u_c = 0``: that is why LRC keeps the ESS. The noise is drawn isotropic *within that
 subspace* (a standard normal vector whose count coordinates are centred), so the released statistics keep the
 ESS exactly and the mechanism is the Gaussian mechanism on the subspace, with the same privacy for the same
-``sigma / Delta``: the direction left out (the total count) does not depend on the data.
+``sigma / Delta``: the direction left out (the total count) does not depend on the data. ``release`` draws it in
+floating point (the simulator's noise); a real peer draws the discrete Gaussian on the fixed point instead, exact
+(``crc.core.distributed_noise.exact_release``).
 
 Combinations. Only one LRC step per round has this bound (a second step's ``theta`` depends on the first
 step's data term), so privacy needs ``iters = 1``. A local start releases the peer's scaled ML statistics,

@@ -19,6 +19,14 @@ coordinates are ½ε²-concentrated DP with ε² ≤ Δ² / (n σ²) + τ d, τ 
 n σ² / Δ², plus ½ τ d; T such releases compose to T ρ, valid for every Rényi order α as α T ρ, converted to
 (ε, δ) by Balle et al. (2020), ``dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon``.
 
+The same ``zcdp`` accounts a real peer's local noise (``plan_exact``), the discrete Gaussian on the fixed-point
+statistics (``crc.core.distributed_noise.exact_release``): N_Z(0, σ²) on each coordinate of an integer release of L2
+sensitivity Δ is Δ² / (2σ²)-zCDP (Canonne, Kamath & Steinke 2020, the multivariate discrete Gaussian), exactly the continuous Gaussian's ρ
+at the same σ / Δ, with Δ the integer sensitivity (rounding to the grid included, ``integer_sensitivity``). The
+``pld`` accountant's tighter ε is the continuous Gaussian's exact privacy loss, which is not established for the
+multivariate discrete Gaussian, so a real peer does not use it: for the same (ε, δ) its z is that of ``zcdp``
+(the simulator's floating-point noise keeps ``pld``).
+
 Given a target (ε, δ) and T, the noise multiplier is solved for by bisection (ε falls as z grows).
 
 ``dp_accounting`` is imported on first use: a run without privacy does not pay for it.
@@ -109,6 +117,15 @@ def plan(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, r
     z = noise_multiplier_for(epsilon, delta, releases, accountant)
     return Privacy(epsilon=epsilon, delta=delta, clip=clip, releases=releases, sensitivity=sensitivity(model, clip),
                    noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, accountant), accountant=accountant)
+
+
+def plan_exact(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, releases: int) -> Privacy:
+    """A real peer's local noise (``crc.core.distributed_noise.exact_release``) for (``epsilon``, ``delta``) over
+    ``releases`` releases: the discrete Gaussian on the integer sensitivity, accounted by ``zcdp``."""
+    z = noise_multiplier_for(epsilon, delta, releases, "zcdp")
+    units = integer_sensitivity(sensitivity(model, clip), model.size)
+    return Privacy(epsilon=epsilon, delta=delta, clip=clip, releases=releases, sensitivity=units / 2.0**FIXED_POINT_BITS,
+                   noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, "zcdp"), accountant="zcdp")
 
 
 def plan_distributed(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int,

@@ -31,6 +31,8 @@ LEVERS = {
     "local, complete, 16 rounds": {"topology": "complete", "rounds": 16, "classifier": "aggregate"},
     "momentum, 16 rounds": {"topology": "tree", "rounds": 16, "classifier": "aggregate", "momentum": 0.7},
 }
+AVERAGED = 16
+"""The tree levers are also listed with their classifier averaged over their last AVERAGED rounds (``averaging.py``)."""
 WITHIN = 0.05
 """A private run is affordable when its test error is within this of the same lever's non-private run."""
 
@@ -56,23 +58,40 @@ def run(done: dict, out: Path) -> None:
             print(key(lever, epsilon), round(result["crc"]["test_error"], 4), flush=True)
 
 
-def smallest(done: dict, lever: str, reference: dict | None) -> str:
-    """The smallest ε of the grid whose error is within WITHIN of ``reference``'s, from which on every larger ε is."""
-    if reference is None:
-        return "–"
+def first_within(errors: list[float | None], reference: float) -> str:
+    """The smallest ε of the grid whose error (``errors``, one per private ε of EPSILONS, None: not run) is within
+    WITHIN of ``reference``, from which on every larger ε's is."""
     found = None
-    for epsilon in reversed(EPSILONS[1:]):
-        result = done.get(key(lever, epsilon))
-        if result is None or result["crc"]["test_error"] > reference["crc"]["test_error"] + WITHIN:
+    for epsilon, error in reversed(list(zip(EPSILONS[1:], errors))):
+        if error is None or error > reference + WITHIN:
             break
         found = epsilon
     return "–" if found is None else f"{found:g}"
 
 
+def smallest(done: dict, lever: str, reference: dict | None) -> str:
+    """``first_within`` for ``lever``'s runs and ``reference``'s error."""
+    if reference is None:
+        return "–"
+    errors = [done[key(lever, e)]["crc"]["test_error"] if key(lever, e) in done else None for e in EPSILONS[1:]]
+    return first_within(errors, reference["crc"]["test_error"])
+
+
+def averaged() -> dict:
+    """Rows of ``done``'s form for the tree levers of averaging.json (``averaging.py``) with their classifier averaged
+    over the last AVERAGED rounds, named "<lever>, last K averaged"; none before averaging.py has run."""
+    path = HERE / "averaging.json"
+    cells = json.loads(path.read_text()) if path.exists() else {}
+    return {f"{lever}, last {AVERAGED} averaged/{epsilon}": {"crc": {"test_error": errors[str(AVERAGED)]}}
+            for name, errors in cells.items() for lever, epsilon in [name.rsplit("/", 1)]}
+
+
 def table(done: dict) -> str:
+    rows = averaged()
+    done = {**done, **rows}
     lines = ["| lever | " + " | ".join("∞" if e is None else f"ε = {e:g}" for e in EPSILONS)
              + " | ε within 0.05 of its own ∞ | of today's ∞ |", "|---" * (len(EPSILONS) + 3) + "|"]
-    for lever in LEVERS:
+    for lever in [*LEVERS, *dict.fromkeys(name.rsplit("/", 1)[0] for name in rows)]:
         cells = [f"{done[key(lever, e)]['crc']['test_error']:.3f}" if key(lever, e) in done else "–" for e in EPSILONS]
         lines.append(f"| {lever} | " + " | ".join(cells) + f" | {smallest(done, lever, done.get(key(lever, None)))} | "
                      f"{smallest(done, lever, done.get(key('today', None)))} |")
@@ -87,7 +106,9 @@ def main() -> None:
         "# Privacy levers on magic, 50 peers x 50 instances\n\nCRC's test error (mean of 3 repeats; naive Bayes, the "
         "paper's algorithm, δ = 1e-5, 1,000 test instances) by ε, and the smallest ε of the grid from which on the error "
         f"stays within {WITHIN} of the same lever's non-private run, and of today's (the paper's algorithm on the tree, "
-        "64 rounds). Written by `python results/privacy/levers.py`.\n\n"
+        f"64 rounds); \"last {AVERAGED} averaged\": the lever's classifier from the average of its classifier statistics "
+        "over its last rounds (post-processing, `averaging.py`). Written by `python results/privacy/averaging.py` then "
+        "`python results/privacy/levers.py`.\n\n"
         + table(done) + "\n")
 
 

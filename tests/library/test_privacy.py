@@ -12,11 +12,12 @@ from scipy.stats import norm
 
 from crc.core.acceleration import PAPER, PRESET, Acceleration
 from crc.core.calibration import lrc
+from crc.core.distributed_noise import FIXED_POINT_BITS
 from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.core.privacy import check_settings, clip_standardized, ess_preserving_noise, release, sensitivity
-from crc.protocol.accountant import epsilon_spent, noise_multiplier_for, plan
+from crc.protocol.accountant import epsilon_spent, noise_multiplier_for, plan, plan_exact
 from support.tables import mixed_columns, prepared
 
 KINDS = {
@@ -168,6 +169,18 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     assert privacy.epsilon_spent <= 2.0
     assert set(privacy.to_json()) == {"epsilon", "delta", "clip", "rounds", "sensitivity", "noise_multiplier", "sigma",
                                       "epsilon_spent", "accountant", "noise", "colluders", "sums_per_round"}
+
+
+def test_the_exact_plan_accounts_the_discrete_gaussian_by_zcdp_on_the_integer_sensitivity():
+    """A real peer's local noise: ρ = T / (2 z²) spends the target, the sensitivity is Δ with the rounding to the
+    fixed point (√size units), and the noise is the zCDP conversion's, a few per cent above the PLD's."""
+    model = _model("nb")
+    exact, floating = (make(model, epsilon=2.0, delta=1e-6, clip=1.5, releases=32) for make in (plan_exact, plan))
+    assert exact.accountant == "zcdp" and exact.noise == "local"
+    assert exact.sensitivity == pytest.approx(sensitivity(model, 1.5) + math.sqrt(model.size) * 2.0**-FIXED_POINT_BITS,
+                                              rel=1e-12)
+    assert exact.epsilon_spent <= 2.0 and epsilon_spent(exact.noise_multiplier * (1 - 1e-3), 32, 1e-6, "zcdp") > 2.0 * 0.99
+    assert 1.0 < exact.sigma / floating.sigma < 1.15
 
 
 @pytest.mark.parametrize("settings_, message", [

@@ -17,7 +17,7 @@ from crc.core.models import make_model
 from crc.core.privacy import clip_standardized
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings
-from crc.protocol.accountant import plan
+from crc.protocol.accountant import plan_exact
 from support.tables import mixed_columns, prepared
 
 SCHEMA, X, Y = prepared(mixed_columns(60, seed=4))
@@ -39,37 +39,38 @@ class Silent:
         pass
 
 
-def _peer(privacy=None, seed=None) -> Peer:
+def _peer(privacy=None) -> Peer:
     model = make_model("nb", SCHEMA)
     phi = model.features(clip_standardized(SCHEMA, X, 1.0))
-    settings = PeerSettings(bind="tcp://127.0.0.1:7100", peers=(), rounds=1, privacy=privacy, privacy_seed=seed)
+    settings = PeerSettings(bind="tcp://127.0.0.1:7100", peers=(), rounds=1, privacy=privacy)
     return Peer(model, phi, Y, ess=1200.0, settings=settings)
 
 
-def test_a_private_peer_releases_its_step_plus_noise_of_the_planned_scale():
+def test_a_private_peer_releases_its_step_plus_exact_noise_of_the_planned_scale():
+    """The noise on the coordinates that are not counts is on the fixed-point grid (the discrete Gaussian, exact)
+    and of the plan's scale; each run's noise key is fresh, so two runs release different noise."""
     model = make_model("nb", SCHEMA)
-    privacy = plan(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
-    plain, noisy, again = _peer(), _peer(privacy, seed=11), _peer(privacy, seed=11)
-    for peer in (plain, noisy, again):
+    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    plain, noisy, other = _peer(), _peer(privacy), _peer(privacy)
+    for peer in (plain, noisy, other):
         assert peer.run(Silent())
-    np.testing.assert_array_equal(noisy.stats, again.stats)  # seeded: reproducible
     np.testing.assert_allclose(model.ess(noisy.stats), 1200.0, rtol=1e-12)
+    released = np.delete(model.table(noisy.stats), model.layout.columns("count"), axis=-1).reshape(-1) * 2.0**FIXED_POINT_BITS
+    np.testing.assert_array_equal(released, np.rint(released))
     noise = np.delete(model.table(noisy.stats - plain.stats), model.layout.columns("count"), axis=-1).reshape(-1)
     # sum of squares / sigma^2 is chi-square with noise.size degrees of freedom: within 6 standard deviations
     ratio = np.sum(noise**2) / privacy.sigma**2
     assert abs(ratio - noise.size) < 6 * math.sqrt(2 * noise.size)
-    unseeded = _peer(privacy)
-    unseeded.run(Silent())
-    assert not np.array_equal(unseeded.stats, noisy.stats)
+    assert not np.array_equal(other.stats, noisy.stats)
 
 
 def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog):
     """The local soft 0-1 loss is computed on the raw private data without noise: under --dp-epsilon it is left out
     of the metrics (so of the model file, the checkpoint and the metrics endpoint) and of the log."""
     model = make_model("nb", SCHEMA)
-    privacy = plan(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
     with caplog.at_level(logging.INFO, logger="crc.node"):
-        plain, private = _peer(), _peer(privacy, seed=3)
+        plain, private = _peer(), _peer(privacy)
         caplog.clear()
         assert plain.run(Silent())
         plain_log = caplog.text
@@ -80,16 +81,23 @@ def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog
     assert private.metrics.soft_loss == [] and "loss" not in private_log and "round 1: 0/0 neighbours" in private_log
 
 
-def test_real_peers_spend_the_simulators_epsilon(tmp_path):
+def test_real_peers_spend_the_simulators_epsilon_with_exact_noise(tmp_path):
+    """Both spend at most the target over the same releases; real peers' discrete Gaussian is accounted by zCDP on
+    the integer sensitivity (``plan_exact``), a little more noise than the simulator's floating-point Gaussian
+    accounted by the PLD."""
     common = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300",
               "--dp-epsilon", "8", "--clip", "1.5", "--json"]
     simulated = CliRunner().invoke(main, ["simulate", *common])
     assert simulated.exit_code == 0, simulated.output
     launched = CliRunner().invoke(main, ["launch", *common, "--insecure", "--workdir", str(tmp_path)])
     assert launched.exit_code == 0, launched.output
-    expected = json.loads(simulated.stdout)["privacy"]
-    assert json.loads(launched.stdout)["privacy"] == expected
-    assert expected["epsilon_spent"] <= 8.0 and expected["rounds"] == 3 and expected["clip"] == 1.5
+    floating = json.loads(simulated.stdout)["privacy"]
+    expected = json.loads(launched.stdout)["privacy"]
+    model = load_model(tmp_path / "model-0.json").model
+    assert expected == plan_exact(model, epsilon=8.0, delta=floating["delta"], clip=1.5, releases=3).to_json()
+    assert floating["accountant"] == "pld" and expected["accountant"] == "zcdp"
+    assert 1.0 < expected["sigma"] / floating["sigma"] < 1.15
+    assert expected["epsilon_spent"] <= 8.0 and expected["rounds"] == floating["rounds"] == 3 and expected["clip"] == 1.5
     for index in range(3):
         model_file = json.loads((tmp_path / f"model-{index}.json").read_text())
         assert model_file["metrics"]["privacy"] == expected
