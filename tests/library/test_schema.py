@@ -79,6 +79,19 @@ def test_schema_file_not_json(tmp_path):
         Schema.load(path)
 
 
+@pytest.mark.parametrize("stray", ["NA", "n/a", "1,5", "inf"])
+def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
+    numbers = [str(i / 7) for i in range(30)]
+    cols = table(a=numbers + [stray, ""], y=list("pq" * 16))
+    with pytest.raises(CRCError, match=f"column 'a' holds numbers but also '{stray}' in data row 31"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["a"]).features[0].kind == DISCRETE  # named categorical: kept
+    three = table(a=numbers + ["NA", "x", "-"], y=list("pq" * 16) + ["p"])  # three other values: real categories
+    assert infer_schema(three, "y").features[0].kind == DISCRETE
+    few = table(a=[str(i) for i in range(10)] + ["NA"], y=list("pq" * 5) + ["p"])  # ten numbers: discrete already
+    assert infer_schema(few, "y").features[0].categories[-1] == "NA"
+
+
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
