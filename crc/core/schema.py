@@ -185,6 +185,13 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
+def _separator_hint(columns: dict) -> str:
+    """A hint when the header is one column whose name holds a semicolon or a tab: not a comma-separated file."""
+    names = list(columns)
+    separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
+    return "" if separator is None else f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+
+
 def _refuse_stray_text(name: str, column) -> None:
     """Raise if ``column`` (a ``Column``) is numbers but for a few distinct values (see ``STRAY_TEXT_MAX``)."""
     text = np.isnan(column.numbers)
@@ -223,7 +230,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
-        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}")
+        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_separator_hint(columns)}")
     unknown = [name for name in categorical if name not in columns or name == label]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")

@@ -95,6 +95,10 @@ def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
+    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated"):
+        infer_schema({"a;y": ["1;p", "2;q"]}, "y")
+    with pytest.raises(CRCError, match=r"columns are a, b$"):
+        infer_schema(table(a=["1"], b=["x"]), "y")
     with pytest.raises(CRCError, match="2 missing values"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
     with pytest.raises(CRCError, match="single class"):
