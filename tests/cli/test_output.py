@@ -1,6 +1,7 @@
 """What the commands say besides their results: help texts, verbosity, warnings, progress, the shared summary, files."""
 
 import json
+import sys
 
 import click
 import pytest
@@ -133,6 +134,19 @@ def test_simulate_plots_turn_the_curve_on(tmp_path):
     assert len(json.loads(result.stdout)["rounds"]) == 4
     assert (tmp_path / "figs" / "convergence.png").read_bytes().startswith(PNG_SIGNATURE)
     assert (tmp_path / "figs" / "convergence.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize("command", [["simulate", *SMALL], ["launch", "--nodes", "2", "--rounds", "2"],
+                                     ["report", "run.json"]])
+def test_plots_without_matplotlib_fail_before_any_work(tmp_path, monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails, as when it is not installed
+    (tmp_path / "run.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    result = run(*command, "--plots", tmp_path / "figs")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Invalid value for '--plots': plots need matplotlib: pip install 'crc-p2p[plot]'" in result.output
+    assert "not a crc results file" not in result.output and "simulating" not in result.output  # nothing ran
+    assert not (tmp_path / "figs").exists()
 
 
 def test_report_csv_rounds_to_six_significant_digits(tmp_path):
