@@ -59,6 +59,8 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--nodes", "0"], "0 is not in the range x>=1"),
         (["--data", "banana", "--nodes", "200", "--local-size", "50"], "fewer than the 10000 training"),
         (["--data", "{csv}"], "needs --label"),
+        (["--data", "twonorm", "--label", "cls"], "twonorm: a bundled data set, whose class column is 'class': "
+                                                  "--label cls is for CSV files"),
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "nan.csv: label column 'cls' has 1 missing values"),
         (["--data", "{na}", "--label", "cls"], "na.csv: feature column 'f1' holds numbers but also 'NA' in data row 201"),
