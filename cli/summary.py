@@ -22,6 +22,8 @@ def summary_lines(results: dict) -> list[str]:
     per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
     dynamic = f", redrawn every {cfg['period']} rounds" if cfg.get("period") else ""
     peers = "real peers on 127.0.0.1" if network else "peers"
+    if cfg["nodes"] == 1:
+        peers = peers.replace("peers", "peer", 1) + " (alone: no neighbour to average with)"
     repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)

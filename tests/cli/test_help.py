@@ -1,4 +1,5 @@
-"""Every command answers --help in a fresh process started outside the checkout (an import cycle once broke one)."""
+"""Every command answers --help in a fresh process started outside the checkout (an import cycle once broke one); a
+mistyped command is named the closest one."""
 
 import os
 import subprocess

@@ -88,16 +88,26 @@ def fake_results(**network):
     return results
 
 
+NETWORK = {"finished": 5, "wall_s": 1.5, "messages": 40, "bytes": 4000, "bytes_per_message": 100.0, "payload_bytes": 80,
+           "rejected": 0, "missing": 1, "round_ms_p50": 2.0, "round_ms_p99": 9.0}
+
+
 def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
-    network = {"finished": 5, "wall_s": 1.5, "messages": 40, "bytes": 4000, "bytes_per_message": 100.0, "payload_bytes": 80,
-               "rejected": 0, "missing": 1, "round_ms_p50": 2.0, "round_ms_p99": 9.0}
-    simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**network))
+    simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**NETWORK))
     assert simulated[0].startswith("twonorm: nb on a tree of 5 peers,") and simulated[0].endswith("1 repeat(s)")
     assert launched[0].startswith("twonorm: nb on a tree of 5 real peers on 127.0.0.1,")
     assert simulated[1] == launched[1] == "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round"
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+
+
+def test_one_peer_is_said_to_be_alone():
+    results = fake_results()
+    results["config"]["nodes"] = 1
+    assert summary_lines(results)[0].startswith("twonorm: nb on a tree of 1 peer (alone: no neighbour to average with), ")
+    launched = summary_lines({**results, "network": NETWORK})
+    assert launched[0].startswith("twonorm: nb on a tree of 1 real peer on 127.0.0.1 (alone: no neighbour to average with), ")
 
 
 def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_its_cap():
