@@ -206,6 +206,15 @@ def _refuse_stray_text(name: str, column) -> None:
                    f"the cell (in Python, name the column categorical to keep it discrete)")
 
 
+def _refuse_identifier(name: str, column) -> None:
+    """Raise if ``column`` holds text, none of it a number, different in every one of more than ``MAX_DISCRETE_DISTINCT``
+    rows: an identifier, whose categories, each seen once, would drown the other features."""
+    present = int((column.codes >= 0).sum())
+    if present > MAX_DISCRETE_DISTINCT and np.isnan(column.numbers).all() and len(set(column.canonical)) == present:
+        raise CRCError(f"feature column {name!r} holds a different value in each of its {present} rows: an identifier, "
+                       f"not a feature; drop the column")
+
+
 def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_DISCRETE_DISTINCT,
                  categorical=()) -> Schema:
     """Infer a schema from a table's columns.
@@ -213,7 +222,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     A feature is discrete if it is named in ``categorical``, if some value is
     not a number, or if it has at most ``max_discrete_distinct`` distinct
     values; otherwise it is continuous. A column of many numbers with one or
-    two other values (``NA``, a typo) is an error unless named ``categorical``.
+    two other values (``NA``, a typo), or of text different in every row (an
+    identifier), is an error unless named ``categorical``.
 
     Parameters
     ----------
@@ -250,6 +260,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             raise CRCError(f"feature column {name!r} has no values: drop it")
         if name not in categorical and not column.all_numbers():
             _refuse_stray_text(name, column)
+            _refuse_identifier(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
         else:

@@ -92,6 +92,17 @@ def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
     assert infer_schema(few, "y").features[0].categories[-1] == "NA"
 
 
+def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
+    ids = [f"P{i:04d}" for i in range(11)] + [""]
+    cols = table(id=ids, a=[str(i) for i in range(12)], y=list("pq" * 6))
+    with pytest.raises(CRCError, match="column 'id' holds a different value in each of its 11 rows: an identifier"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["id"]).features[0].kind == DISCRETE  # named categorical: kept
+    assert infer_schema(table(id=ids[:10], y=list("pq" * 5)), "y").features[0].kind == DISCRETE  # ten rows: too few to tell
+    repeated = table(id=ids[:11] + ["P0000"], y=list("pq" * 6))  # one value twice: categories, not an identifier
+    assert len(infer_schema(repeated, "y").features[0].categories) == 11
+
+
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
