@@ -251,6 +251,10 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
+    rows = len(label_column)
+    if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
+        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows, most of them seen once: "
+                       f"a class column repeats its classes (a numeric target or an identifier is not one)")
     features = []
     for name, cells in columns.items():
         if name == label:
