@@ -7,7 +7,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from crc.cli import output
+from crc.cli import output, summary
 from crc.cli.main import COMMANDS, main
 from crc.cli.output import Progress
 from crc.cli.summary import summary_lines
@@ -100,6 +100,12 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+
+
+def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
+    summary.warn_absent_classes({"absent_classes": [f"c{k}" for k in range(12)]})
+    assert capsys.readouterr().err.startswith("Warning: class(es) 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', "
+                                              "'c9' and 2 more had no training instance")
 
 
 def test_one_peer_is_said_to_be_alone():
