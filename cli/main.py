@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 
@@ -48,6 +49,13 @@ class CRCGroup(click.Group):
             return None
         module, attribute = COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attribute)
+
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else ""
+        close = difflib.get_close_matches(name, COMMANDS, n=1) if name not in COMMANDS else []
+        if close:
+            ctx.fail(f"No such command {name!r}. (Did you mean {close[0]!r}?)")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         try:

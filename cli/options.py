@@ -20,6 +20,7 @@ from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for
+from crc.report.plots import require_matplotlib
 from crc.tables.datasets import BUNDLED, SYNTHETIC
 from crc.topologies import HELP, load_graph, parse
 from crc.topologies.spec import FILE_PREFIX
@@ -160,9 +161,19 @@ def out_option(what: str = "the results JSON"):
                         help=f"Also write {what} to this file (standard output keeps its usual text).")
 
 
+def plots_directory(ctx, param, value: str | None) -> str | None:
+    """Callback of ``--plots``: without matplotlib, fail before the run rather than after it."""
+    if value is not None:
+        try:
+            require_matplotlib()
+        except CRCError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
 def plots_option(what: str):
     """``--plots DIR``: write figures (PNG and PDF) into DIR."""
-    return click.option("--plots", type=click.Path(file_okay=False), default=None,
+    return click.option("--plots", type=click.Path(file_okay=False), default=None, callback=plots_directory,
                         help=f"Write {what} into this directory as PNG and PDF (needs matplotlib: the 'plot' extra).")
 
 

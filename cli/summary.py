@@ -11,6 +11,8 @@ from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
 from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
 
+ABSENT_CLASSES_SHOWN = 10
+"""The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
 ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
         ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
 
@@ -22,6 +24,8 @@ def summary_lines(results: dict) -> list[str]:
     per_peer = f"{sizes['min']}" if sizes["min"] == sizes["max"] else f"{sizes['min']}-{sizes['max']}"
     dynamic = f", redrawn every {cfg['period']} rounds" if cfg.get("period") else ""
     peers = "real peers on 127.0.0.1" if network else "peers"
+    if cfg["nodes"] == 1:
+        peers = peers.replace("peers", "peer", 1) + " (alone: no neighbour to average with)"
     repeats = f", {cfg['repeats']} repeat(s)" if not network else ""
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
@@ -134,5 +138,7 @@ def warn_absent_classes(results: dict) -> None:
     """Warn (standard error) when a class had no training instance in some repeat: it is never predicted."""
     absent = results.get("absent_classes")
     if absent:
-        warn(f"class(es) {', '.join(map(repr, absent))} had no training instance (in some repeat): they keep the "
+        named = ", ".join(map(repr, absent[:ABSENT_CLASSES_SHOWN]))
+        more = f" and {len(absent) - ABSENT_CLASSES_SHOWN} more" if len(absent) > ABSENT_CLASSES_SHOWN else ""
+        warn(f"class(es) {named}{more} had no training instance (in some repeat): they keep the "
              "count floor, are never predicted, and their test instances count as errors")

@@ -136,8 +136,8 @@ class Peer:
             if fresh:
                 self._wait_for_start(transport)
             self.liveness.start_run(fresh=fresh)
-            self.log.info("listening on %s, %d neighbours, starting at round %d", self.settings.bind,
-                          len(self.settings.peers), self.round)
+            self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
+                          len(self.settings.peers), self.round, self._first_wait(fresh))
             if self.round < self.settings.rounds and not self.stop.is_set():
                 self._send(transport)  # our statistics of the round we start from
             while self.round < self.settings.rounds:
@@ -221,6 +221,13 @@ class Peer:
         return soft_zero_one(self.model.posteriors(self.model.theta(self.stats), self.phi), self.y)
 
     # ------------------------------------------------------------------------- waiting for the neighbours' frames
+
+    def _first_wait(self, fresh: bool) -> str:
+        """What the first round waits for, for the log: a silent minute reads as a hang."""
+        if not fresh or not self.settings.peers:
+            return ""
+        return (f"; the first round waits up to {self.settings.first_round_timeout_s:g} s for the neighbours' "
+                f"statistics (--first-round-timeout)")
 
     def _wait_for_start(self, transport: PeerTransport) -> None:
         """Until ``start_at`` (or a stop request), keep what arrives for the first rounds."""

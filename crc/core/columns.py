@@ -179,6 +179,10 @@ class NumberColumn:
     def numeric_dtype(self) -> bool:
         return True
 
+    @property
+    def numbers(self) -> np.ndarray:
+        return self.factorized.numbers
+
     def cells(self) -> list[str]:
         return self.factorized.cells()
 

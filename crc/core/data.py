@@ -81,7 +81,8 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     rows, bad = column.number_rows()
     if bad is not None:
         raise CRCError(f"{source}: column {name!r} is continuous but holds {column.shown(bad)} "
-                       f"(not a finite number) in data row {column.first_row(bad) + 1}")
+                       f"(not a finite number) in data row {column.first_row(bad) + 1}; a missing value is an empty "
+                       f"cell, ? or nan")
     return rows
 
 
@@ -101,8 +102,12 @@ def _codes(column: Column, known: tuple[str, ...], source: str, what: str) -> np
 def dataset_from_columns(columns: dict, label: str, name: str = "") -> Dataset:
     """Infer the schema of a table (columns as ``encode`` takes them) and encode it."""
     columns = {key: as_column(cells) for key, cells in columns.items()}
-    schema = infer_schema(columns, label)
-    x, y = encode(schema, columns, source=name or "data")
+    source = name or "data"
+    try:
+        schema = infer_schema(columns, label)
+    except CRCError as exc:
+        raise CRCError(f"{source}: {exc}") from None
+    x, y = encode(schema, columns, source=source)
     return Dataset(schema, x, y, name)
 
 

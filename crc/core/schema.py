@@ -24,6 +24,9 @@ from crc.core.files import atomic_write_text, read_json
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
+STRAY_TEXT_MAX = 2
+"""A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
+(R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
 SCHEMA_FORMAT = "crc-schema/1"
 MAX_SCHEMA_BYTES = 16 * 2**20
 
@@ -182,13 +185,45 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
+def _separator_hint(columns: dict) -> str:
+    """A hint when the header is one column whose name holds a semicolon or a tab: not a comma-separated file."""
+    names = list(columns)
+    separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
+    return "" if separator is None else f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+
+
+def _refuse_stray_text(name: str, column) -> None:
+    """Raise if ``column`` (a ``Column``) is numbers but for a few distinct values (see ``STRAY_TEXT_MAX``)."""
+    text = np.isnan(column.numbers)
+    spellings = [column.canonical[k] for k in np.flatnonzero(text)]
+    if not 0 < len(set(spellings)) <= STRAY_TEXT_MAX:
+        return
+    if len({column.canonical[k] for k in np.flatnonzero(~text)}) <= MAX_DISCRETE_DISTINCT:
+        return
+    first = min(np.flatnonzero(text), key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds numbers but also {column.shown(first)} in data row "
+                   f"{column.first_row(first) + 1}: write a missing value as an empty cell, ? or nan, or correct "
+                   f"the cell (in Python, name the column categorical to keep it discrete)")
+
+
+def _refuse_identifier(name: str, column) -> None:
+    """Raise if ``column`` holds text, none of it a number, different in every one of more than ``MAX_DISCRETE_DISTINCT``
+    rows: an identifier, whose categories, each seen once, would drown the other features."""
+    present = int((column.codes >= 0).sum())
+    if present > MAX_DISCRETE_DISTINCT and np.isnan(column.numbers).all() and len(set(column.canonical)) == present:
+        raise CRCError(f"feature column {name!r} holds a different value in each of its {present} rows: an identifier, "
+                       f"not a feature; drop the column")
+
+
 def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_DISCRETE_DISTINCT,
                  categorical=()) -> Schema:
     """Infer a schema from a table's columns.
 
     A feature is discrete if it is named in ``categorical``, if some value is
     not a number, or if it has at most ``max_discrete_distinct`` distinct
-    values; otherwise it is continuous.
+    values; otherwise it is continuous. A column of many numbers with one or
+    two other values (``NA``, a typo), or of text different in every row (an
+    identifier), is an error unless named ``categorical``.
 
     Parameters
     ----------
@@ -205,7 +240,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
-        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}")
+        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_separator_hint(columns)}")
     unknown = [name for name in categorical if name not in columns or name == label]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")
@@ -216,6 +251,10 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
+    rows = len(label_column)
+    if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
+        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows, most of them seen once: "
+                       f"a class column repeats its classes (a numeric target or an identifier is not one)")
     features = []
     for name, cells in columns.items():
         if name == label:
@@ -223,6 +262,9 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         column = as_column(cells)
         if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
+        if name not in categorical and not column.all_numbers():
+            _refuse_stray_text(name, column)
+            _refuse_identifier(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
         else:

@@ -66,4 +66,5 @@ def far_from_rc_warning(config: SimulationConfig) -> str | None:
     model = config.model + (f" ({config.model_options['structure']})" if "structure" in config.model_options else "")
     better = "" if config.algorithm == "accelerated" else "; the accelerated algorithm (the default) does better"
     return (f"{model} on {config.data} under the {config.algorithm} algorithm ends about {gap:+.3f} above centralized RC's "
-            f"test error in this setting (measured over 3 repeats, results/models/gaps.md){better}")
+            f"test error in this setting (the mean of 3 repeats, results/models/gaps.md: one run's gap varies around "
+            f"it){better}")

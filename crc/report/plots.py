@@ -14,6 +14,7 @@ line per series (table XI's iter = 1, 2, 3 of one data set).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 
@@ -32,11 +33,16 @@ ML_STYLE = {"color": "0.45", "linestyle": ":", "linewidth": 1.1}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 
+def require_matplotlib() -> None:
+    """Raise CRCError, saying how to install it, if matplotlib cannot be imported."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise CRCError("plots need matplotlib: pip install 'crc-p2p[plot]' (or '.[plot]' from a clone)")
+
+
 def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        raise CRCError("plots need matplotlib: pip install 'crc-p2p[plot]' (or '.[plot]' from a clone)") from None
+    require_matplotlib()
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

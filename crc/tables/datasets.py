@@ -55,13 +55,18 @@ def synthetic_dataset(m: int, *, seed=None) -> Dataset:
 
 
 def load_dataset(source: str, *, label: str | None = None, synthetic_size: int = 10_000, seed=None) -> Dataset:
-    """Load ``source``: a bundled name, ``synthetic``, or a CSV path (``label`` required).
+    """Load ``source``: a bundled name, ``synthetic`` (``label`` None or ``BUNDLED_LABEL``), or a CSV path (``label``
+    required).
 
     ``synthetic_size`` and ``seed`` are used only for the synthetic data set.
     """
+    bundled = source == SYNTHETIC or (source in BUNDLED and not os.path.exists(source))
+    if bundled and label not in (None, BUNDLED_LABEL):
+        raise CRCError(f"{source}: a bundled data set, whose class column is {BUNDLED_LABEL!r}: --label {label} "
+                       f"is for CSV files")
     if source == SYNTHETIC:
         return synthetic_dataset(synthetic_size, seed=seed)
-    if source in BUNDLED and not os.path.exists(source):
+    if bundled:
         return load_bundled(source)
     if not os.path.exists(source):
         raise CRCError(f"{source}: no such file, and not a bundled data set ({', '.join(BUNDLED)}, {SYNTHETIC})")

@@ -97,12 +97,17 @@ def _read_bytes(path, max_bytes: int) -> bytes:
     return raw
 
 
+def _utf8(path, raw: bytes) -> str:
+    """``raw`` decoded as UTF-8 (a byte-order mark dropped); else one line saying how to fix the file."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CRCError(f"{path}: not UTF-8 text ({exc}): save the file as UTF-8 (a spreadsheet's 'CSV UTF-8')") from None
+
+
 def _header(path, line: bytes) -> list[str]:
     """The stripped column names of the header line."""
-    try:
-        text = line.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CRCError(f"{path}: not UTF-8 text ({exc})") from None
+    text = _utf8(path, line)
     try:
         names = [name.strip() for name in next(csv.reader([text]))]
     except (csv.Error, StopIteration) as exc:
@@ -147,10 +152,7 @@ def _fast(path, scan: _Scan, header: bool, names: list[str] | None) -> dict[str,
 
 def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[str, Column]:
     """Columns by the standard library's csv reader, cell by cell."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CRCError(f"{path}: not UTF-8 text ({exc})") from None
+    text = _utf8(path, raw)
     reader = csv.reader(io.StringIO(text))
     rows = []
     try:

@@ -1,12 +1,14 @@
-"""Every command answers --help in a fresh process started outside the checkout (an import cycle once broke one)."""
+"""Every command answers --help in a fresh process started outside the checkout (an import cycle once broke one); a
+mistyped command is named the closest one."""
 
 import os
 import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 
-from crc.cli.main import COMMANDS
+from crc.cli.main import COMMANDS, main
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)])
@@ -24,3 +26,13 @@ def test_a_bad_thread_count_is_one_line_before_any_work(tmp_path):
                           timeout=60, env=env)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip() == "Error: CRC_THREADS must be a whole number from 1 to 256, got 'many'"
+
+
+@pytest.mark.parametrize("typed, message", [
+    ("simulte", "No such command 'simulte'. (Did you mean 'simulate'?)"),
+    ("lanch", "No such command 'lanch'. (Did you mean 'launch'?)"),
+    ("xyzzy", "No such command 'xyzzy'."),
+])
+def test_a_mistyped_command_names_the_closest_one(typed, message):
+    result = CliRunner().invoke(main, [typed])
+    assert result.exit_code == 2 and result.output.splitlines()[-1] == f"Error: {message}"

@@ -1,12 +1,13 @@
 """What the commands say besides their results: help texts, verbosity, warnings, progress, the shared summary, files."""
 
 import json
+import sys
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from crc.cli import output
+from crc.cli import output, summary
 from crc.cli.main import COMMANDS, main
 from crc.cli.output import Progress
 from crc.cli.summary import summary_lines
@@ -87,16 +88,32 @@ def fake_results(**network):
     return results
 
 
+NETWORK = {"finished": 5, "wall_s": 1.5, "messages": 40, "bytes": 4000, "bytes_per_message": 100.0, "payload_bytes": 80,
+           "rejected": 0, "missing": 1, "round_ms_p50": 2.0, "round_ms_p99": 9.0}
+
+
 def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
-    network = {"finished": 5, "wall_s": 1.5, "messages": 40, "bytes": 4000, "bytes_per_message": 100.0, "payload_bytes": 80,
-               "rejected": 0, "missing": 1, "round_ms_p50": 2.0, "round_ms_p99": 9.0}
-    simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**network))
+    simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**NETWORK))
     assert simulated[0].startswith("twonorm: nb on a tree of 5 peers,") and simulated[0].endswith("1 repeat(s)")
     assert launched[0].startswith("twonorm: nb on a tree of 5 real peers on 127.0.0.1,")
     assert simulated[1] == launched[1] == "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round"
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+
+
+def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
+    summary.warn_absent_classes({"absent_classes": [f"c{k}" for k in range(12)]})
+    assert capsys.readouterr().err.startswith("Warning: class(es) 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', "
+                                              "'c9' and 2 more had no training instance")
+
+
+def test_one_peer_is_said_to_be_alone():
+    results = fake_results()
+    results["config"]["nodes"] = 1
+    assert summary_lines(results)[0].startswith("twonorm: nb on a tree of 1 peer (alone: no neighbour to average with), ")
+    launched = summary_lines({**results, "network": NETWORK})
+    assert launched[0].startswith("twonorm: nb on a tree of 1 real peer on 127.0.0.1 (alone: no neighbour to average with), ")
 
 
 def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_its_cap():
@@ -133,6 +150,19 @@ def test_simulate_plots_turn_the_curve_on(tmp_path):
     assert len(json.loads(result.stdout)["rounds"]) == 4
     assert (tmp_path / "figs" / "convergence.png").read_bytes().startswith(PNG_SIGNATURE)
     assert (tmp_path / "figs" / "convergence.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize("command", [["simulate", *SMALL], ["launch", "--nodes", "2", "--rounds", "2"],
+                                     ["report", "run.json"]])
+def test_plots_without_matplotlib_fail_before_any_work(tmp_path, monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails, as when it is not installed
+    (tmp_path / "run.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    result = run(*command, "--plots", tmp_path / "figs")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "Invalid value for '--plots': plots need matplotlib: pip install 'crc-p2p[plot]'" in result.output
+    assert "not a crc results file" not in result.output and "simulating" not in result.output  # nothing ran
+    assert not (tmp_path / "figs").exists()
 
 
 def test_report_csv_rounds_to_six_significant_digits(tmp_path):

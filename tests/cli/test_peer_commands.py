@@ -279,6 +279,7 @@ def test_a_stopped_peer_says_whether_it_wrote_a_checkpoint(deployment, tmp_path,
             while "listening on" not in line:  # the peer is in its first round's wait
                 assert time.monotonic() < deadline
                 line = peer.stderr.readline()
+            assert "the first round waits up to 60 s for the neighbours' statistics (--first-round-timeout)" in line
             peer.send_signal(signal.SIGINT)
             log = peer.stderr.read()
             assert peer.wait(timeout=30) == 130

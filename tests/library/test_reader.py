@@ -82,7 +82,9 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),
     (b"a,a\n1,2\n", "repeated column names"),
-    (b"a,b\n1,\xff\xfe\n", "not UTF-8"),
+    (b"a,b\n1,\xff\xfe\n", r"not UTF-8 text \(.*\): save the file as UTF-8"),
+    ("a,b\n1,grün\n".encode("latin-1"), r"not UTF-8 text \(.*\): save the file as UTF-8"),
+    ("a,grün\n1,2\n".encode("latin-1"), r"not UTF-8 text \(.*\): save the file as UTF-8"),  # in the header
     (b"\x00\x01\x02\x89PNG\r\n\x1a\n" * 50, "cells|UTF-8|column"),
 ])
 def test_bad_files_are_one_line(tmp_path, content, message):

@@ -79,11 +79,42 @@ def test_schema_file_not_json(tmp_path):
         Schema.load(path)
 
 
+@pytest.mark.parametrize("stray", ["NA", "n/a", "1,5", "inf"])
+def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
+    numbers = [str(i / 7) for i in range(30)]
+    cols = table(a=numbers + [stray, ""], y=list("pq" * 16))
+    with pytest.raises(CRCError, match=f"column 'a' holds numbers but also '{stray}' in data row 31"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["a"]).features[0].kind == DISCRETE  # named categorical: kept
+    three = table(a=numbers + ["NA", "x", "-"], y=list("pq" * 16) + ["p"])  # three other values: real categories
+    assert infer_schema(three, "y").features[0].kind == DISCRETE
+    few = table(a=[str(i) for i in range(10)] + ["NA"], y=list("pq" * 5) + ["p"])  # ten numbers: discrete already
+    assert infer_schema(few, "y").features[0].categories[-1] == "NA"
+
+
+def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
+    ids = [f"P{i:04d}" for i in range(11)] + [""]
+    cols = table(id=ids, a=[str(i) for i in range(12)], y=list("pq" * 6))
+    with pytest.raises(CRCError, match="column 'id' holds a different value in each of its 11 rows: an identifier"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["id"]).features[0].kind == DISCRETE  # named categorical: kept
+    assert infer_schema(table(id=ids[:10], y=list("pq" * 5)), "y").features[0].kind == DISCRETE  # ten rows: too few to tell
+    repeated = table(id=ids[:11] + ["P0000"], y=list("pq" * 6))  # one value twice: categories, not an identifier
+    assert len(infer_schema(repeated, "y").features[0].categories) == 11
+
+
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
+    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated"):
+        infer_schema({"a;y": ["1;p", "2;q"]}, "y")
+    with pytest.raises(CRCError, match=r"columns are a, b$"):
+        infer_schema(table(a=["1"], b=["x"]), "y")
     with pytest.raises(CRCError, match="2 missing values"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
+    with pytest.raises(CRCError, match="label column 'y' has 12 classes in 22 rows, most of them seen once"):
+        infer_schema(table(a=["1"] * 22, y=[str(i / 3) for i in range(12)] + ["0"] * 10), "y")
+    assert len(infer_schema(table(a=["1"] * 22, y=[str(i) for i in range(11)] * 2), "y").classes) == 11  # each twice
     with pytest.raises(CRCError, match="single class"):
         infer_schema(table(a=["1", "2"], y=["a", "a"]), "y")
     assert json.loads(infer_schema(table(a=["1", "2"], y=["a", "b"]), "y").dumps())["label"] == "y"
