@@ -16,11 +16,12 @@ from functools import cached_property
 
 import numpy as np
 
-MISSING_TOKENS = frozenset({"", "?", "nan", "NaN", "NAN"})
+MISSING_TOKENS = frozenset({"", "?", "nan", "NaN", "NAN", "NA", "N/A", "n/a", "null", "NULL"})
+"""The spellings of a missing cell: empty, ``?`` (KEEL), ``nan`` (Python), ``NA`` (R), ``null`` (SQL exports)."""
 
 
 def is_missing(cell: str) -> bool:
-    """True for an empty cell, ``?`` or ``nan``."""
+    """True for a spelling of a missing cell (``MISSING_TOKENS``)."""
     return cell.strip() in MISSING_TOKENS
 
 

@@ -82,7 +82,7 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     if bad is not None:
         raise CRCError(f"{source}: column {name!r} is continuous but holds {column.shown(bad)} "
                        f"(not a finite number) in data row {column.first_row(bad) + 1}; a missing value is an empty "
-                       f"cell, ? or nan")
+                       f"cell, ?, nan or NA")
     return rows
 
 

@@ -202,7 +202,7 @@ def _refuse_stray_text(name: str, column) -> None:
         return
     first = min(np.flatnonzero(text), key=column.first_row)
     raise CRCError(f"feature column {name!r} holds numbers but also {column.shown(first)} in data row "
-                   f"{column.first_row(first) + 1}: write a missing value as an empty cell, ? or nan, or correct "
+                   f"{column.first_row(first) + 1}: write a missing value as an empty cell, ?, nan or NA, or correct "
                    f"the cell (in Python, name the column categorical to keep it discrete)")
 
 

@@ -63,7 +63,7 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
                                                   "--label cls is for CSV files"),
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "nan.csv: label column 'cls' has 1 missing values"),
-        (["--data", "{na}", "--label", "cls"], "na.csv: feature column 'f1' holds numbers but also 'NA' in data row 201"),
+        (["--data", "{typo}", "--label", "cls"], "typo.csv: feature column 'f1' holds numbers but also '1.2.3' in data row 201"),
         (["--partition", "sorted"], "'sorted' is not one of"),
         (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
         (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),
@@ -74,7 +74,7 @@ def test_bad_input_gives_one_clear_line(tmp_path, args, message):
         "{csv}": write_csv(tmp_path / "d.csv"),
         "{nan}": write_csv(tmp_path / "nan.csv", extra_rows=["0.1,0.2,r,"]),
         "{rare}": write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"]),
-        "{na}": write_csv(tmp_path / "na.csv", extra_rows=["NA,0.2,r,yes"]),
+        "{typo}": write_csv(tmp_path / "typo.csv", extra_rows=["1.2.3,0.2,r,yes"]),
     }
     args = [files.get(a, a) for a in args]
     result = run("simulate", *SMALL[2:], *args) if "--nodes" in args else run("simulate", *SMALL, *args)

@@ -1,7 +1,9 @@
 import json
 
+import numpy as np
 import pytest
 
+from crc.core.data import encode
 from crc.core.errors import CRCError
 from crc.core.schema import CONTINUOUS, DISCRETE, Schema, infer_schema
 
@@ -79,17 +81,27 @@ def test_schema_file_not_json(tmp_path):
         Schema.load(path)
 
 
-@pytest.mark.parametrize("stray", ["NA", "n/a", "1,5", "inf"])
+@pytest.mark.parametrize("stray", ["n.a.", "-", "1,5", "inf"])
 def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
     numbers = [str(i / 7) for i in range(30)]
     cols = table(a=numbers + [stray, ""], y=list("pq" * 16))
     with pytest.raises(CRCError, match=f"column 'a' holds numbers but also '{stray}' in data row 31"):
         infer_schema(cols, "y")
     assert infer_schema(cols, "y", categorical=["a"]).features[0].kind == DISCRETE  # named categorical: kept
-    three = table(a=numbers + ["NA", "x", "-"], y=list("pq" * 16) + ["p"])  # three other values: real categories
+    three = table(a=numbers + ["n.a.", "x", "-"], y=list("pq" * 16) + ["p"])  # three other values: real categories
     assert infer_schema(three, "y").features[0].kind == DISCRETE
-    few = table(a=[str(i) for i in range(10)] + ["NA"], y=list("pq" * 5) + ["p"])  # ten numbers: discrete already
-    assert infer_schema(few, "y").features[0].categories[-1] == "NA"
+    few = table(a=[str(i) for i in range(10)] + ["x"], y=list("pq" * 5) + ["p"])  # ten numbers: discrete already
+    assert infer_schema(few, "y").features[0].categories[-1] == "x"
+
+
+@pytest.mark.parametrize("missing", ["NA", "N/A", "n/a", "null", "NULL", "?", "nan", ""])
+def test_r_and_sql_spellings_of_a_missing_cell_are_missing(missing):
+    numbers = [str(i / 7) for i in range(30)]
+    cols = table(a=numbers + [missing, "1"], y=list("pq" * 16))
+    schema = infer_schema(cols, "y")
+    assert schema.features[0].kind == CONTINUOUS
+    x, _ = encode(schema, cols)
+    assert np.isnan(x[30, 0]) and not np.isnan(x[:30, 0]).any() and not np.isnan(x[31, 0])
 
 
 def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
