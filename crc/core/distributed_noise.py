@@ -122,7 +122,7 @@ def fixed_point(stats: np.ndarray) -> np.ndarray:
 
 
 def exact_release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: KeyedRandom) -> np.ndarray:
-    """A real peer's local noise, exact: ``stats`` (size,) rounded to the fixed point plus N_Z(0, ⌈(σ 2^F)²⌉) on
+    """A real peer's local noise, exact: ``stats`` (..., size) rounded to the fixed point plus N_Z(0, ⌈(σ 2^F)²⌉) on
     every coordinate, in statistics units (σ too), the class counts centred on the statistics' ESS (kept exact).
 
     The rounded statistics are integers of sensitivity ``integer_sensitivity`` (rounding included), so this is the
@@ -130,7 +130,7 @@ def exact_release(model: GenerativeModel, stats: np.ndarray, sigma: float, rng: 
     the centring on the public ESS); without the rounding the fractional parts of the release would show those of
     the statistics."""
     noise = discrete_gaussian_array(rng, grid_variance(sigma * 2.0**FIXED_POINT_BITS), stats.shape)
-    return centre_counts(model, (fixed_point(stats) + noise) / 2.0**FIXED_POINT_BITS, float(model.ess(stats)))
+    return centre_counts(model, (fixed_point(stats) + noise) / 2.0**FIXED_POINT_BITS, model.ess(stats)[..., None, None])
 
 
 def divergence(variance: int, members: int, size: int) -> float:

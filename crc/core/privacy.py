@@ -152,9 +152,10 @@ def sensitivity(model: GenerativeModel, clip: float) -> float:
     return 2.0 * math.sqrt(2.0) * model.record_bound(clip)
 
 
-def centre_counts(model: GenerativeModel, values: np.ndarray, total: float = 0.0) -> np.ndarray:
+def centre_counts(model: GenerativeModel, values: np.ndarray, total: float | np.ndarray = 0.0) -> np.ndarray:
     """``values`` (..., size) with their class counts shifted equally, in place, to add up to ``total`` (noise: 0,
-    its projection onto the subspace where the counts sum to 0; a noisy sum of statistics: its public ESS); returned."""
+    its projection onto the subspace where the counts sum to 0; a noisy sum of statistics: its public ESS; a batch's
+    totals of shape (..., 1, 1)); returned."""
     counts = model.table(values)[..., :, model.layout.columns("count")]  # a view into ``values``
     counts -= (counts.sum(axis=(-1, -2), keepdims=True) - total) / (counts.shape[-1] * counts.shape[-2])
     return values

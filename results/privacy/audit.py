@@ -15,6 +15,8 @@ model has learnt, which makes their steps' change large. Two attackers:
 - the model-file reader sees the last release only and projects it on the difference of the noiseless runs.
 
 Noise: none; local (every release plus the simulator's ``crc.core.privacy.release``, σ from the PLD accountant);
+exact (every release as a real peer makes it, ``crc.core.distributed_noise.exact_release``: rounded to the fixed
+point plus the discrete Gaussian, σ from the zCDP accountant, ``plan_exact``);
 distributed (the release a recipient unmasks in a complete graph of 3 peers: the victim's statistics plus the
 victim's and the third member's discrete Gaussian shares, ``crc.core.distributed_noise``, σ from the zCDP
 accountant). ``crc.protocol.audit`` turns each attacker's scores into an ε lower bound (95 % Clopper-Pearson,
@@ -31,11 +33,11 @@ import numpy as np
 from crc.core.acceleration import Acceleration, start_statistics
 from crc.core.calibration import lrc
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, Neighbourhoods, share_variance
+from crc.core.distributed_noise import FIXED_POINT_BITS, Neighbourhoods, exact_release, share_variance
 from crc.core.engine import class_major_weights
 from crc.core.privacy import centre_counts, clip_standardized, release
 from crc.protocol import SimulationConfig
-from crc.protocol.accountant import plan, plan_distributed
+from crc.protocol.accountant import plan, plan_distributed, plan_exact
 from crc.protocol.audit import epsilon_lower_bound
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.topologies import averaging_matrix, complete_graph
@@ -45,11 +47,12 @@ DELTA = 1e-5
 CLIP = 1.0
 CONFIG = SimulationConfig.from_settings(data="magic", model="nb", nodes=50, local_size=50, algorithm="paper", test_size=1000,
                                         rc_converged=False)
-TRIALS = {"none": 20000, "local": 4000, "distributed": 2000}
-"""Trials per configuration, half with the canary (fewer with distributed noise: its exact sampler is slow)."""
+TRIALS = {"none": 20000, "local": 4000, "exact": 2000, "distributed": 2000}
+"""Trials per configuration, half with the canary (fewer with exact and distributed noise: the exact sampler is slow)."""
 RUNS = [("none", None, 1), ("none", None, 8),
         ("local", 1.0, 1), ("local", 4.0, 1), ("local", 16.0, 1), ("local", 64.0, 1),
         ("local", 1.0, 8), ("local", 4.0, 8), ("local", 16.0, 8), ("local", 64.0, 8),
+        ("exact", 4.0, 1), ("exact", 16.0, 1), ("exact", 64.0, 1), ("exact", 16.0, 4),
         ("distributed", 1.0, 1), ("distributed", 4.0, 1), ("distributed", 16.0, 1), ("distributed", 4.0, 4)]
 TRIANGLE = Neighbourhoods.of(averaging_matrix(complete_graph(3)))
 
@@ -91,6 +94,8 @@ def trial_scores(model, sides, start, noise, epsilon, rounds, trials) -> tuple[n
     truth = np.arange(trials) < trials // 2
     if noise == "local":
         privacy = plan(model, epsilon=epsilon, delta=DELTA, clip=CLIP, releases=rounds)
+    elif noise == "exact":
+        privacy = plan_exact(model, epsilon=epsilon, delta=DELTA, clip=CLIP, releases=rounds)
     elif noise == "distributed":
         privacy = plan_distributed(model, epsilon=epsilon, delta=DELTA, clip=CLIP, rounds=rounds, neighbourhoods=TRIANGLE,
                                    colluders=0)
@@ -104,6 +109,8 @@ def trial_scores(model, sides, start, noise, epsilon, rounds, trials) -> tuple[n
         stats = np.where(truth[:, None], mu["canary"], mu["replacement"])
         if noise == "local":
             stats = release(model, stats, sigma, rng)
+        elif noise == "exact":
+            stats = exact_release(model, stats, sigma, keyed)
         elif noise == "distributed":
             variance = share_variance(sigma * 2.0**FIXED_POINT_BITS, 3, 0)
             shares = discrete_gaussian_array(keyed, variance, (2, trials, model.size)).sum(axis=0)

@@ -120,7 +120,7 @@ def lever_lines() -> list[str]:
         f"{error('distributed, complete')}); with momentum on the tree, 16 rounds need ε = {reach['momentum, 16 rounds']}.",
         "",
         f"The audit (a canary at one peer) certifies ε ≥ {clean:.2f} without noise, the most its trials can certify, and "
-        f"stays below the accountant's ε in {below} of {2 * len(noisy)} noisy attacks (local and distributed noise, "
+        f"stays below the accountant's ε in {below} of {2 * len(noisy)} noisy attacks (local, exact and distributed noise, "
         "neighbour and model-file reader).",
     ]
 

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from crc.core.discrete_gaussian import KeyedRandom, bernoulli_exp, discrete_gaussian, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, DistributedNoise, Neighbourhoods, share_variance
+from crc.core.distributed_noise import FIXED_POINT_BITS, DistributedNoise, Neighbourhoods, exact_release, share_variance
 from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.protocol import SimulationConfig, simulate
@@ -117,3 +117,16 @@ def test_the_simulator_adds_the_distributed_noise_and_refuses_it_where_it_does_n
         _run(dp_epsilon=0.5, dp_noise="distributed")
     with pytest.raises(CRCError, match="--loss"):
         _run(dp_epsilon=0.5, dp_noise="distributed", secure_aggregation=True, loss=0.1)
+
+
+def test_exact_release_of_a_batch_is_each_row_released_in_turn_with_its_own_ess():
+    """A batch (the audit's trials) draws from the keystream row after row, as releases one at a time would, and
+    centres each row's counts on that row's ESS."""
+    model = make_model("nb", SCHEMA)
+    stats = np.stack([model.uniform(50.0), model.uniform(80.0)])
+    batch = exact_release(model, stats, 0.5, KeyedRandom.from_seed("batch"))
+    rng = KeyedRandom.from_seed("batch")
+    rows = np.stack([exact_release(model, row, 0.5, rng) for row in stats])
+    np.testing.assert_array_equal(batch, rows)
+    np.testing.assert_allclose(model.ess(batch), [50.0, 80.0], rtol=1e-12)
+    assert not np.allclose(batch, stats)
