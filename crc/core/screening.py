@@ -8,7 +8,10 @@ accuracies are the mean's to four decimals); a ``permute`` attacker (every class
 class: a confident model with every label wrong) is refused as soon as it has learnt anything, and ``noise`` once it
 predicts worse than chance. What is close to the receiver's own statistics (ClippedGossip's ``dissensus``) passes.
 Under label drift (a peer holding few classes) an honest neighbour's early model can be worse than chance on the
-receiver's data; that setting is not measured.
+receiver's data: without an attacker, on tree+80 with ``--partition label``, the rule cost 0.015 to 0.018 of test error
+against the mean on magic, letter and satimage, 0.002 on penbased (results/robust/label_drift.md). Admitting a
+neighbour that beats its own class prior on the receiver's data instead did not help (magic 0.227 against the
+mean's 0.172, one throwaway run of 3 repeats).
 """
 
 from __future__ import annotations
