@@ -141,7 +141,7 @@ class PeerCheckpoints:
         file is gone)."""
         path = None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
         if resumed and path is not None and path.exists():
-            key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key")
+            key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key", regular=True)
             if len(key) == NOISE_KEY_BYTES:
                 return key
             self.log.warning("%s: damaged noise key: the shares of the round sent again are fresh", path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from crc.core.models import make_model
 from crc.nodes.metrics import Metrics
 from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, kept_links, layout, restore
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from support.blocking import fails_if_blocked
 from support.tables import mixed_columns, prepared
 
 SIZE = 5
@@ -152,3 +154,10 @@ def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_p
     assert fresh != first and checkpoints.noise_key(resumed=True) == fresh
     without = PeerCheckpoints(None, {}, PAPER, logging.getLogger("test"))
     assert without.noise_key(resumed=True) != without.noise_key(resumed=True)
+
+
+def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
+    os.mkfifo(tmp_path / "noise.key")
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    with fails_if_blocked(), pytest.raises(CRCError, match="noise key is not a regular file"):
+        checkpoints.noise_key(resumed=True)
