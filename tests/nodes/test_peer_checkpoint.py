@@ -144,8 +144,8 @@ def test_checkpoints_round_trip_and_a_failing_write_is_logged_once(tmp_path, mon
 
 
 def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_path):
-    """Distributed noise: a resumed peer sends its last round again with the same shares, so it needs the run's key;
-    a fresh run gets a new one (os.urandom), written owner-only."""
+    """A resumed peer sends its last round again with the same noise, so it needs the run's key; a fresh run gets a new
+    one (os.urandom), written owner-only."""
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
     first = checkpoints.noise_key(resumed=False)
     assert len(first) == 32 and (tmp_path / "noise.key").stat().st_mode & 0o777 == 0o600
@@ -160,4 +160,23 @@ def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer
     os.mkfifo(tmp_path / "noise.key")
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
     with fails_if_blocked(), pytest.raises(CRCError, match="noise key is not a regular file"):
+        checkpoints.noise_key(resumed=True)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "the run's noise key is missing: a resumed private peer would noise the round it sends again afresh"),
+    ("empty", r"damaged noise key \(0 bytes, not 32\)"), ("short", r"damaged noise key \(31 bytes, not 32\)"),
+    ("long", "noise key larger than 32 bytes"), ("open", r"noise key open to other users \(mode 0644\)")])
+def test_a_resumed_run_refuses_a_noise_key_it_cannot_trust(tmp_path, case, message):
+    """Fresh noise on the round sent again would release it twice; a key others can read lets them remove the noise."""
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    key = tmp_path / "noise.key"
+    written = checkpoints.noise_key(resumed=False)
+    if case == "missing":
+        key.unlink()
+    elif case == "open":
+        key.chmod(0o644)
+    else:
+        key.write_bytes({"empty": b"", "short": written[:31], "long": written + b"x"}[case])
+    with pytest.raises(CRCError, match=f"{key}: {message}"):
         checkpoints.noise_key(resumed=True)
