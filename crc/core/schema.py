@@ -215,6 +215,15 @@ def _refuse_identifier(name: str, column) -> None:
                        f"not a feature; drop the column")
 
 
+def _seen_once(column) -> int:
+    """How many of ``column``'s classes (canonical values) occur in one row only."""
+    rows = np.bincount(column.codes, minlength=len(column.canonical))
+    per_class: dict[str, int] = {}
+    for value, count in zip(column.canonical, rows):
+        per_class[value] = per_class.get(value, 0) + int(count)
+    return sum(count == 1 for count in per_class.values())
+
+
 def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_DISCRETE_DISTINCT,
                  categorical=()) -> Schema:
     """Infer a schema from a table's columns.
@@ -253,8 +262,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
-        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows, most of them seen once: "
-                       f"a class column repeats its classes (a numeric target or an identifier is not one)")
+        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
+                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one)")
     features = []
     for name, cells in columns.items():
         if name == label:
