@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crc.core.columns import Column, as_column
+from crc.core.columns import MISSING_NAMED, Column, as_column
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
@@ -71,7 +71,7 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
     column = as_column(columns[schema.label])
     missing = np.flatnonzero(column.codes < 0)
     if missing.size:
-        raise CRCError(f"{source}: missing label in data row {missing[0] + 1}")
+        raise CRCError(f"{source}: missing label in data row {missing[0] + 1} ({MISSING_NAMED})")
     y = column.gather(_codes(column, schema.classes, source, "unknown class")).astype(np.int64)
     return x, y
 

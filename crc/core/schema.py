@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crc.core import fields
-from crc.core.columns import as_column, as_number
+from crc.core.columns import MISSING_NAMED, as_column, as_number
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 
@@ -256,7 +256,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     label_column = as_column(columns[label])
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
-        raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1})")
+        raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1}; "
+                       f"{MISSING_NAMED})")
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")

@@ -42,6 +42,8 @@ def test_encode_rejects_unknown_category_class_and_columns():
         encode(schema, {"b": ["z", "x"], "cls": ["p", "q"]})
     with pytest.raises(CRCError, match="unknown class 'r'"):
         encode(schema, {"b": ["x", "x"], "cls": ["p", "r"]})
+    with pytest.raises(CRCError, match=r"missing label in data row 2 \(empty, \?, nan, NA, N/A and null cells are missing"):
+        encode(schema, {"b": ["x", "x"], "cls": ["p", "NA"]}, source="d.csv")
     with pytest.raises(CRCError, match="missing column"):
         encode(schema, {"cls": ["p", "q"]})
     with pytest.raises(CRCError, match="not in the schema: 'extra'"):
