@@ -80,7 +80,7 @@ def _scan(path, max_bytes: int) -> _Scan:
                     first = (first + block)[: 2 * SCAN_BLOCK]
         except (OSError, EOFError, zlib.error) as exc:
             raise CRCError(f"{path}: cannot read ({exc})") from None
-    lines = [line for line in first.split(b"\n") if line.strip()]
+    lines = [line for line in first.splitlines() if line.strip()]
     if not lines:
         raise CRCError(f"{path}: no rows")
     return _Scan(lines[0], commas, quoted)

@@ -48,6 +48,15 @@ def test_fast_and_careful_readers_agree(tmp_path, text):
     assert cells_of(read_csv(path)) == cells_of(careful(path))
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_a_file_of_other_line_ends_reads_as_with_newlines(tmp_path, end):
+    """Old Mac exports end lines with CR alone: its header was refused as 'new-line character seen in unquoted field'."""
+    text = "a,b,cls\n1.5,x,yes\n,y,no\n2,?,yes\n"
+    (tmp_path / "lf.csv").write_text(text)
+    (tmp_path / "other.csv").write_bytes(text.replace("\n", end).encode())
+    assert cells_of(read_csv(tmp_path / "other.csv")) == cells_of(read_csv(tmp_path / "lf.csv"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.integers(-5, 5),
                                     st.sampled_from(["", "?", "nan", "a", " b "])),
