@@ -103,6 +103,18 @@ def test_bad_files_are_one_line(tmp_path, content, message):
         read_csv(path)
 
 
+def test_a_header_longer_than_the_scan_keeps_is_refused_as_such(tmp_path):
+    """It was cut where the scan stopped, its last name a prefix of another: 'header has empty or repeated names'."""
+    names = [f"c{j}" for j in range(reader.MAX_HEADER_BYTES // 6)] + ["y"]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join(["1"] * len(names)) + "\n")
+    assert len(",".join(names)) > reader.MAX_HEADER_BYTES
+    with pytest.raises(CRCError, match=f"wide.csv: first line longer than {reader.MAX_HEADER_BYTES} bytes"):
+        read_csv(path)
+    path.write_text(",".join(names[:1000]) + "\n" + ",".join(["1"] * 1000) + "\n")
+    assert list(read_csv(path)) == names[:1000]
+
+
 def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
     for quote in ("", '"'):
         path = tmp_path / f"big{len(quote)}.csv"
