@@ -112,6 +112,8 @@ def _utf8(path, raw: bytes) -> str:
 def _header(path, line: bytes) -> list[str]:
     """The stripped column names of the header line."""
     text = _utf8(path, line)
+    if text.count('"') % 2:
+        raise CRCError(f"{path}: a quoted column name in the header spans lines: put each name on the header line")
     try:
         names = [name.strip() for name in next(csv.reader([text]))]
     except (csv.Error, StopIteration) as exc:

@@ -115,6 +115,16 @@ def test_a_header_longer_than_the_scan_keeps_is_refused_as_such(tmp_path):
     assert list(read_csv(path)) == names[:1000]
 
 
+def test_a_column_name_on_two_lines_is_refused_as_such(tmp_path):
+    """A spreadsheet's header cell with a line break: it was 'line 2 has 3 cells, expected 1'."""
+    path = tmp_path / "t.csv"
+    path.write_text('"a\nb",c,y\n1,2,p\n3,4,q\n')
+    with pytest.raises(CRCError, match="t.csv: a quoted column name in the header spans lines"):
+        read_csv(path)
+    path.write_text('"a ""b""",c,y\n1,2,p\n3,4,q\n')
+    assert list(read_csv(path)) == ['a "b"', "c", "y"]
+
+
 def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
     for quote in ("", '"'):
         path = tmp_path / f"big{len(quote)}.csv"
