@@ -159,10 +159,15 @@ class Schema:
         for col, j in enumerate(self.continuous):
             values = x_continuous[:, col]
             values = values[~np.isnan(values)]
-            mean = float(values.mean()) if values.size else 0.0
-            std = float(values.std()) if values.size else 0.0
-            # A constant column carries no information; std 1 keeps it finite.
-            features[j] = replace(features[j], mean=mean, std=std if std > 0 else 1.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mean = float(values.mean()) if values.size else 0.0
+                std = float(values.std()) if values.size else 0.0
+                std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
+                standardized = (values - mean) / std
+            if not (np.isfinite(std) and np.isfinite(standardized).all()):
+                raise CRCError(f"feature column {features[j].name!r} holds numbers too large to standardize (up to "
+                               f"{np.abs(values).max():.3g}): rescale it")
+            features[j] = replace(features[j], mean=mean, std=std)
         return replace(self, features=tuple(features))
 
 
