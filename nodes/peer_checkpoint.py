@@ -161,7 +161,10 @@ class PeerCheckpoints:
             return _kept_noise_key(path)
         key = os.urandom(NOISE_KEY_BYTES)
         if path is not None:
-            atomic_write_bytes(path, key, private=True)
+            try:
+                atomic_write_bytes(path, key, private=True)
+            except OSError as exc:
+                raise CRCError(f"{path}: cannot write the noise key ({exc.strerror or exc})") from None
         return key
 
     def save(self, state: PeerState, metrics: Metrics) -> None:

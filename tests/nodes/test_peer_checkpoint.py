@@ -180,3 +180,12 @@ def test_a_resumed_run_refuses_a_noise_key_it_cannot_trust(tmp_path, case, messa
         key.write_bytes({"empty": b"", "short": written[:31], "long": written + b"x"}[case])
     with pytest.raises(CRCError, match=f"{key}: {message}"):
         checkpoints.noise_key(resumed=True)
+
+
+def test_a_noise_key_that_cannot_be_written_is_one_line(tmp_path):
+    """A directory in its place: the peer stopped on '[Errno 21] Is a directory: .../.noise.key.x.tmp -> noise.key'."""
+    (tmp_path / "noise.key").mkdir()
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    with pytest.raises(CRCError, match=r"noise.key: cannot write the noise key \(Is a directory\)$"):
+        checkpoints.noise_key(resumed=False)
+    assert [path.name for path in tmp_path.iterdir()] == ["noise.key"]
