@@ -123,7 +123,8 @@ def _read(directory) -> tuple[Path, tuple[dict, np.ndarray] | None]:
                            "resume; delete it to start afresh")
         return directory / file_name(0), None
     path = found[0]
-    header, stats = decode(read_bytes(path, max_bytes=PREFIX.size + MAX_HEADER_BYTES + 8 * MAX_STATISTICS, what="checkpoint"),
+    header, stats = decode(read_bytes(path, max_bytes=PREFIX.size + MAX_HEADER_BYTES + 8 * MAX_STATISTICS, what="checkpoint",
+                                       regular=True),
                            source=path)
     if path.name != file_name(header["round"]):
         raise CRCError(f"{path}: damaged checkpoint: it records round {header['round']}")

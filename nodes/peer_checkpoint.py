@@ -114,6 +114,22 @@ NOISE_KEY_FILE = "noise.key"
 NOISE_KEY_BYTES = 32
 
 
+def _kept_noise_key(path: Path) -> bytes:
+    """The noise key a resumed run wrote in ``path``, or a CRCError saying why it cannot be used."""
+    if not path.exists():
+        raise CRCError(f"{path}: the run's noise key is missing: a resumed private peer would noise the round it sends "
+                       f"again afresh, releasing it twice; restore the key or delete the checkpoint to start afresh")
+    key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key", regular=True)
+    if len(key) != NOISE_KEY_BYTES:
+        raise CRCError(f"{path}: damaged noise key ({len(key)} bytes, not {NOISE_KEY_BYTES}); restore it or delete the "
+                       f"checkpoint to start afresh")
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise CRCError(f"{path}: noise key open to other users (mode {mode:04o}): whoever reads it can remove the "
+                       f"noise; chmod 600 it if no one else has, else delete the checkpoint to start afresh")
+    return key
+
+
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
 
@@ -137,17 +153,18 @@ class PeerCheckpoints:
     def noise_key(self, *, resumed: bool) -> bytes:
         """The 32-byte key of this run's privacy noise (local noise or distributed shares): fresh from ``os.urandom``
         for a fresh run (written beside the checkpoint, mode 0600, when there is a directory), the one written before
-        for a ``resumed`` run, so that a resumed peer sends the round it sends again with the same noise (fresh if the
-        file is gone)."""
+        for a ``resumed`` run, so that a resumed peer sends the round it sends again with the same noise. A resumed
+        run's key that is missing, not 32 bytes or readable by others is a CRCError: fresh noise on a round already
+        sent would release it twice, and whoever reads the key can subtract the noise."""
         path = None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
-        if resumed and path is not None and path.exists():
-            key = read_bytes(path, max_bytes=NOISE_KEY_BYTES, what="noise key")
-            if len(key) == NOISE_KEY_BYTES:
-                return key
-            self.log.warning("%s: damaged noise key: the shares of the round sent again are fresh", path)
+        if resumed and path is not None:
+            return _kept_noise_key(path)
         key = os.urandom(NOISE_KEY_BYTES)
         if path is not None:
-            atomic_write_bytes(path, key, private=True)
+            try:
+                atomic_write_bytes(path, key, private=True)
+            except OSError as exc:
+                raise CRCError(f"{path}: cannot write the noise key ({exc.strerror or exc})") from None
         return key
 
     def save(self, state: PeerState, metrics: Metrics) -> None:

@@ -18,6 +18,8 @@ import numpy as np
 
 MISSING_TOKENS = frozenset({"", "?", "nan", "NaN", "NAN", "NA", "N/A", "n/a", "null", "NULL"})
 """The spellings of a missing cell: empty, ``?`` (KEEL), ``nan`` (Python), ``NA`` (R), ``null`` (SQL exports)."""
+MISSING_NAMED = "empty, ?, nan, NA, N/A and null cells are missing values"
+"""``MISSING_TOKENS`` for a message: a label column must have none (a class spelled NA is read as missing)."""
 
 
 def is_missing(cell: str) -> bool:

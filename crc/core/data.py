@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crc.core.columns import Column, as_column
+from crc.core.columns import MISSING_NAMED, Column, as_column
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
@@ -71,7 +71,7 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
     column = as_column(columns[schema.label])
     missing = np.flatnonzero(column.codes < 0)
     if missing.size:
-        raise CRCError(f"{source}: missing label in data row {missing[0] + 1}")
+        raise CRCError(f"{source}: missing label in data row {missing[0] + 1} ({MISSING_NAMED})")
     y = column.gather(_codes(column, schema.classes, source, "unknown class")).astype(np.int64)
     return x, y
 
@@ -161,15 +161,27 @@ def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndar
             raise CRCError(f"{source}: expected {len(names)} feature columns ({', '.join(names)}), got shape {rows.shape}")
         cells = {name: rows[:, j] for j, name in enumerate(names)}
     x, _ = encode(schema, cells, labels=False, source=source)
-    return standardize(schema, x)
+    out = standardize(schema, x)
+    far = np.argwhere(np.abs(out) > MAX_STANDARDIZED)
+    if far.size:
+        row, j = far[0]
+        raise CRCError(f"{source}: instance {row + 1} has a value too large for the schema's standardization "
+                       f"({x[row, j]:.3g} in column {schema.features[j].name!r})")
+    return out
+
+
+MAX_STANDARDIZED = 1e150
+"""Largest standardized value ``encode_features`` accepts: the models square it (naive Bayes' statistics, a Gaussian's
+exponent), which would be infinite."""
 
 
 def standardize(schema: Schema, x: np.ndarray) -> np.ndarray:
     """Apply the schema's standardization to the continuous columns of ``x`` (a copy)."""
     out = np.array(x, dtype=np.float64, copy=True)
-    for j in schema.continuous:
-        feature = schema.features[j]
-        out[:, j] = (out[:, j] - feature.mean) / feature.std
+    with np.errstate(over="ignore"):
+        for j in schema.continuous:
+            feature = schema.features[j]
+            out[:, j] = (out[:, j] - feature.mean) / feature.std
     return out
 
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -85,11 +86,16 @@ def atomic_write_json(path, value) -> None:
     atomic_write_text(path, json.dumps(value, indent=1, allow_nan=False) + "\n")
 
 
-def read_bytes(path, *, max_bytes: int, what: str) -> bytes:
-    """The bytes of ``path`` if it holds at most ``max_bytes`` (refused before reading when its size says so)."""
+def read_bytes(path, *, max_bytes: int, what: str, regular: bool = False) -> bytes:
+    """The bytes of ``path`` if it holds at most ``max_bytes`` (refused before reading when its size says so);
+    ``regular``: only a regular file (a file the program wrote itself), refused without waiting if it is a FIFO, which
+    would block the reader until some process writes to it, or a device or directory."""
     try:
-        with open(path, "rb") as stream:
-            if os.fstat(stream.fileno()).st_size > max_bytes:
+        with open(path, "rb", opener=_opener(regular)) as stream:
+            found = os.fstat(stream.fileno())
+            if regular and not stat.S_ISREG(found.st_mode):
+                raise CRCError(f"{path}: {what} is not a regular file; delete it")
+            if found.st_size > max_bytes:
                 raise CRCError(f"{path}: {what} larger than {max_bytes} bytes")
             raw = stream.read(max_bytes + 1)  # a pipe or device has no size: read one byte past the limit
     except OSError as exc:
@@ -97,6 +103,12 @@ def read_bytes(path, *, max_bytes: int, what: str) -> bytes:
     if len(raw) > max_bytes:
         raise CRCError(f"{path}: {what} larger than {max_bytes} bytes")
     return raw
+
+
+def _opener(regular: bool):
+    """``open``'s opener: without blocking on a FIFO when only a ``regular`` file is wanted (O_NONBLOCK does nothing
+    to a regular file's reads)."""
+    return (lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) if regular else None
 
 
 def read_json(path, *, max_bytes: int = MAX_JSON_BYTES, what: str = "JSON file", max_depth: int = MAX_JSON_DEPTH):

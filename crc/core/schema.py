@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crc.core import fields
-from crc.core.columns import as_column, as_number
+from crc.core.columns import MISSING_NAMED, as_column, as_number
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 
@@ -159,10 +159,15 @@ class Schema:
         for col, j in enumerate(self.continuous):
             values = x_continuous[:, col]
             values = values[~np.isnan(values)]
-            mean = float(values.mean()) if values.size else 0.0
-            std = float(values.std()) if values.size else 0.0
-            # A constant column carries no information; std 1 keeps it finite.
-            features[j] = replace(features[j], mean=mean, std=std if std > 0 else 1.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mean = float(values.mean()) if values.size else 0.0
+                std = float(values.std()) if values.size else 0.0
+                std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
+                standardized = (values - mean) / std
+            if not (np.isfinite(std) and np.isfinite(standardized).all()):
+                raise CRCError(f"feature column {features[j].name!r} holds numbers too large to standardize (up to "
+                               f"{np.abs(values).max():.3g}): rescale it")
+            features[j] = replace(features[j], mean=mean, std=std)
         return replace(self, features=tuple(features))
 
 
@@ -215,6 +220,15 @@ def _refuse_identifier(name: str, column) -> None:
                        f"not a feature; drop the column")
 
 
+def _seen_once(column) -> int:
+    """How many of ``column``'s classes (canonical values) occur in one row only."""
+    rows = np.bincount(column.codes, minlength=len(column.canonical))
+    per_class: dict[str, int] = {}
+    for value, count in zip(column.canonical, rows):
+        per_class[value] = per_class.get(value, 0) + int(count)
+    return sum(count == 1 for count in per_class.values())
+
+
 def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_DISCRETE_DISTINCT,
                  categorical=()) -> Schema:
     """Infer a schema from a table's columns.
@@ -247,14 +261,15 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     label_column = as_column(columns[label])
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
-        raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1})")
+        raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1}; "
+                       f"{MISSING_NAMED})")
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
-        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows, most of them seen once: "
-                       f"a class column repeats its classes (a numeric target or an identifier is not one)")
+        raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
+                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one)")
     features = []
     for name, cells in columns.items():
         if name == label:

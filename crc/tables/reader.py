@@ -28,6 +28,8 @@ MAX_TABLE_BYTES = 2 * 2**30
 MAX_CELL_CHARS = 65536
 """Longest cell, in characters."""
 SCAN_BLOCK = 2**20
+MAX_HEADER_BYTES = 2 * SCAN_BLOCK
+"""Longest header line (about 200 000 column names of ten characters)."""
 
 
 def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> dict[str, Column | NumberColumn]:
@@ -77,12 +79,14 @@ def _scan(path, max_bytes: int) -> _Scan:
                 commas += block.count(b",")
                 quoted = quoted or b'"' in block
                 if not first.strip() or b"\n" not in first:
-                    first = (first + block)[: 2 * SCAN_BLOCK]
+                    first = (first + block)[:MAX_HEADER_BYTES]
         except (OSError, EOFError, zlib.error) as exc:
             raise CRCError(f"{path}: cannot read ({exc})") from None
-    lines = [line for line in first.split(b"\n") if line.strip()]
+    lines = [line for line in first.splitlines() if line.strip()]
     if not lines:
         raise CRCError(f"{path}: no rows")
+    if size > len(first) and first.find(lines[0]) + len(lines[0]) == len(first):  # cut at MAX_HEADER_BYTES
+        raise CRCError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes (too many columns, or not a CSV file)")
     return _Scan(lines[0], commas, quoted)
 
 
@@ -108,6 +112,8 @@ def _utf8(path, raw: bytes) -> str:
 def _header(path, line: bytes) -> list[str]:
     """The stripped column names of the header line."""
     text = _utf8(path, line)
+    if text.count('"') % 2:
+        raise CRCError(f"{path}: a quoted column name in the header spans lines: put each name on the header line")
     try:
         names = [name.strip() for name in next(csv.reader([text]))]
     except (csv.Error, StopIteration) as exc:

@@ -3,7 +3,7 @@ import gzip
 import numpy as np
 import pytest
 
-from crc.core.data import encode, split_counts, split_indices
+from crc.core.data import encode, encode_features, split_counts, split_indices
 from crc.core.errors import CRCError
 from crc.core.schema import infer_schema
 from crc.tables.datasets import BUNDLED, load_bundled, load_dataset, synthetic_dataset
@@ -42,6 +42,8 @@ def test_encode_rejects_unknown_category_class_and_columns():
         encode(schema, {"b": ["z", "x"], "cls": ["p", "q"]})
     with pytest.raises(CRCError, match="unknown class 'r'"):
         encode(schema, {"b": ["x", "x"], "cls": ["p", "r"]})
+    with pytest.raises(CRCError, match=r"missing label in data row 2 \(empty, \?, nan, NA, N/A and null cells are missing"):
+        encode(schema, {"b": ["x", "x"], "cls": ["p", "NA"]}, source="d.csv")
     with pytest.raises(CRCError, match="missing column"):
         encode(schema, {"cls": ["p", "q"]})
     with pytest.raises(CRCError, match="not in the schema: 'extra'"):
@@ -104,3 +106,20 @@ def test_load_dataset_errors(tmp_path):
 def test_synthetic_is_seeded():
     a, b = synthetic_dataset(50, seed=4), synthetic_dataset(50, seed=4)
     assert np.array_equal(a.x, b.x) and a.x.shape == (50, 20) and a.schema.n_classes == 3
+
+
+def test_a_value_whose_square_would_overflow_is_refused_not_a_nan_probability():
+    """crc predict on a value of 1.7e308 printed p(a) = nan, p(b) = nan and a class, under numpy's overflow warnings."""
+    cols = {"a": [str(i / 10) for i in range(12)], "cls": list("pq" * 6)}
+    schema = infer_schema(cols, "cls").standardized(np.arange(12.0)[:, None] / 10)
+    assert np.isfinite(encode_features(schema, {"a": ["1e100", "?"]})[0]).all()
+    with pytest.raises(CRCError, match=r"^t.csv: instance 2 has a value too large for the schema's standardization "
+                                       r"\(1.7e\+308 in column 'a'\)"):
+        encode_features(schema, {"a": ["0.5", "1.7e308"]}, source="t.csv")
+
+
+def test_numbers_too_large_to_standardize_are_refused_without_numpy_warnings():
+    """crc simulate on a column of values near 1e308: numpy's overflow warnings, then a schema with std Infinity."""
+    schema = infer_schema({"a": [str(i) for i in range(12)], "cls": list("pq" * 6)}, "cls")
+    with np.errstate(all="raise"), pytest.raises(CRCError, match=r"'a' holds numbers too large to standardize \(up to 1.7e\+308"):
+        schema.standardized(np.array([[1.7e308], [-1.7e308], [1.0]]))

@@ -16,6 +16,7 @@ from crc.core.files import (
     read_json,
     without_strings,
 )
+from support.blocking import fails_if_blocked
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON_VALUES = st.recursive(
@@ -124,6 +125,18 @@ def test_a_stream_without_a_size_is_cut_at_the_limit(tmp_path):
     os.symlink("/dev/zero", path)
     with pytest.raises(CRCError, match="larger than 4096 bytes"):
         read_bytes(path, max_bytes=4096, what="file")
+
+
+def test_a_regular_file_is_required_where_asked_and_a_fifo_is_not_waited_for(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "file").write_bytes(b"key")
+    for path in (fifo, tmp_path / "zero"):
+        if path.name == "zero":
+            os.symlink("/dev/zero", path)
+        with fails_if_blocked(), pytest.raises(CRCError, match=f"{path}: noise key is not a regular file; delete it"):
+            read_bytes(path, max_bytes=32, what="noise key", regular=True)
+    assert read_bytes(tmp_path / "file", max_bytes=32, what="noise key", regular=True) == b"key"
 
 
 def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path):

@@ -48,6 +48,15 @@ def test_fast_and_careful_readers_agree(tmp_path, text):
     assert cells_of(read_csv(path)) == cells_of(careful(path))
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_a_file_of_other_line_ends_reads_as_with_newlines(tmp_path, end):
+    """Old Mac exports end lines with CR alone: its header was refused as 'new-line character seen in unquoted field'."""
+    text = "a,b,cls\n1.5,x,yes\n,y,no\n2,?,yes\n"
+    (tmp_path / "lf.csv").write_text(text)
+    (tmp_path / "other.csv").write_bytes(text.replace("\n", end).encode())
+    assert cells_of(read_csv(tmp_path / "other.csv")) == cells_of(read_csv(tmp_path / "lf.csv"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.integers(-5, 5),
                                     st.sampled_from(["", "?", "nan", "a", " b "])),
@@ -92,6 +101,28 @@ def test_bad_files_are_one_line(tmp_path, content, message):
     path.write_bytes(content)
     with pytest.raises(CRCError, match=message):
         read_csv(path)
+
+
+def test_a_header_longer_than_the_scan_keeps_is_refused_as_such(tmp_path):
+    """It was cut where the scan stopped, its last name a prefix of another: 'header has empty or repeated names'."""
+    names = [f"c{j}" for j in range(reader.MAX_HEADER_BYTES // 6)] + ["y"]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join(["1"] * len(names)) + "\n")
+    assert len(",".join(names)) > reader.MAX_HEADER_BYTES
+    with pytest.raises(CRCError, match=f"wide.csv: first line longer than {reader.MAX_HEADER_BYTES} bytes"):
+        read_csv(path)
+    path.write_text(",".join(names[:1000]) + "\n" + ",".join(["1"] * 1000) + "\n")
+    assert list(read_csv(path)) == names[:1000]
+
+
+def test_a_column_name_on_two_lines_is_refused_as_such(tmp_path):
+    """A spreadsheet's header cell with a line break: it was 'line 2 has 3 cells, expected 1'."""
+    path = tmp_path / "t.csv"
+    path.write_text('"a\nb",c,y\n1,2,p\n3,4,q\n')
+    with pytest.raises(CRCError, match="t.csv: a quoted column name in the header spans lines"):
+        read_csv(path)
+    path.write_text('"a ""b""",c,y\n1,2,p\n3,4,q\n')
+    assert list(read_csv(path)) == ['a "b"', "c", "y"]
 
 
 def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):

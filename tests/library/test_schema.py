@@ -122,10 +122,12 @@ def test_label_problems():
         infer_schema({"a;y": ["1;p", "2;q"]}, "y")
     with pytest.raises(CRCError, match=r"columns are a, b$"):
         infer_schema(table(a=["1"], b=["x"]), "y")
-    with pytest.raises(CRCError, match="2 missing values"):
+    with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
-    with pytest.raises(CRCError, match="label column 'y' has 12 classes in 22 rows, most of them seen once"):
+    with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\)"):
         infer_schema(table(a=["1"] * 22, y=[str(i / 3) for i in range(12)] + ["0"] * 10), "y")
+    with pytest.raises(CRCError, match=r"has 12 classes in 22 rows \(2 seen once\)"):  # 10 classes seen twice
+        infer_schema(table(a=["1"] * 22, y=[str(i) for i in range(10)] * 2 + ["x", "z"]), "y")
     assert len(infer_schema(table(a=["1"] * 22, y=[str(i) for i in range(11)] * 2), "y").classes) == 11  # each twice
     with pytest.raises(CRCError, match="single class"):
         infer_schema(table(a=["1", "2"], y=["a", "a"]), "y")

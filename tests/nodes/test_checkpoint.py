@@ -1,4 +1,5 @@
 import json
+import os
 import struct
 import zlib
 
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from crc.core.errors import CRCError
 from crc.nodes import checkpoint
+from support.blocking import fails_if_blocked
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 IDENTITY = {"bind": "tcp://127.0.0.1:7000", "peers": ["tcp://127.0.0.1:7001"], "rounds": 10, "iters": 1, "run": "crc",
@@ -101,6 +103,13 @@ def test_statistics_that_are_not_finite_or_of_another_model_are_refused(tmp_path
 def test_a_file_named_for_another_round_is_refused(tmp_path):
     (tmp_path / "checkpoint.7.bin").write_bytes(forged(header()))
     with pytest.raises(CRCError, match="checkpoint.7.bin: damaged checkpoint: it records round 4"):
+        checkpoint.load(tmp_path, identity=IDENTITY, size=STATS.size)
+
+
+def test_a_fifo_in_a_checkpoint_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
+    written(tmp_path)
+    os.mkfifo(tmp_path / checkpoint.file_name(5))
+    with fails_if_blocked(), pytest.raises(CRCError, match=r"checkpoint\.5\.bin: checkpoint is not a regular file"):
         checkpoint.load(tmp_path, identity=IDENTITY, size=STATS.size)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from crc.core.models import make_model
 from crc.nodes.metrics import Metrics
 from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, kept_links, layout, restore
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from support.blocking import fails_if_blocked
 from support.tables import mixed_columns, prepared
 
 SIZE = 5
@@ -142,8 +144,8 @@ def test_checkpoints_round_trip_and_a_failing_write_is_logged_once(tmp_path, mon
 
 
 def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_path):
-    """Distributed noise: a resumed peer sends its last round again with the same shares, so it needs the run's key;
-    a fresh run gets a new one (os.urandom), written owner-only."""
+    """A resumed peer sends its last round again with the same noise, so it needs the run's key; a fresh run gets a new
+    one (os.urandom), written owner-only."""
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
     first = checkpoints.noise_key(resumed=False)
     assert len(first) == 32 and (tmp_path / "noise.key").stat().st_mode & 0o777 == 0o600
@@ -152,3 +154,38 @@ def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_p
     assert fresh != first and checkpoints.noise_key(resumed=True) == fresh
     without = PeerCheckpoints(None, {}, PAPER, logging.getLogger("test"))
     assert without.noise_key(resumed=True) != without.noise_key(resumed=True)
+
+
+def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
+    os.mkfifo(tmp_path / "noise.key")
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    with fails_if_blocked(), pytest.raises(CRCError, match="noise key is not a regular file"):
+        checkpoints.noise_key(resumed=True)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "the run's noise key is missing: a resumed private peer would noise the round it sends again afresh"),
+    ("empty", r"damaged noise key \(0 bytes, not 32\)"), ("short", r"damaged noise key \(31 bytes, not 32\)"),
+    ("long", "noise key larger than 32 bytes"), ("open", r"noise key open to other users \(mode 0644\)")])
+def test_a_resumed_run_refuses_a_noise_key_it_cannot_trust(tmp_path, case, message):
+    """Fresh noise on the round sent again would release it twice; a key others can read lets them remove the noise."""
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    key = tmp_path / "noise.key"
+    written = checkpoints.noise_key(resumed=False)
+    if case == "missing":
+        key.unlink()
+    elif case == "open":
+        key.chmod(0o644)
+    else:
+        key.write_bytes({"empty": b"", "short": written[:31], "long": written + b"x"}[case])
+    with pytest.raises(CRCError, match=f"{key}: {message}"):
+        checkpoints.noise_key(resumed=True)
+
+
+def test_a_noise_key_that_cannot_be_written_is_one_line(tmp_path):
+    """A directory in its place: the peer stopped on '[Errno 21] Is a directory: .../.noise.key.x.tmp -> noise.key'."""
+    (tmp_path / "noise.key").mkdir()
+    checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
+    with pytest.raises(CRCError, match=r"noise.key: cannot write the noise key \(Is a directory\)$"):
+        checkpoints.noise_key(resumed=False)
+    assert [path.name for path in tmp_path.iterdir()] == ["noise.key"]
