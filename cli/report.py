@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from crc.cli.options import plots_directory
+from crc.cli.options import plots_option
 from crc.cli.output import note
 from crc.core.errors import CRCError
 from crc.report.kinds import kind_of
@@ -19,8 +19,7 @@ from crc.report.tables import runs_csv, runs_markdown, table_csv, table_markdown
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True,
               help="Table format on standard output; CSV figures have 6 significant digits.")
-@click.option("--plots", type=click.Path(file_okay=False), default=None, callback=plots_directory,
-              help="Also write the figures into this directory, each as PNG and PDF (needs matplotlib: the 'plot' extra).")
+@plots_option("the figures (besides the tables on standard output)")
 def report(files, fmt, plots):
     """Render results FILES as tables (and figures).
 

@@ -81,8 +81,7 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     rows, bad = column.number_rows()
     if bad is not None:
         raise CRCError(f"{source}: column {name!r} is continuous but holds {column.shown(bad)} "
-                       f"(not a finite number) in data row {column.first_row(bad) + 1}; a missing value is an empty "
-                       f"cell, ?, nan or NA")
+                       f"(not a finite number) in data row {column.first_row(bad) + 1} ({MISSING_NAMED})")
     return rows
 
 

@@ -207,8 +207,8 @@ def _refuse_stray_text(name: str, column) -> None:
         return
     first = min(np.flatnonzero(text), key=column.first_row)
     raise CRCError(f"feature column {name!r} holds numbers but also {column.shown(first)} in data row "
-                   f"{column.first_row(first) + 1}: write a missing value as an empty cell, ?, nan or NA, or correct "
-                   f"the cell (in Python, name the column categorical to keep it discrete)")
+                   f"{column.first_row(first) + 1}: correct the cell or leave it missing ({MISSING_NAMED}); in Python, "
+                   f"name the column categorical to keep it discrete")
 
 
 def _refuse_identifier(name: str, column) -> None:

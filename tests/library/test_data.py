@@ -50,7 +50,7 @@ def test_encode_rejects_unknown_category_class_and_columns():
         encode(schema, {"b": ["x", "y"], "cls": ["p", "q"], "extra": ["1", "2"]})
     continuous = infer_schema({"a": [str(i) for i in range(11)], "cls": list("pq" * 5) + ["p"]}, "cls")
     with pytest.raises(CRCError, match=r"^d.csv: column 'a' is continuous but holds 'n\.a\.' \(not a finite number\) in data "
-                                       r"row 2; a missing value is an empty cell, \?, nan or NA$"):
+                                       r"row 2 \(empty, \?, nan, NA, N/A and null cells are missing values\)$"):
         encode(continuous, {"a": ["1", "n.a."], "cls": ["p", "q"]}, source="d.csv")
 
 
