@@ -25,6 +25,10 @@ from crc.core.errors import CRCError
 
 MAX_TABLE_BYTES = 2 * 2**30
 """Largest file read, after decompression."""
+MAX_TABLE_CELLS = 2**25
+"""Most cells (rows × columns) read: about 0.8 GB of memory as numbers, 3 GB as distinct texts."""
+MAX_QUOTED_CELLS = 2**23
+"""Most cells of a file that quotes cells, which is read cell by cell at about 200 bytes a cell."""
 MAX_CELL_CHARS = 65536
 """Longest cell, in characters."""
 SCAN_BLOCK = 2**20
@@ -32,14 +36,17 @@ MAX_HEADER_BYTES = 2 * SCAN_BLOCK
 """Longest header line (about 200 000 column names of ten characters)."""
 
 
-def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> dict[str, Column | NumberColumn]:
+def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
+             max_cells: int = MAX_TABLE_CELLS) -> dict[str, Column | NumberColumn]:
     """Read a comma-separated file (plain or ``.gz``) into columns by name.
 
     Without a header the columns are named ``x1 … xd`` and the last one ``class``. Cells are stripped;
     empty, ``?`` and ``nan`` cells are missing; rows without any cell are skipped. Every problem is a
-    CRCError naming the file (and the line or column).
+    CRCError naming the file (and the line or column). The byte and cell limits are checked in one streaming
+    pass before anything is parsed, so that no file holds more memory than the cells' limit allows.
     """
     scan = _scan(path, max_bytes)
+    _check_size(path, scan, max_cells if not scan.quoted else min(max_cells, MAX_QUOTED_CELLS))
     names = _header(path, scan.first_line) if header else None
     columns = _fast(path, scan, header, names) if not scan.quoted else None
     if columns is None:
@@ -50,11 +57,25 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES) -> 
 
 @dataclass(frozen=True)
 class _Scan:
-    """What one streaming pass over a file finds: its first non-blank line, its commas, whether it quotes."""
+    """What one streaming pass over a file finds: its first non-blank line, its commas and line ends, whether it
+    quotes."""
 
     first_line: bytes
     commas: int
+    lines: int
     quoted: bool
+
+    @property
+    def cells(self) -> int:
+        """Cells the file holds at most (a quoted comma or a blank line counts as one more)."""
+        return self.commas + self.lines
+
+
+def _check_size(path, scan: _Scan, max_cells: int) -> None:
+    if scan.cells > max_cells:
+        kind = "a file that quotes cells" if scan.quoted else "a file"
+        raise CRCError(f"{path}: about {scan.cells:,} cells (rows × columns), more than the {max_cells:,} read from "
+                       f"{kind}: use a sample of its rows or fewer columns")
 
 
 def _open(path):
@@ -69,7 +90,7 @@ def _open(path):
 
 def _scan(path, max_bytes: int) -> _Scan:
     """One pass in blocks of SCAN_BLOCK bytes (decompressed), refusing a file over ``max_bytes``."""
-    first, commas, quoted, size = b"", 0, False, 0
+    first, commas, newlines, returns, quoted, size, last = b"", 0, 0, 0, False, 0, b""
     with _open(path) as stream:
         try:
             while block := stream.read(SCAN_BLOCK):
@@ -77,6 +98,9 @@ def _scan(path, max_bytes: int) -> _Scan:
                 if size > max_bytes:
                     raise CRCError(f"{path}: larger than {max_bytes} bytes")
                 commas += block.count(b",")
+                newlines += block.count(b"\n")
+                returns += block.count(b"\r")
+                last = block[-1:]
                 quoted = quoted or b'"' in block
                 if not first.strip() or b"\n" not in first:
                     first = (first + block)[:MAX_HEADER_BYTES]
@@ -87,7 +111,8 @@ def _scan(path, max_bytes: int) -> _Scan:
         raise CRCError(f"{path}: no rows")
     if size > len(first) and first.find(lines[0]) + len(lines[0]) == len(first):  # cut at MAX_HEADER_BYTES
         raise CRCError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes (too many columns, or not a CSV file)")
-    return _Scan(lines[0], commas, quoted)
+    unended = last not in (b"\n", b"\r")
+    return _Scan(lines[0], commas, max(newlines, returns) + unended, quoted)
 
 
 def _read_bytes(path, max_bytes: int) -> bytes:

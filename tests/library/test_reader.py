@@ -143,6 +143,28 @@ def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
         read_csv(plain, max_bytes=100)
 
 
+def test_files_of_too_many_cells_are_refused_before_parsing(tmp_path, monkeypatch):
+    import crc.tables.reader as reader
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(b"a,b,cls\n" + b"1,2,p\n" * 100))  # 303 cells, 3 per line
+    assert list(read_csv(path, max_cells=303)) == ["a", "b", "cls"]
+    with pytest.raises(CRCError, match=r"t.csv.gz: about 303 cells \(rows × columns\), more than the 300 read"):
+        read_csv(path, max_cells=300)
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(b"a,cls\r\n" + b"1,p\r\n" * 100)
+    with pytest.raises(CRCError, match="about 202 cells"):
+        read_csv(crlf, max_cells=200)
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('a,cls\n' + '"1",p\n' * 100)
+    monkeypatch.setattr(reader, "MAX_QUOTED_CELLS", 150)
+    with pytest.raises(CRCError, match="more than the 150 read from a file that quotes cells"):
+        read_csv(quoted)
+    monkeypatch.setattr(reader, "_fast", lambda *args: pytest.fail("parsed a file over the limit"))
+    monkeypatch.setattr(reader, "_careful", lambda *args: pytest.fail("parsed a file over the limit"))
+    with pytest.raises(CRCError, match="cells"):
+        read_csv(path, max_cells=10)
+
+
 def test_dataframes_are_tables_everywhere(tmp_path):
     from crc.core.data import encode_features
     frame = pd.DataFrame({"x": [0.5, np.nan, 2.0, 3.5] * 5, "k": ["a", "b", None, "a"] * 5, "cls": [1, 2, 1, 2] * 5})
