@@ -194,6 +194,28 @@ def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setu
     assert transport.closed_linger_ms == PeerSettings.final_linger_ms
 
 
+def test_a_peer_releasing_every_third_round_follows_the_simulator_and_only_averages_between(setup):
+    """``release_every=3``: the local step in rounds 1, 4 and 7; in the others the peer sends the plain average of
+    its own last statistics and its neighbours' (public values only), as the simulator's engine does."""
+    sizes = [len(y) for y in setup.y]
+    parts = np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])
+    engine = CRCEngine(setup.model, LocalData.from_parts(np.concatenate(setup.phi), np.concatenate(setup.y), parts),
+                       averaging_matrix(GRAPH), ess=setup.ess, release_every=3)
+    history = [engine.stats.copy()]
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
+    every_third = replace(setup, history=np.array(history))
+    clock = FakeClock()
+    peer = every_third.peer(clock, release_every=3)
+    transport = FakeTransport(clock, every_third.neighbours_answer)
+    assert peer.run(transport) is True
+    every_third.assert_follows_simulator(peer, transport)
+    sent = {**transport.sent_stats(), peer.round: peer.stats}
+    for t in (2, 3, 5, 6, 8):
+        np.testing.assert_allclose(sent[t], np.mean([sent[t - 1], *(history[t - 1][u] for u in NEIGHBOURS)], axis=0),
+                                   rtol=1e-12)
+    assert not np.allclose(sent[4], np.mean([sent[3], *(history[3][u] for u in NEIGHBOURS)], axis=0))
+
+
 def test_a_stale_message_is_dropped_and_counted(setup):
     stale = setup.frame(NEIGHBOURS[0], 2, stats=setup.history[5][NEIGHBOURS[0]])  # valid, but not round 2's
 
