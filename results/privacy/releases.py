@@ -1,72 +1,66 @@
-"""Fewer releases in the same rounds, on the paper's random tree: a peer releases (one local step from its public
-aggregate, then noise) only every k-th round, and in the k - 1 rounds between it only averages what is already public
+"""Fewer releases in the same rounds (``--release-every k``): a peer takes its local step and releases (its noisy
+statistics) only every k-th round, and in the k - 1 rounds between only averages what is already public
 (post-processing, no privacy cost), so the accountant composes ceil(rounds / k) releases and σ falls by about √k.
-``steps`` j > 1 carries j steps' worth of data in a release: ``a + j (LRC(a) - a)``, the data term at the same
-public θ(a) (a second sequential step has no sensitivity bound, ``crc.core.privacy``), of sensitivity jΔ.
+A release may carry j steps' worth of data, ``a + j (LRC(a) - a)`` (the data term at the same public θ(a); a second
+sequential step has no sensitivity bound, ``crc.core.privacy``), of sensitivity jΔ: ``Steps``, this study only.
 
-The grid of ``levers.py`` (magic, naive Bayes, 50 peers x 50 instances, 64 rounds, δ = 1e-5, 1,000 test instances),
-local noise, each run scored on its last iterate and on the average of its last 16 rounds' classifier statistics
-(``averaging.py``). Writes releases.json next to this file, one entry per finished cell (rerun to resume):
+The grid of ``levers.py`` (magic, naive Bayes, 50 peers x 50 instances, 64 rounds, δ = 1e-5, 1,000 test instances,
+3 repeats, the paper's algorithm, local noise, the classifier from the last aggregate), each run scored on its last
+iterate and on the average of its last 16 rounds' classifier statistics (``averaging.py``). Writes releases.json next
+to this file, one entry per finished cell (rerun to resume), and releases.md:
 
-    python results/privacy/releases.py [--repeats R] [--k K ...] [--steps J] [--epsilons E ...]
+    python results/privacy/releases.py
 """
 
-import argparse
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from levers import SETTING
+from levers import SETTING, WITHIN
 
 from crc.core.engine import CRCEngine
-from crc.core.privacy import release
 from crc.protocol import SimulationConfig
-from crc.protocol.accountant import plan
 from crc.protocol.repeat import load_for, prepare_repeat
-from crc.protocol.simulator import PRIVACY_STREAM, make_engine
+from crc.protocol.simulator import first_graph, make_engine
 from crc.topologies import network_factory
 
 HERE = Path(__file__).parent
 WINDOW = 16
 """Rounds whose classifier statistics are averaged for the second score."""
+EPSILONS = (None, 2.0, 4.0, 8.0, 16.0)
+ROWS = [
+    *({"topology": "tree", "release_every": k, "momentum": 0.0, "steps": 1} for k in (1, 2, 4, 8, 16)),
+    *({"topology": "tree", "release_every": k, "momentum": 0.7, "steps": 1} for k in (1, 2, 4, 8, 16)),
+    *({"topology": "tree", "release_every": k, "momentum": 0.0, "steps": 2} for k in (4, 8, 16)),
+    *({"topology": "complete", "release_every": k, "momentum": 0.0, "steps": 1} for k in (1, 4, 8, 16)),
+]
 
 
-class EveryKth(CRCEngine):
-    """A CRC engine whose peers take a local step (``steps`` times the data term) and release only in rounds
-    1, k + 1, 2k + 1, ...; in the other rounds a peer's statistics are its aggregate of its neighbours' public ones."""
+class Steps(CRCEngine):
+    """A CRC engine whose local step adds ``steps`` times the data term at the aggregate's θ."""
 
-    def configure(self, k: int, steps: int) -> None:
-        self.k, self.steps = k, steps
-
-    def _step(self, *, keep_aggregated: bool) -> np.ndarray:
-        if self.round % self.k == 0:
-            return super()._step(keep_aggregated=keep_aggregated)
-        aggregated = self.aggregate()
-        self.stats = self.aggregated = aggregated
-        self.round += 1
-        return aggregated
+    steps = 1
 
     def _lrc(self, aggregated, block, restart):
         stats, memory = super()._lrc(aggregated, block, restart)
         return aggregated + self.steps * (stats - aggregated), memory
 
 
-def repeat_errors(config: SimulationConfig, dataset, index: int, k: int, steps: int) -> tuple[float, float]:
+def name(row: dict) -> str:
+    return "/".join(f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in row.items())
+
+
+def repeat_errors(config: SimulationConfig, dataset, index: int, steps: int) -> tuple[float, float]:
     """Mean test error over the evaluation peers of one repeat: last iterate, last WINDOW averaged."""
     rep = prepare_repeat(dataset, config, index)
     graph = network_factory(config.topology, math.inf)(config.nodes, rep.graph_seed)
-    privacy = None
-    if config.dp_epsilon is not None:
-        privacy = plan(rep.split.model, epsilon=config.dp_epsilon, delta=config.dp_delta, clip=config.clip,
-                       releases=-(-config.rounds // k))
-    engine, _ = make_engine(rep, config, lambda n, seed: graph, privacy)
-    engine.__class__ = EveryKth
-    engine.configure(k, steps)
+    privacy = config.privacy(rep.split.model, first_graph(graph))
     if privacy is not None:
-        sigma = steps * privacy.sigma
-        rng = np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM])
-        engine._release = lambda stats: release(rep.split.model, stats, sigma, rng)
+        privacy = replace(privacy, sensitivity=steps * privacy.sensitivity)
+    engine, _ = make_engine(rep, config, lambda n, seed: graph, privacy)
+    engine.__class__, engine.steps = Steps, steps
     history: list[np.ndarray] = []
 
     def keep(round_: int, classifiers: np.ndarray) -> None:
@@ -74,36 +68,65 @@ def repeat_errors(config: SimulationConfig, dataset, index: int, k: int, steps: 
             history.append(classifiers[rep.eval_nodes].copy())
 
     engine.run(config.rounds, keep)
-    return (float(rep.errors(history[-1])[1].mean()), float(rep.errors(np.mean(history, axis=0))[1].mean()))
+    return float(rep.errors(history[-1])[1].mean()), float(rep.errors(np.mean(history, axis=0))[1].mean())
+
+
+def cell(row: dict, epsilon: float | None) -> dict:
+    settings = {key: value for key, value in row.items() if key != "steps"}
+    config = SimulationConfig.from_settings(**SETTING, **settings, rounds=64, classifier="aggregate", dp_epsilon=epsilon)
+    dataset = load_for(config)
+    errors = np.array([repeat_errors(config, dataset, index, row["steps"]) for index in range(config.repeats)])
+    return {"last": float(errors[:, 0].mean()), f"last {WINDOW}": float(errors[:, 1].mean())}
+
+
+def reach(errors: list[float | None], reference: float) -> str:
+    """The smallest private ε of EPSILONS (``errors`` one per ε, None: not run) from which on every error is within
+    WITHIN of ``reference``."""
+    found = None
+    for epsilon, error in reversed(list(zip(EPSILONS[1:], errors))):
+        if error is None or error > reference + WITHIN:
+            break
+        found = epsilon
+    return "–" if found is None else f"{found:g}"
+
+
+def key(row: dict, epsilon: float | None) -> str:
+    return f"{name(row)}/eps={'inf' if epsilon is None else f'{epsilon:g}'}"
+
+
+def table(done: dict, score: str) -> str:
+    """Rows of ROWS by ε, and the ε each reaches against today's non-private run (ROWS[0] at ∞)."""
+    today = done[key(ROWS[0], None)][score]
+    lines = ["| graph | k | momentum | steps j | releases | " + " | ".join(
+        "∞" if e is None else f"ε = {e:g}" for e in EPSILONS) + f" | ε within {WITHIN} of {today:.3f} |",
+             "|---" * (len(EPSILONS) + 6) + "|"]
+    for row in ROWS:
+        errors = [done.get(key(row, e), {}).get(score) for e in EPSILONS]
+        lines.append(f"| {row['topology']} | {row['release_every']} | {row['momentum']:g} | {row['steps']} | "
+                     f"{-(-64 // row['release_every'])} | " + " | ".join("–" if x is None else f"{x:.3f}" for x in errors)
+                     + f" | {reach(errors[1:], today)} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--k", type=int, nargs="+", default=[1, 2, 4, 8, 16])
-    parser.add_argument("--steps", type=int, default=1)
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[math.inf, 2, 4, 8])
-    parser.add_argument("--rounds", type=int, default=64)
-    parser.add_argument("--momentum", type=float, default=0.0)
-    parser.add_argument("--topology", default="tree")
-    args = parser.parse_args()
     out = HERE / "releases.json"
     done = json.loads(out.read_text()) if out.exists() else {}
-    settings = {**SETTING, "repeats": args.repeats, "rc_iterations": args.rounds}
-    for k in args.k:
-        for epsilon in args.epsilons:
-            name = (f"k={k}/j={args.steps}/rounds={args.rounds}/momentum={args.momentum:g}/{args.topology}/eps={epsilon:g}/"
-                    f"repeats={args.repeats}")
-            if name in done:
-                continue
-            config = SimulationConfig.from_settings(**settings, topology=args.topology, rounds=args.rounds,
-                                                    momentum=args.momentum, classifier="aggregate",
-                                                    dp_epsilon=None if math.isinf(epsilon) else epsilon)
-            dataset = load_for(config)
-            errors = np.array([repeat_errors(config, dataset, i, k, args.steps) for i in range(config.repeats)])
-            done[name] = {"last": float(errors[:, 0].mean()), f"last {WINDOW}": float(errors[:, 1].mean())}
-            out.write_text(json.dumps(done, indent=1))
-            print(name, done[name], flush=True)
+    for row in ROWS:
+        for epsilon in EPSILONS:
+            if key(row, epsilon) not in done:
+                done[key(row, epsilon)] = cell(row, epsilon)
+                out.write_text(json.dumps(done, indent=1))
+                print(key(row, epsilon), done[key(row, epsilon)], flush=True)
+    (HERE / "releases.md").write_text(
+        "# Fewer releases in the same 64 rounds (magic, 50 peers x 50 instances, random tree)\n\n"
+        "CRC's test error (mean of 3 repeats; naive Bayes, the paper's algorithm, local noise, δ = 1e-5, 1,000 test "
+        "instances, the classifier from the last aggregate) when a peer takes its local step and releases only every "
+        "k-th round (`--release-every k`) and averages public values between; `releases` is what the accountant "
+        "composes, ceil(64 / k); steps j > 1: a release carrying j times the data term at the same public θ, of "
+        f"sensitivity jΔ. Last column: the smallest ε from which on the error stays within {WITHIN} of today's "
+        "non-private run (the first row's ∞). Written by `python results/privacy/releases.py`.\n\n"
+        "### Last iterate\n\n" + table(done, "last") + f"\n\n### Average of the last {WINDOW} rounds\n\n"
+        + table(done, f"last {WINDOW}") + "\n")
 
 
 if __name__ == "__main__":
