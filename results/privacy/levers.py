@@ -66,11 +66,23 @@ def run(done: dict, out: Path) -> None:
             print(key(lever, epsilon), round(result["crc"]["test_error"], 4), flush=True)
 
 
-def first_within(errors: list[float | None], reference: float) -> str:
-    """The smallest ε of the grid whose error (``errors``, one per private ε of EPSILONS, None: not run) is within
+def fill(out: Path, cells) -> dict:
+    """The finished cells stored in ``out`` (JSON) and every missing one of ``cells`` ((name, compute()) pairs),
+    computed, stored after each and printed."""
+    done = json.loads(out.read_text()) if out.exists() else {}
+    for name, compute in cells:
+        if name not in done:
+            done[name] = compute()
+            out.write_text(json.dumps(done, indent=1))
+            print(name, done[name], flush=True)
+    return done
+
+
+def first_within(errors: list[float | None], reference: float, epsilons: tuple = EPSILONS[1:]) -> str:
+    """The smallest ε of the grid whose error (``errors``, one per private ε of ``epsilons``, None: not run) is within
     WITHIN of ``reference``, from which on every larger ε's is."""
     found = None
-    for epsilon, error in reversed(list(zip(EPSILONS[1:], errors))):
+    for epsilon, error in reversed(list(zip(epsilons, errors))):
         if error is None or error > reference + WITHIN:
             break
         found = epsilon

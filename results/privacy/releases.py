@@ -12,13 +12,12 @@ to this file, one entry per finished cell (rerun to resume), and releases.md:
     python results/privacy/releases.py
 """
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from levers import SETTING, WITHIN
+from levers import SETTING, WITHIN, fill, first_within
 
 from crc.core.engine import CRCEngine
 from crc.protocol import SimulationConfig
@@ -79,17 +78,6 @@ def cell(row: dict, epsilon: float | None) -> dict:
     return {"last": float(errors[:, 0].mean()), f"last {WINDOW}": float(errors[:, 1].mean())}
 
 
-def reach(errors: list[float | None], reference: float) -> str:
-    """The smallest private ε of EPSILONS (``errors`` one per ε, None: not run) from which on every error is within
-    WITHIN of ``reference``."""
-    found = None
-    for epsilon, error in reversed(list(zip(EPSILONS[1:], errors))):
-        if error is None or error > reference + WITHIN:
-            break
-        found = epsilon
-    return "–" if found is None else f"{found:g}"
-
-
 def key(row: dict, epsilon: float | None) -> str:
     return f"{name(row)}/eps={'inf' if epsilon is None else f'{epsilon:g}'}"
 
@@ -104,19 +92,13 @@ def table(done: dict, score: str) -> str:
         errors = [done.get(key(row, e), {}).get(score) for e in EPSILONS]
         lines.append(f"| {row['topology']} | {row['release_every']} | {row['momentum']:g} | {row['steps']} | "
                      f"{-(-64 // row['release_every'])} | " + " | ".join("–" if x is None else f"{x:.3f}" for x in errors)
-                     + f" | {reach(errors[1:], today)} |")
+                     + f" | {first_within(errors[1:], today, EPSILONS[1:])} |")
     return "\n".join(lines)
 
 
 def main() -> None:
-    out = HERE / "releases.json"
-    done = json.loads(out.read_text()) if out.exists() else {}
-    for row in ROWS:
-        for epsilon in EPSILONS:
-            if key(row, epsilon) not in done:
-                done[key(row, epsilon)] = cell(row, epsilon)
-                out.write_text(json.dumps(done, indent=1))
-                print(key(row, epsilon), done[key(row, epsilon)], flush=True)
+    done = fill(HERE / "releases.json", ((key(row, epsilon), lambda row=row, epsilon=epsilon: cell(row, epsilon))
+                                         for row in ROWS for epsilon in EPSILONS))
     (HERE / "releases.md").write_text(
         "# Fewer releases in the same 64 rounds (magic, 50 peers x 50 instances, random tree)\n\n"
         "CRC's test error (mean of 3 repeats; naive Bayes, the paper's algorithm, local noise, δ = 1e-5, 1,000 test "
