@@ -492,6 +492,28 @@ def test_a_resumed_peer_with_momentum_continues_exactly_like_an_uninterrupted_on
     assert np.max(np.abs(plain.stats - uninterrupted.stats)) > 1e-6
 
 
+@pytest.mark.parametrize("stopped_at", [2, 4])
+def test_a_resumed_peer_releasing_every_third_round_continues_exactly_with_its_momentum(setup, tmp_path, stopped_at):
+    """After round 2 (an averaging round) the momentum's memory is round 1's aggregate, not the last one: the
+    checkpoint keeps both, so the peer resumed there ends as an uninterrupted one."""
+    settings = {"acceleration": MOMENTUM, "release_every": 3}
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path), **settings)
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at
+    assert (first.memory.previous is first.aggregated) == (stopped_at == 4)
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    np.testing.assert_array_equal(resumed.memory.previous, first.memory.previous)
+    np.testing.assert_array_equal(resumed.aggregated, first.aggregated)
+    assert resumed.run(FakeTransport(resumed.clock, setup.neighbours_answer))
+    uninterrupted = setup.peer(FakeClock(), **settings)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
+    np.testing.assert_array_equal(resumed.classifier_stats, uninterrupted.classifier_stats)
+    with pytest.raises(CRCError, match="checkpoint"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=MOMENTUM, release_every=2)
+
+
 def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_path):
     preset = MOMENTUM
     peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=preset)
