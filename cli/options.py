@@ -11,7 +11,7 @@ import click
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.output import note
-from crc.cli.privacy import distributed_noise_options, privacy_options, secure_aggregation_option
+from crc.cli.privacy import distributed_noise_options, privacy_options, release_every_option, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
 from crc.core.errors import CRCError, MalformedOption, OptionConflict
@@ -221,6 +221,7 @@ def _all_options(base: SimulationConfig) -> dict:
         loss_option(),
         *privacy_options().values(),
         *distributed_noise_options().values(),
+        release_every_option(),
         click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
         click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -235,7 +236,7 @@ def _all_options(base: SimulationConfig) -> dict:
     names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
              "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew", "rounds", "rc_iterations", "rc_converged",
              "iters", *acceleration_options(), "loss", *privacy_options(), *distributed_noise_options(),
-             "lr", "ess", "test_size", "seed", "aggregate",
+             "release_every", "lr", "ess", "test_size", "seed", "aggregate",
              "secure_aggregation"]
     return dict(zip(names, options))
 

@@ -15,7 +15,7 @@ from crc.cli.model_options import with_model_options
 from crc.cli.options import usage_errors
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
-from crc.cli.privacy import distributed_noise_options, privacy_options, secure_aggregation_option
+from crc.cli.privacy import distributed_noise_options, privacy_options, release_every_option, secure_aggregation_option
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.calibration import DEFAULT_LR
@@ -132,6 +132,7 @@ def option_list(options: dict):
 @loss_option()
 @option_list(privacy_options())
 @option_list(distributed_noise_options())
+@release_every_option()
 @click.option("--dp-sums-per-round", type=click.IntRange(min=1), default=None,
               help="With --dp-noise distributed: the most distinct closed-neighbourhood sums any peer is in each round "
                    "(the same on every peer; `crc launch` computes it from the graph); the noise is planned for "

@@ -27,6 +27,16 @@ def privacy_options() -> dict:
     }
 
 
+def release_every_option():
+    """``--release-every``: the local step and its release only every K-th round."""
+    return click.option(
+        "--release-every", type=click.IntRange(min=1), default=1, show_default=True,
+        help="A peer takes its local step and releases (with --dp-epsilon, its noisy statistics) only in rounds 1, "
+             "K+1, 2K+1, ...; in the rounds between it sends the average of its neighbourhood's last public statistics, "
+             "which costs no privacy. The accountant composes ceil(rounds / K) releases, so the same ε needs about √K "
+             "less noise per release (results/privacy/releases.md). Local noise only; not with exact diffusion.")
+
+
 def distributed_noise_options() -> dict:
     """``--dp-noise`` and ``--dp-colluders`` by parameter name (the simulator's)."""
     return {

@@ -36,11 +36,15 @@ def summary_lines(results: dict) -> list[str]:
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
                      f"aggregation '{cfg['aggregate']}'")
     if not cfg.get("block_features"):
-        lines.append(f"algorithm {describe(cfg)}" + (f"; message loss {cfg['loss']:g}" if cfg.get("loss") else ""))
+        lines.append(f"algorithm {describe(cfg)}" + (f"; message loss {cfg['loss']:g}" if cfg.get("loss") else "")
+                     + (f"; local step and release every {cfg['release_every']} rounds, averaging only between"
+                        if cfg.get("release_every", 1) > 1 else ""))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     if privacy:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
-                     f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release")
+                     f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release"
+                     + (f", {privacy['rounds']} releases (one every {privacy['release_every']} rounds)"
+                        if privacy.get("release_every", 1) > 1 else ""))
     if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
         lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
                      "members' scores")

@@ -84,6 +84,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--first-round-timeout", repr(first_round_timeout), *(["--start-at", repr(start_at)] if start_at is not None else []),
             "--checkpoint", str(workdir / f"checkpoint-{index}"), "--out", str(workdir / f"model-{index}.json"),
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
+            "--release-every", str(config.release_every),
             *_privacy_arguments(config, sums_per_round), *keys,
             *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index))]
               if config.secure_aggregation else [])]

@@ -24,7 +24,7 @@ from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model, model_options
-from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
+from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings, release_count
 from crc.core.schema import Schema
 from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
 from crc.nodes.local_data import load_local
@@ -32,7 +32,7 @@ from crc.nodes.metrics import MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.transport import Transport
-from crc.protocol.rules import check_secure_aggregation
+from crc.protocol.rules import check_release_every, check_secure_aggregation
 
 SCHEME = "tcp://"
 MAX_START_DELAY_S = 7 * 24 * 3600
@@ -71,6 +71,7 @@ class NodeOptions:
     clip: float = DEFAULT_CLIP
     dp_noise: str = "local"
     dp_colluders: int = 0
+    release_every: int = PeerSettings.release_every
     dp_sums_per_round: int | None = None
     """Distributed noise: the most distinct closed-neighbourhood sums any peer is in each round, the same on every
     peer (``crc launch`` computes it from the graph); None: this peer's own count."""
@@ -200,6 +201,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     block_peers = tuple(check_address(address, "--block-peers") for address in options.block_peers)
     keys = _transport_keys(options, neighbours + block_peers)
     if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
+        if options.release_every > 1:
+            raise OptionConflict("--release-every is not available to a peer of a vertical or hybrid group")
         from crc.nodes.vertical_node import prepare_vertical
 
         return prepare_vertical(options, keys, log)
@@ -217,6 +220,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
                       "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
+    check_release_every(release_every=options.release_every, exact_diffusion=speedup.exact_diffusion,
+                        dp_noise=options.dp_noise)
     privacy = _privacy(generative, options, iters, speedup, masking)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
@@ -234,7 +239,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                                 start_at=start, run=options.run, checkpoint_dir=options.checkpoint,
                                 aggregate=options.aggregate, down_after=options.down_after, attack=options.attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=options.loss,
-                                loss_seed=options.loss_seed, privacy=privacy, secure_aggregation=masking)
+                                loss_seed=options.loss_seed, privacy=privacy, secure_aggregation=masking,
+                                release_every=options.release_every)
         peer = Peer(generative, phi, y, ess=options.ess or len(y) / options.lr, settings=settings, log=log)
     except ValueError as exc:  # a CRCError too: one line either way
         raise CRCError(str(exc)) from None
@@ -402,7 +408,7 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
 
     if options.dp_noise == "local":
         return plan_exact(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip,
-                          releases=options.rounds)
+                          rounds=options.rounds, release_every=options.release_every)
     hoods = set(masking.closed_neighbourhoods(options.bind, options.peers).values())
     per_round = options.dp_sums_per_round or len(hoods)
     if per_round < len(hoods):
@@ -414,10 +420,11 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
 
 @functools.lru_cache(maxsize=4)
 def privacy_spent(privacy: Privacy, rounds: int) -> float:
-    """ε that ``rounds`` rounds of the plan's releases (``sums_per_round`` each) have spent (0 before the first)."""
+    """ε that the first ``rounds`` rounds of the plan's releases (``sums_per_round`` each, one round in
+    ``release_every``) have spent (0 before the first)."""
     from crc.protocol.accountant import epsilon_spent
 
-    releases = rounds * privacy.sums_per_round
+    releases = release_count(rounds, privacy.release_every) * privacy.sums_per_round
     if releases >= privacy.releases:
         return privacy.epsilon_spent
     return 0.0 if releases == 0 else epsilon_spent(privacy.noise_multiplier, releases, privacy.delta, privacy.accountant)

@@ -34,6 +34,7 @@ from crc.core.errors import CRCError
 from crc.core.loss import dropped
 from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.plausibility import count_slack
+from crc.core.privacy import is_release
 from crc.core.screening import better_than_chance
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
@@ -83,7 +84,7 @@ class Peer:
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
-                                           self.links)
+                                           self.links, settings.release_every)
         self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
@@ -439,7 +440,10 @@ class Peer:
 
     def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
                       ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
-        """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not)."""
+        """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not); in
+        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is."""
+        if not is_release(self.round, self.settings.release_every):
+            return start.copy(), self.memory, self._own_problem(start)
         try:
             stats, memory = acceleration.step(self.model, self.settings.acceleration, start, self.memory, self.phi,
                                               self.weights, iterations=self.settings.iters, own=self.stats,

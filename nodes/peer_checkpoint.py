@@ -2,7 +2,9 @@
 
 The file format is ``crc.nodes.checkpoint``'s; this module fixes its content for a peer. The statistics vector
 holds the peer's statistics (size,), then, if its acceleration keeps it, its last aggregate (the statistics
-before the first round); then, with momentum, the safeguard's reset flag for the next round (0 or 1); with exact
+before the first round); then, with momentum, the safeguard's reset flag for the next round (0 or 1), and, when the
+peer releases only every k-th round (``PeerSettings.release_every``), its momentum memory, the aggregate of its last
+release round (the averaging rounds between move the aggregate, not the memory); with exact
 diffusion, the statistics after the last local steps (the statistics before the first round); then, where the peer
 keeps the last statistics heard on each link (``kept_links``), one flag per link in sorted order (1: heard, 0: not
 yet) and each link's last heard statistics (zeros where not heard, never read). A resumed peer thus continues
@@ -60,19 +62,23 @@ def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: i
         found["secure_aggregation"] = True
     if s.acceleration != PAPER:  # it also decides what the checkpoint holds (``layout``)
         found["acceleration"] = asdict(s.acceleration)
+    if s.release_every > 1:  # so does this, and the rounds that release
+        found["release_every"] = s.release_every
     if last_heard:  # it too decides what the checkpoint holds
         found["last_heard"] = True
     return found
 
 
-def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = ()) -> np.ndarray:
-    """The checkpoint's statistics vector of ``state`` under ``speedup`` with the kept ``links`` (see the module's
-    docstring)."""
+def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = (), release_every: int = 1) -> np.ndarray:
+    """The checkpoint's statistics vector of ``state`` under ``speedup`` with the kept ``links``, releasing every
+    ``release_every`` rounds (see the module's docstring)."""
     parts = [state.stats]
     if speedup.keeps_aggregate:
         parts.append(state.stats if state.aggregated is None else state.aggregated)
     if speedup.has_momentum:
         parts.append([float(state.memory is not None and bool(state.memory.reset))])
+        if release_every > 1:
+            parts.append(state.stats if state.memory is None else state.memory.previous)
     if speedup.exact_diffusion:
         parts.append(state.stats if state.memory is None else state.memory.previous)
     if links:
@@ -82,7 +88,7 @@ def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = ())
 
 
 def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *, source,
-            links: tuple[str, ...] = ()) -> PeerState:
+            links: tuple[str, ...] = (), release_every: int = 1) -> PeerState:
     """The state a checkpoint's statistics ``vector`` of round ``round_`` holds (``layout``'s inverse); a momentum
     reset flag or a link's heard flag other than 0 or 1 is a CRCError naming ``source``."""
     state = PeerState(round_, vector[:size], heard=_heard(vector, links, size, source=source))
@@ -92,7 +98,8 @@ def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *
             reset = vector[2 * size]
             if reset not in (0.0, 1.0):
                 raise CRCError(f"{source}: damaged checkpoint: momentum reset flag {float(reset)!r} (0 or 1)")
-            state.memory = acceleration.Memory(state.aggregated, np.array(reset == 1.0))
+            previous = state.aggregated if release_every == 1 else vector[2 * size + 1:3 * size + 1]
+            state.memory = acceleration.Memory(previous, np.array(reset == 1.0))
     if speedup.exact_diffusion and round_ > 0:
         state.memory = acceleration.Memory(vector[size:2 * size], np.array(False))
     return state
@@ -134,8 +141,9 @@ class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
 
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
-                 links: tuple[str, ...] = ()):
+                 links: tuple[str, ...] = (), release_every: int = 1):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
+        self.release_every = release_every
         self._failing = False
 
     def load(self, start: PeerState) -> tuple[PeerState, dict] | None:
@@ -144,11 +152,12 @@ class PeerCheckpoints:
         if not self.directory:
             return None
         found = checkpoint.load(self.directory, identity=self.identity,
-                                size=len(layout(start, self.speedup, self.links)))
+                                size=len(layout(start, self.speedup, self.links, self.release_every)))
         if found is None:
             return None
         round_, vector, metrics = found
-        return restore(round_, vector, self.speedup, len(start.stats), source=self.directory, links=self.links), metrics
+        return restore(round_, vector, self.speedup, len(start.stats), source=self.directory, links=self.links,
+                       release_every=self.release_every), metrics
 
     def noise_key(self, *, resumed: bool) -> bytes:
         """The 32-byte key of this run's privacy noise (local noise or distributed shares): fresh from ``os.urandom``
@@ -176,7 +185,8 @@ class PeerCheckpoints:
         failing = self._failing
         try:
             checkpoint.save(self.directory, identity=self.identity, round_=state.round,
-                            stats=layout(state, self.speedup, self.links), metrics=metrics.to_json())
+                            stats=layout(state, self.speedup, self.links, self.release_every),
+                            metrics=metrics.to_json())
         except OSError as exc:
             self._failing = True
             metrics.checkpoint_failures += 1

@@ -100,6 +100,9 @@ class PeerSettings:
     secure_aggregation: SecureAggregationKeys | None = None
     """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
     neighbourhood with its members' public keys. None: statistics travel as they are."""
+    release_every: int = 1
+    """k: the local step and its release in rounds 1, k + 1, 2k + 1, ... only; in the others the peer's statistics
+    are the average of its closed neighbourhood's public statistics (``crc.core.privacy``, "Fewer releases")."""
 
     def closed_neighbourhoods(self) -> dict[str, frozenset[str]] | None:
         """The closed neighbourhood (members' addresses) of every recipient of this peer's statistics, its own
@@ -113,8 +116,9 @@ class PeerSettings:
             raise ValueError(f"{self.bind} lists itself among its peers")
         if min(self.timeout_s, self.first_round_timeout_s, self.poll_slice_s) <= 0:
             raise ValueError("timeouts and the poll slice must be positive")
-        if self.rounds < 1 or self.iters < 1 or self.queue_messages < 1 or self.final_linger_ms < 0:
-            raise ValueError("rounds, iterations and the queue length must be at least 1, the linger at least 0")
+        if min(self.rounds, self.iters, self.queue_messages, self.release_every) < 1 or self.final_linger_ms < 0:
+            raise ValueError("rounds, iterations, the queue length and release_every must be at least 1, the linger "
+                             "at least 0")
         if self.window_rounds < 0 or self.down_after < 1:
             raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
         if self.aggregate not in AGGREGATIONS or self.attack not in (None, *PEER_ATTACKS):

@@ -31,6 +31,7 @@ from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.last_heard import LastHeard
 from crc.core.models.base import GenerativeModel
+from crc.core.privacy import is_release
 from crc.core.screening import better_than_chance
 from crc.core.threads import ordered_map, single_threaded_blas, threads
 
@@ -142,6 +143,9 @@ class CRCEngine:
         With ``graph``: average on ``graph``'s weights, a lost message replaced by the last statistics heard on its
         edge (``crc.core.last_heard``; ``crc.core.acceleration.keeps_last_heard`` says when), not with equal shares of
         what arrived (``mixing``, which then says only which messages arrived). Not with ``messages``.
+    release_every : int
+        k: the local step and ``release`` in rounds 1, k + 1, 2k + 1, ... only; in the others a node's statistics are
+        its aggregate of the public statistics (``crc.core.privacy``, "Fewer releases"), its memory unchanged.
     """
 
     def __init__(self, model: GenerativeModel, local: LocalData, mixing: Mixing, *, ess: float, iterations: int = 1,
@@ -149,12 +153,16 @@ class CRCEngine:
                  messages: Callable[..., np.ndarray] | None = None, accept: Callable[[np.ndarray], np.ndarray] | None = None,
                  acceleration: accel.Acceleration = accel.PAPER,
                  release: Callable[[np.ndarray], np.ndarray] | None = None,
-                 noise: Callable[[], np.ndarray] | None = None, graph: Mixing | None = None, last_heard: bool = False):
+                 noise: Callable[[], np.ndarray] | None = None, graph: Mixing | None = None, last_heard: bool = False,
+                 release_every: int = 1):
         if not ess > 0:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
-        if iterations < 1:
-            raise CRCError(f"local iterations must be at least 1, got {iterations}")
+        if iterations < 1 or release_every < 1:
+            raise CRCError(f"local iterations and release_every must be at least 1, got {iterations}, {release_every}")
+        if release_every > 1 and (acceleration.exact_diffusion or noise is not None):
+            raise CRCError("averaging-only rounds are not taken with exact diffusion or distributed noise")
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
+        self.release_every = release_every
         self._mixing = mixing
         self._graph = mixing if graph is None else graph
         self._last_graph = None  # the graph of the last round, when exact diffusion watches it for changes
@@ -261,6 +269,12 @@ class CRCEngine:
         keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
+        if not is_release(self.round, self.release_every):
+            self.stats = aggregated
+            if self.acceleration.keeps_aggregate:
+                self.aggregated = aggregated
+            self.round += 1
+            return aggregated
         if self._noise is not None:
             aggregated = aggregated + self._noise()
         restart = self._restarts()

@@ -25,6 +25,13 @@ ESS exactly and the mechanism is the Gaussian mechanism on the subspace, with th
 floating point (the simulator's noise); a real peer draws the discrete Gaussian on the fixed point instead, exact
 (``crc.core.distributed_noise.exact_release``).
 
+Fewer releases. With ``release_every`` k a peer takes its local step and releases only in rounds 1, k + 1, 2k + 1,
+...; in the rounds between its statistics are the average of its closed neighbourhood's last public values (its
+own last release and what its neighbours sent), post-processing that costs no privacy. The accountant then composes
+``release_count(rounds, k)`` = ceil(rounds / k) releases, so the same ε needs about √k less noise per release, and
+the k - 1 averaging rounds spread each release's noise over a wider neighbourhood before the next local step
+(results/privacy/releases.md).
+
 Combinations. Only one LRC step per round has this bound (a second step's ``theta`` depends on the first
 step's data term), so privacy needs ``iters = 1``. A local start releases the peer's scaled ML statistics,
 and the safeguard chooses a step by the local loss, both data-dependent: both are refused with privacy.
@@ -79,6 +86,8 @@ class Privacy:
         Distributed noise: members besides the recipient whose shares may be known or missing.
     sums_per_round : int
         Releases of a peer per round (distributed noise: the most distinct neighbourhood sums holding a peer).
+    release_every : int
+        k: a peer releases in rounds 1, k + 1, 2k + 1, ... only (``releases`` = ceil(rounds / k)).
     """
 
     epsilon: float
@@ -92,6 +101,7 @@ class Privacy:
     noise: str = "local"
     colluders: int = 0
     sums_per_round: int = 1
+    release_every: int = 1
 
     @property
     def sigma(self) -> float:
@@ -102,7 +112,8 @@ class Privacy:
         return {"epsilon": self.epsilon, "delta": self.delta, "clip": self.clip, "rounds": self.releases,
                 "sensitivity": self.sensitivity, "noise_multiplier": self.noise_multiplier, "sigma": self.sigma,
                 "epsilon_spent": self.epsilon_spent, "accountant": self.accountant, "noise": self.noise,
-                "colluders": self.colluders, "sums_per_round": self.sums_per_round}
+                "colluders": self.colluders, "sums_per_round": self.sums_per_round,
+                "release_every": self.release_every}
 
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
@@ -136,6 +147,18 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
     for ok, message in checks:
         if not ok:
             raise CRCError(message)
+
+
+def is_release(round_: int, every: int) -> bool:
+    """Whether round ``round_`` (0 for the first) takes the local step and releases, with a release every ``every``
+    rounds (the others only average public values)."""
+    return round_ % every == 0
+
+
+def release_count(rounds: int, every: int) -> int:
+    """The releases of a peer in its first ``rounds`` rounds, one every ``every`` rounds from the first:
+    ceil(rounds / every)."""
+    return -(-rounds // every)
 
 
 def clip_standardized(schema: Schema, x: np.ndarray, bound: float) -> np.ndarray:

@@ -39,7 +39,7 @@ import math
 from crc.core.distributed_noise import FIXED_POINT_BITS, Neighbourhoods, divergence, integer_sensitivity, share_variance
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
-from crc.core.privacy import Privacy, sensitivity
+from crc.core.privacy import Privacy, release_count, sensitivity
 
 SOLVER_TOLERANCE = 1e-4
 """Relative width of the bracket on z at which the bisection stops (z is then rounded up to the bracket's top)."""
@@ -111,21 +111,28 @@ def noise_multiplier_for(epsilon: float, delta: float, releases: int, accountant
     return high
 
 
-def plan(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, releases: int,
+def plan(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int, release_every: int = 1,
          accountant: str = "pld") -> Privacy:
-    """The noise a peer of ``model`` needs for (``epsilon``, ``delta``) over ``releases`` releases, data clipped to B."""
+    """The noise a peer of ``model`` needs for (``epsilon``, ``delta``) over ``rounds`` rounds releasing every
+    ``release_every``-th (``crc.core.privacy.release_count`` releases), data clipped to B."""
+    releases = release_count(rounds, release_every)
     z = noise_multiplier_for(epsilon, delta, releases, accountant)
     return Privacy(epsilon=epsilon, delta=delta, clip=clip, releases=releases, sensitivity=sensitivity(model, clip),
-                   noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, accountant), accountant=accountant)
+                   noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, accountant), accountant=accountant,
+                   release_every=release_every)
 
 
-def plan_exact(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, releases: int) -> Privacy:
+def plan_exact(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int,
+               release_every: int = 1) -> Privacy:
     """A real peer's local noise (``crc.core.distributed_noise.exact_release``) for (``epsilon``, ``delta``) over
-    ``releases`` releases: the discrete Gaussian on the integer sensitivity, accounted by ``zcdp``."""
+    ``rounds`` rounds releasing every ``release_every``-th: the discrete Gaussian on the integer sensitivity,
+    accounted by ``zcdp``."""
+    releases = release_count(rounds, release_every)
     z = noise_multiplier_for(epsilon, delta, releases, "zcdp")
     units = integer_sensitivity(sensitivity(model, clip), model.size)
     return Privacy(epsilon=epsilon, delta=delta, clip=clip, releases=releases, sensitivity=units / 2.0**FIXED_POINT_BITS,
-                   noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, "zcdp"), accountant="zcdp")
+                   noise_multiplier=z, epsilon_spent=epsilon_spent(z, releases, delta, "zcdp"), accountant="zcdp",
+                   release_every=release_every)
 
 
 def plan_distributed(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int,

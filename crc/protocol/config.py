@@ -15,7 +15,7 @@ from crc.core.feature_partition import FeaturePartition, is_feature_partition, p
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
-from crc.protocol.rules import check_secure_aggregation
+from crc.protocol.rules import check_release_every, check_secure_aggregation
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -66,6 +66,7 @@ class SimulationConfig:
     clip: float = DEFAULT_CLIP
     dp_noise: str = "local"
     dp_colluders: int = 0
+    release_every: int = 1
     secure_aggregation: bool = False
     lr: float = DEFAULT_LR
     ess: float | None = None
@@ -134,6 +135,7 @@ class SimulationConfig:
             (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
             (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
             (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
+            (self.release_every >= 1, f"--release-every must be at least 1, got {self.release_every}"),
             (self.rc_iterations >= 0, f"--rc-iterations must be at least 0, got {self.rc_iterations}"),
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),
             (0 <= self.loss < 1, f"--loss must be in [0, 1), got {self.loss}"),
@@ -151,6 +153,9 @@ class SimulationConfig:
             if not ok:
                 raise CRCError(message)
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
+        check_release_every(release_every=self.release_every, exact_diffusion=self.exact_diffusion, dp_noise=self.dp_noise)
+        if self.feature_partition is not None and self.release_every > 1:
+            raise CRCError("--release-every is not available with a vertical or hybrid partition")
         if self.feature_blocks is not None and self.feature_partition is None:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:
@@ -163,7 +168,8 @@ class SimulationConfig:
                            "are sized for one static graph whose messages all arrive")
 
     def privacy(self, model, mixing=None) -> Privacy | None:
-        """The noise every peer of ``model`` adds to its releases (one per round), None without ``dp_epsilon``;
+        """The noise every peer of ``model`` adds to its releases (one every ``release_every`` rounds), None without
+        ``dp_epsilon``;
         distributed noise (``dp_noise``) sizes it for the closed neighbourhoods of ``mixing`` (n, n)."""
         if self.dp_epsilon is None:
             return None
@@ -172,7 +178,8 @@ class SimulationConfig:
         if self.dp_noise == "distributed":
             return plan_distributed(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
                                     neighbourhoods=Neighbourhoods.of(mixing), colluders=self.dp_colluders)
-        return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, releases=self.rounds)
+        return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
+                    release_every=self.release_every)
 
     @property
     def feature_partition(self) -> FeaturePartition | None:

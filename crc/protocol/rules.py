@@ -27,3 +27,18 @@ def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encryp
     if not encrypted_transport:
         raise OptionConflict("--secure-aggregation derives its masks from the peers' CURVE keys, so it needs the "
                              "encrypted transport: drop --insecure")
+
+
+def check_release_every(*, release_every: int, exact_diffusion: bool, dp_noise: str = "local") -> None:
+    """Raise OptionConflict if ``--release-every`` above 1 is combined with what its averaging-only rounds break:
+    exact diffusion (its correction resends the previous round's local step) or distributed noise (whose shares are
+    sized for a release every round)."""
+    if release_every == 1:
+        return
+    if exact_diffusion:
+        raise OptionConflict("--release-every needs --no-exact-diffusion (or --algorithm paper): exact diffusion's "
+                             "correction resends the previous round's local step, which a round that only averages "
+                             "does not take")
+    if dp_noise == "distributed":
+        raise OptionConflict("--release-every is for --dp-noise local: distributed noise's shares are sized for a "
+                             "release every round")

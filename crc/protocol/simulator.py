@@ -100,7 +100,7 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                        aggregation=config.aggregate, messages=messages,
                        accept=None if messages is None else receivers_check(rep, config, privacy), acceleration=config.acceleration,
                        release=private_release(rep, config, privacy), noise=distributed_noise(rep, config, privacy, mixing),
-                       graph=mixing, last_heard=last_heard)
+                       graph=mixing, last_heard=last_heard, release_every=config.release_every)
     return engine, mixing
 
 

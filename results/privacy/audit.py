@@ -93,9 +93,9 @@ def trial_scores(model, sides, start, noise, epsilon, rounds, trials) -> tuple[n
     """Both attackers' scores (trials,) and the truth (trials,) bool, and the accountant's plan."""
     truth = np.arange(trials) < trials // 2
     if noise == "local":
-        privacy = plan(model, epsilon=epsilon, delta=DELTA, clip=CLIP, releases=rounds)
+        privacy = plan(model, epsilon=epsilon, delta=DELTA, clip=CLIP, rounds=rounds)
     elif noise == "exact":
-        privacy = plan_exact(model, epsilon=epsilon, delta=DELTA, clip=CLIP, releases=rounds)
+        privacy = plan_exact(model, epsilon=epsilon, delta=DELTA, clip=CLIP, rounds=rounds)
     elif noise == "distributed":
         privacy = plan_distributed(model, epsilon=epsilon, delta=DELTA, clip=CLIP, rounds=rounds, neighbourhoods=TRIANGLE,
                                    colluders=0)
@@ -137,7 +137,7 @@ def main() -> None:
         rows.append(row)
         print(noise, epsilon, rounds, spent, round(row["neighbour"]["epsilon"], 3), round(row["model_file"]["epsilon"], 3),
               flush=True)
-    privacy = plan(model, epsilon=1.0, delta=DELTA, clip=CLIP, releases=1)
+    privacy = plan(model, epsilon=1.0, delta=DELTA, clip=CLIP, rounds=1)
     out = {"achieved_change": achieved, "sensitivity": privacy.sensitivity, "rows": rows}
     (HERE / "audit.json").write_text(json.dumps(out, indent=1))
     lines = ["| noise | ε target | rounds | accountant's ε | trials | neighbour: empirical ε (TPR, FPR) "

@@ -8,12 +8,11 @@ Writes averaging.json next to this file, one entry per finished cell (rerun to r
     python results/privacy/averaging.py
 """
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
-from levers import EPSILONS, LEVERS, SETTING, first_within, key
+from levers import EPSILONS, LEVERS, SETTING, fill, first_within, key
 
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, prepare_repeat
@@ -66,14 +65,8 @@ def table(done: dict) -> str:
 
 
 def main() -> None:
-    out = HERE / "averaging.json"
-    done = json.loads(out.read_text()) if out.exists() else {}
-    for lever in TREE_LEVERS:
-        for epsilon in EPSILONS:
-            if key(lever, epsilon) not in done:
-                done[key(lever, epsilon)] = cell(lever, epsilon)
-                out.write_text(json.dumps(done, indent=1))
-                print(key(lever, epsilon), done[key(lever, epsilon)], flush=True)
+    done = fill(HERE / "averaging.json", ((key(lever, epsilon), lambda lever=lever, epsilon=epsilon: cell(lever, epsilon))
+                                          for lever in TREE_LEVERS for epsilon in EPSILONS))
     (HERE / "averaging.md").write_text(
         "# Iterate averaging on the random tree (magic, 50 peers x 50 instances, 64 rounds)\n\nCRC's test error (mean "
         "of 3 repeats; naive Bayes, the paper's algorithm, δ = 1e-5, 1,000 test instances) of a classifier built from "

@@ -2,7 +2,8 @@
 1,000 test instances, 3 repeats, the paper's algorithm with one local step. Levers: the classifier (the peer's
 own noisy statistics, or its last aggregate), distributed noise through secure aggregation (``--dp-noise
 distributed``), the graph (the paper's random tree, or complete) and fewer rounds (16 instead of 64, also with
-momentum 0.7, the acceleration privacy allows). Writes
+momentum 0.7, the acceleration privacy allows), and fewer releases in the same 64 rounds on the tree
+(``--release-every k``: the local step and its noisy release every k-th round, averaging only between). Writes
 levers.json next to this file, one entry per finished cell (rerun to resume), and levers.md:
 
     python results/privacy/levers.py
@@ -30,6 +31,13 @@ LEVERS = {
                                          "dp_noise": "distributed"},
     "local, complete, 16 rounds": {"topology": "complete", "rounds": 16, "classifier": "aggregate"},
     "momentum, 16 rounds": {"topology": "tree", "rounds": 16, "classifier": "aggregate", "momentum": 0.7},
+    "release every 2": {"topology": "tree", "rounds": 64, "classifier": "aggregate", "release_every": 2},
+    "release every 4": {"topology": "tree", "rounds": 64, "classifier": "aggregate", "release_every": 4},
+    "release every 8": {"topology": "tree", "rounds": 64, "classifier": "aggregate", "release_every": 8},
+    "release every 4, momentum": {"topology": "tree", "rounds": 64, "classifier": "aggregate", "momentum": 0.7,
+                                  "release_every": 4},
+    "release every 8, momentum": {"topology": "tree", "rounds": 64, "classifier": "aggregate", "momentum": 0.7,
+                                  "release_every": 8},
 }
 AVERAGED = 16
 """The tree levers are also listed with their classifier averaged over their last AVERAGED rounds (``averaging.py``)."""
@@ -58,11 +66,23 @@ def run(done: dict, out: Path) -> None:
             print(key(lever, epsilon), round(result["crc"]["test_error"], 4), flush=True)
 
 
-def first_within(errors: list[float | None], reference: float) -> str:
-    """The smallest ε of the grid whose error (``errors``, one per private ε of EPSILONS, None: not run) is within
+def fill(out: Path, cells) -> dict:
+    """The finished cells stored in ``out`` (JSON) and every missing one of ``cells`` ((name, compute()) pairs),
+    computed, stored after each and printed."""
+    done = json.loads(out.read_text()) if out.exists() else {}
+    for name, compute in cells:
+        if name not in done:
+            done[name] = compute()
+            out.write_text(json.dumps(done, indent=1))
+            print(name, done[name], flush=True)
+    return done
+
+
+def first_within(errors: list[float | None], reference: float, epsilons: tuple = EPSILONS[1:]) -> str:
+    """The smallest ε of the grid whose error (``errors``, one per private ε of ``epsilons``, None: not run) is within
     WITHIN of ``reference``, from which on every larger ε's is."""
     found = None
-    for epsilon, error in reversed(list(zip(EPSILONS[1:], errors))):
+    for epsilon, error in reversed(list(zip(epsilons, errors))):
         if error is None or error > reference + WITHIN:
             break
         found = epsilon
@@ -106,7 +126,9 @@ def main() -> None:
         "# Privacy levers on magic, 50 peers x 50 instances\n\nCRC's test error (mean of 3 repeats; naive Bayes, the "
         "paper's algorithm, δ = 1e-5, 1,000 test instances) by ε, and the smallest ε of the grid from which on the error "
         f"stays within {WITHIN} of the same lever's non-private run, and of today's (the paper's algorithm on the tree, "
-        f"64 rounds); \"last {AVERAGED} averaged\": the lever's classifier from the average of its classifier statistics "
+        f"64 rounds); \"release every k\": `--release-every k`, the local step and its noisy release every k-th of the "
+        f"64 rounds, averaging public values only between (ceil(64 / k) releases, `releases.py`); \"last {AVERAGED} "
+        f"averaged\": the lever's classifier from the average of its classifier statistics "
         "over its last rounds (post-processing, `averaging.py`). Written by `python results/privacy/averaging.py` then "
         "`python results/privacy/levers.py`.\n\n"
         + table(done) + "\n")

@@ -132,6 +132,13 @@ def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_
     results["rc_converged"]["best_iteration"] = 1200
     assert "best 1200; mean over repeats" in summary_lines(results)[-1]
     assert not any(line.startswith(("differential privacy", "secure aggregation")) for line in summary_lines(fake_results()))
+    results["privacy"] = {**results["privacy"], "rounds": 2, "release_every": 2}
+    results["config"] = {**results["config"], "release_every": 2}
+    lines = summary_lines(results)
+    assert "noise sigma 72.33 per release, 2 releases (one every 2 rounds)" in next(
+        line for line in lines if line.startswith("differential privacy"))
+    assert next(line for line in lines if line.startswith("algorithm")).endswith(
+        "; local step and release every 2 rounds, averaging only between")
 
 
 def test_out_writes_the_json_and_datasets_has_json(tmp_path):

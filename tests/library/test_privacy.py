@@ -162,20 +162,21 @@ def test_the_solved_noise_spends_the_target_and_no_less_noise_would(epsilon):
 
 def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     model = _model("nb")
-    privacy = plan(model, epsilon=2.0, delta=1e-6, clip=1.5, releases=32)
+    privacy = plan(model, epsilon=2.0, delta=1e-6, clip=1.5, rounds=32)
     assert (privacy.epsilon, privacy.delta, privacy.clip, privacy.releases) == (2.0, 1e-6, 1.5, 32)
     assert privacy.sensitivity == sensitivity(model, 1.5)
     assert privacy.sigma == privacy.noise_multiplier * privacy.sensitivity
     assert privacy.epsilon_spent <= 2.0
     assert set(privacy.to_json()) == {"epsilon", "delta", "clip", "rounds", "sensitivity", "noise_multiplier", "sigma",
-                                      "epsilon_spent", "accountant", "noise", "colluders", "sums_per_round"}
+                                      "epsilon_spent", "accountant", "noise", "colluders", "sums_per_round",
+                                      "release_every"}
 
 
 def test_the_exact_plan_accounts_the_discrete_gaussian_by_zcdp_on_the_integer_sensitivity():
     """A real peer's local noise: ρ = T / (2 z²) spends the target, the sensitivity is Δ with the rounding to the
     fixed point (√size units), and the noise is the zCDP conversion's, a few per cent above the PLD's."""
     model = _model("nb")
-    exact, floating = (make(model, epsilon=2.0, delta=1e-6, clip=1.5, releases=32) for make in (plan_exact, plan))
+    exact, floating = (make(model, epsilon=2.0, delta=1e-6, clip=1.5, rounds=32) for make in (plan_exact, plan))
     assert exact.accountant == "zcdp" and exact.noise == "local"
     assert exact.sensitivity == pytest.approx(sensitivity(model, 1.5) + math.sqrt(model.size) * 2.0**-FIXED_POINT_BITS,
                                               rel=1e-12)

@@ -157,6 +157,21 @@ def test_a_reading_names_the_peer_and_the_privacy_spent(deployment):
     assert prepare(options(deployment), LOG).reading().epsilon is None
 
 
+def test_a_peer_releasing_every_fourth_round_plans_and_counts_one_release_in_four(deployment):
+    """The model file's and the metrics' ε: 8 rounds releasing every 4th are 2 releases (rounds 1 and 5), so the ε
+    spent rises only after rounds 1 and 5, to the plan's; refused with exact diffusion and for a vertical group."""
+    node = prepare(options(deployment, rounds=8, dp_epsilon=4.0, release_every=4), LOG)
+    assert node.peer.settings.release_every == 4
+    assert (node.privacy.releases, node.privacy.to_json()["release_every"]) == (2, 4)
+    spent = [privacy_spent(node.privacy, rounds) for rounds in range(9)]
+    assert spent[0] == 0.0 and len(set(spent[1:5])) == 1 and len(set(spent[5:])) == 1 and spent[1] < spent[5]
+    assert spent[8] == node.privacy.epsilon_spent <= 4.0
+    with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
+        prepare(options(deployment, release_every=4, algorithm="accelerated"), LOG)
+    with pytest.raises(OptionConflict, match="--release-every is not available to a peer of a vertical"):
+        prepare(options(deployment, release_every=4, partition="vertical:2"), LOG)
+
+
 def test_a_start_time_is_iso_8601_with_a_zone_or_seconds_since_the_epoch():
     assert start_time(None) is None
     assert start_time("2026-11-24T09:00:00Z") == 1795510800.0

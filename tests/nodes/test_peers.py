@@ -68,6 +68,20 @@ def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, setting
     assert (results["network"]["missing"] > 0) == (settings.get("loss", 0) > 0)
 
 
+def test_launch_releasing_every_third_round_equals_simulate(tmp_path):
+    """``--release-every 3`` with momentum: real peers average only in the rounds between their local steps, their
+    memory kept across them, as the simulator does (no noise: the contract is bit-for-bit up to 1e-9)."""
+    settings = {"algorithm": "paper", "momentum": 0.5, "classifier": "aggregate", "release_every": 3}
+    config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)
+    results = launch(config, tmp_path / "run")
+    _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
+    _, _, every_round = scenario(tmp_path / "every", nodes=5, rounds=10, **{**settings, "release_every": 1})
+    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
+    np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    assert np.max(np.abs(expected - every_round)) > 1e-3 * np.abs(every_round).max()
+    assert results["config"]["release_every"] == 3 and results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4
+
+
 def hub_and_leaf(graph):
     """The best-connected peer and a leaf. Holding the leaf back paces every round at the timeout,
     so the tests can act at a chosen round however fast rounds are."""

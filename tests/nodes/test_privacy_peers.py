@@ -7,6 +7,7 @@ import logging
 import math
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from scipy.stats import chi2
 
@@ -50,7 +51,7 @@ def test_a_private_peer_releases_its_step_plus_exact_noise_of_the_planned_scale(
     """The noise on the coordinates that are not counts is on the fixed-point grid (the discrete Gaussian, exact)
     and of the plan's scale; each run's noise key is fresh, so two runs release different noise."""
     model = make_model("nb", SCHEMA)
-    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=1)
     plain, noisy, other = _peer(), _peer(privacy), _peer(privacy)
     for peer in (plain, noisy, other):
         assert peer.run(Silent())
@@ -68,7 +69,7 @@ def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog
     """The local soft 0-1 loss is computed on the raw private data without noise: under --dp-epsilon it is left out
     of the metrics (so of the model file, the checkpoint and the metrics endpoint) and of the log."""
     model = make_model("nb", SCHEMA)
-    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, releases=1)
+    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=1)
     with caplog.at_level(logging.INFO, logger="crc.node"):
         plain, private = _peer(), _peer(privacy)
         caplog.clear()
@@ -81,12 +82,13 @@ def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog
     assert private.metrics.soft_loss == [] and "loss" not in private_log and "round 1: 0/0 neighbours" in private_log
 
 
-def test_real_peers_spend_the_simulators_epsilon_with_exact_noise(tmp_path):
-    """Both spend at most the target over the same releases; real peers' discrete Gaussian is accounted by zCDP on
-    the integer sensitivity (``plan_exact``), a little more noise than the simulator's floating-point Gaussian
-    accounted by the PLD."""
+@pytest.mark.parametrize("every", [1, 2])
+def test_real_peers_spend_the_simulators_epsilon_with_exact_noise(tmp_path, every):
+    """Both spend at most the target over the same releases (with ``--release-every 2``, 2 in 3 rounds); real
+    peers' discrete Gaussian is accounted by zCDP on the integer sensitivity (``plan_exact``), a little more noise
+    than the simulator's floating-point Gaussian accounted by the PLD."""
     common = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300",
-              "--dp-epsilon", "8", "--clip", "1.5", "--json"]
+              "--dp-epsilon", "8", "--clip", "1.5", "--release-every", str(every), "--json"]
     simulated = CliRunner().invoke(main, ["simulate", *common])
     assert simulated.exit_code == 0, simulated.output
     launched = CliRunner().invoke(main, ["launch", *common, "--insecure", "--workdir", str(tmp_path)])
@@ -94,10 +96,11 @@ def test_real_peers_spend_the_simulators_epsilon_with_exact_noise(tmp_path):
     floating = json.loads(simulated.stdout)["privacy"]
     expected = json.loads(launched.stdout)["privacy"]
     model = load_model(tmp_path / "model-0.json").model
-    assert expected == plan_exact(model, epsilon=8.0, delta=floating["delta"], clip=1.5, releases=3).to_json()
+    assert expected == plan_exact(model, epsilon=8.0, delta=floating["delta"], clip=1.5, rounds=3,
+                                 release_every=every).to_json()
     assert floating["accountant"] == "pld" and expected["accountant"] == "zcdp"
     assert 1.0 < expected["sigma"] / floating["sigma"] < 1.15
-    assert expected["epsilon_spent"] <= 8.0 and expected["rounds"] == floating["rounds"] == 3 and expected["clip"] == 1.5
+    assert expected["epsilon_spent"] <= 8.0 and expected["rounds"] == floating["rounds"] == -(-3 // every) and expected["clip"] == 1.5
     for index in range(3):
         model_file = json.loads((tmp_path / f"model-{index}.json").read_text())
         assert model_file["metrics"]["privacy"] == expected

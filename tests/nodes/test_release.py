@@ -36,14 +36,14 @@ def test_without_privacy_or_attack_the_statistics_are_released_as_they_are():
     plain = Release(MODEL, privacy=None, attack=None, bind=BIND)
     assert plain.private(STATS, 0) is STATS and plain.on_the_wire(STATS) is STATS
     with pytest.raises(ValueError, match="noise key"):
-        Release(MODEL, privacy=plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, releases=10), attack=None, bind=BIND)
+        Release(MODEL, privacy=plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, rounds=10), attack=None, bind=BIND)
 
 
 def test_the_local_noise_is_the_discrete_gaussian_of_the_plan_on_the_fixed_point_keeping_the_ess():
     """50 rounds of releases with a fixed key: the noise's sum of squares over the coordinates that are not counts,
     divided by the planned σ², is chi-square (the rounding to the grid is 2^-21 against σ); every such coordinate is
     on the fixed-point grid (no floating-point Gaussian); the counts are centred (the ESS exact)."""
-    privacy = plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, releases=10)
+    privacy = plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, rounds=10)
     release = Release(MODEL, privacy=privacy, attack=None, bind=BIND, noise_key=KEY)
     released = np.stack([release.private(STATS, round_) for round_ in range(50)])
     noise = _not_counts(released - STATS)
@@ -59,7 +59,7 @@ def test_the_local_noise_is_the_discrete_gaussian_of_the_plan_on_the_fixed_point
 def test_the_local_noise_follows_the_noise_key_the_round_and_the_statistics():
     """The same key, round and statistics give the same release (a resumed peer releases a round again as it was);
     another key, another round or other statistics (a round computed again from other neighbours) fresh noise."""
-    privacy = plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, releases=10)
+    privacy = plan_exact(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, rounds=10)
     first, resumed, other = (Release(MODEL, privacy=privacy, attack=None, bind=BIND, noise_key=key)
                              for key in (KEY, KEY, bytes(31) + b"\x01"))
     released = first.private(STATS, 3)

@@ -194,6 +194,28 @@ def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setu
     assert transport.closed_linger_ms == PeerSettings.final_linger_ms
 
 
+def test_a_peer_releasing_every_third_round_follows_the_simulator_and_only_averages_between(setup):
+    """``release_every=3``: the local step in rounds 1, 4 and 7; in the others the peer sends the plain average of
+    its own last statistics and its neighbours' (public values only), as the simulator's engine does."""
+    sizes = [len(y) for y in setup.y]
+    parts = np.split(np.arange(sum(sizes)), np.cumsum(sizes)[:-1])
+    engine = CRCEngine(setup.model, LocalData.from_parts(np.concatenate(setup.phi), np.concatenate(setup.y), parts),
+                       averaging_matrix(GRAPH), ess=setup.ess, release_every=3)
+    history = [engine.stats.copy()]
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
+    every_third = replace(setup, history=np.array(history))
+    clock = FakeClock()
+    peer = every_third.peer(clock, release_every=3)
+    transport = FakeTransport(clock, every_third.neighbours_answer)
+    assert peer.run(transport) is True
+    every_third.assert_follows_simulator(peer, transport)
+    sent = {**transport.sent_stats(), peer.round: peer.stats}
+    for t in (2, 3, 5, 6, 8):
+        np.testing.assert_allclose(sent[t], np.mean([sent[t - 1], *(history[t - 1][u] for u in NEIGHBOURS)], axis=0),
+                                   rtol=1e-12)
+    assert not np.allclose(sent[4], np.mean([sent[3], *(history[3][u] for u in NEIGHBOURS)], axis=0))
+
+
 def test_a_stale_message_is_dropped_and_counted(setup):
     stale = setup.frame(NEIGHBOURS[0], 2, stats=setup.history[5][NEIGHBOURS[0]])  # valid, but not round 2's
 
@@ -468,6 +490,28 @@ def test_a_resumed_peer_with_momentum_continues_exactly_like_an_uninterrupted_on
     plain = setup.peer(FakeClock(), acceleration=Acceleration(classifier="aggregate"))  # no memory: another trajectory
     assert plain.run(FakeTransport(plain.clock, setup.neighbours_answer))
     assert np.max(np.abs(plain.stats - uninterrupted.stats)) > 1e-6
+
+
+@pytest.mark.parametrize("stopped_at", [2, 4])
+def test_a_resumed_peer_releasing_every_third_round_continues_exactly_with_its_momentum(setup, tmp_path, stopped_at):
+    """After round 2 (an averaging round) the momentum's memory is round 1's aggregate, not the last one: the
+    checkpoint keeps both, so the peer resumed there ends as an uninterrupted one."""
+    settings = {"acceleration": MOMENTUM, "release_every": 3}
+    clock = FakeClock()
+    first = setup.peer(clock, checkpoint_dir=str(tmp_path), **settings)
+    answer_until_stop = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ < stopped_at else [],
+                                      during_wait=first.stop.set)
+    assert first.run(answer_until_stop) is False and first.round == stopped_at
+    assert (first.memory.previous is first.aggregated) == (stopped_at == 4)
+    resumed = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    np.testing.assert_array_equal(resumed.memory.previous, first.memory.previous)
+    np.testing.assert_array_equal(resumed.aggregated, first.aggregated)
+    assert resumed.run(FakeTransport(resumed.clock, setup.neighbours_answer))
+    uninterrupted = setup.peer(FakeClock(), **settings)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
+    np.testing.assert_array_equal(resumed.classifier_stats, uninterrupted.classifier_stats)
+    with pytest.raises(CRCError, match="checkpoint"):
+        setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), acceleration=MOMENTUM, release_every=2)
 
 
 def test_a_checkpoint_with_a_reset_flag_other_than_0_or_1_is_refused(setup, tmp_path):
