@@ -1171,6 +1171,28 @@ def test_a_peer_without_memory_that_skips_ahead_joins_exact_diffusion_with_its_c
     assert len(memories) == ROUNDS - front and np.array_equal(memories[0], start)
 
 
+def test_a_peer_that_skips_ahead_starts_its_running_average_at_the_round_it_joins(setup):
+    """Under naive Bayes' default a peer left behind takes its statistics as its running average of the round it
+    skips to (as after a first round), so that a checkpoint written then resumes the same; its classifier's category
+    counts then average its rounds from there."""
+    front = 5
+
+    def answer(round_):
+        if round_ == 0:
+            return [(0.0, setup.frame(u, front)) for u in NEIGHBOURS]
+        return setup.neighbours_answer(round_) if round_ > front else []
+
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=acceleration_of(NB_DEFAULT), iters=NB_DEFAULT["iters"], window_rounds=2)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport) and peer.metrics.rounds_skipped == front
+    sent = {**transport.sent_stats(), ROUNDS: peer.stats}
+    average = sent[front]
+    for t in range(front + 1, ROUNDS + 1):
+        average = crc_acceleration.running_average(average, sent[t], t)
+    np.testing.assert_array_equal(peer.average, average)
+
+
 def test_an_injected_loss_does_not_restart_exact_diffusion(setup, monkeypatch):
     restarts = []
     step = crc_acceleration.step
