@@ -10,7 +10,8 @@ from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_
 _CHANGES = " ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
                     for name, value in ACCELERATED.items())
 ALGORITHM_HELP = (f"Which CRC runs. accelerated (recommended): exact diffusion with two local steps per round ({_CHANGES}; "
-                  "naive Bayes: three, from each peer's own category counts): "
+                  "naive Bayes: three, from each peer's own category counts, its classifier's category counts "
+                  "averaged over the rounds): "
                   "the paper's messages, one more statistics vector per peer, peers that agree. paper: Algorithm 2 of "
                   "the paper (uniform start, plain neighbourhood average, one local step per round). Options given "
                   "explicitly win")
@@ -47,8 +48,11 @@ def acceleration_options() -> dict:
         "classifier": click.option(
             "--classifier", type=click.Choice(CLASSIFIERS), default=None,
             help="A peer's classifier after a round: 'local', its statistics after its local calibration step (the "
-                 "paper), or 'aggregate', its aggregate of the round before that step, which leaves out the step's "
-                 "pull towards the peer's own data (no extra messages) [default: local]."),
+                 "paper), 'aggregate', its aggregate of the round before that step, which leaves out the step's "
+                 "pull towards the peer's own data (no extra messages), or 'averaged', its statistics with the "
+                 "category counts averaged over its rounds (weights proportional to the round; one more statistics "
+                 "vector, no extra messages) [default: the algorithm's: local; accelerated naive Bayes "
+                 f"{MODEL_SETTINGS['nb']['classifier']}]."),
         "exact_diffusion": click.option(
             "--exact-diffusion/--no-exact-diffusion", default=None,
             help="Exact diffusion: a peer mixes half its own statistics with its neighbourhood average and sends its "

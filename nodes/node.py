@@ -221,7 +221,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                       "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
     check_release_every(release_every=options.release_every, exact_diffusion=speedup.exact_diffusion,
-                        dp_noise=options.dp_noise)
+                        dp_noise=options.dp_noise, averaged=speedup.keeps_average)
     privacy = _privacy(generative, options, iters, speedup, masking)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:

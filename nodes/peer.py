@@ -79,6 +79,7 @@ class Peer:
         self.aggregated: np.ndarray | None = None  # the last aggregate: the ``aggregate`` classifier, the momentum memory
         self.links = kept_links(settings, model)  # the neighbours whose last heard statistics are kept (``_averaged``)
         self.heard: dict[str, np.ndarray] = {}  # the last statistics received from each of them
+        self.average: np.ndarray | None = None  # the running average of the statistics: the ``averaged`` classifier
         self.stats = acceleration.start_statistics(model, settings.acceleration, self.ess, phi, y)
         problem = self._own_problem(self.stats)
         if problem is not None:
@@ -114,13 +115,14 @@ class Peer:
     @property
     def state(self) -> PeerState:
         """Where the peer is: what its checkpoint holds."""
-        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard)
+        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average)
 
     @property
     def classifier_stats(self) -> np.ndarray:
-        """The statistics of this peer's classifier (size,): its own, or its last aggregate
-        (``Acceleration.classifier_statistics``)."""
-        return self.settings.acceleration.classifier_statistics(self.stats, self.aggregated)
+        """The statistics of this peer's classifier (size,): its own, its last aggregate, or its own with the
+        category counts of their running average (``acceleration.classifier_statistics``)."""
+        return acceleration.classifier_statistics(self.model, self.settings.acceleration, self.stats, self.aggregated,
+                                                  self.average)
 
     # ------------------------------------------------------------------------------------------- the round driver
 
@@ -187,6 +189,8 @@ class Peer:
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
+        if self.settings.acceleration.keeps_average:
+            self.average = acceleration.running_average(self.average, self.stats, self.round)
         loss = self._local_loss()
         self.metrics.rounds_done = self.round
         if loss is not None:
@@ -325,6 +329,8 @@ class Peer:
         self.round = self.metrics.rounds_done = target
         if self.memory is None:
             self.memory = acceleration.joining_memory(self.settings.acceleration, self.stats)
+        if self.average is None and self.settings.acceleration.keeps_average:
+            self.average = self.stats.copy()  # as after a first round, so that a checkpoint of it resumes the same
         self._send(transport)
         self.checkpoints.save(self.state, self.metrics)
         return True
@@ -506,8 +512,9 @@ class Peer:
             return
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
-        self.heard = state.heard
-        held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous, *self.heard.values()]
+        self.heard, self.average = state.heard, state.average
+        held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous, self.average,
+                *self.heard.values()]
         for part in (statistics for statistics in held if statistics is not None):
             problem = self._own_problem(part)
             if problem is not None:

@@ -5,7 +5,8 @@ holds the peer's statistics (size,), then, if its acceleration keeps it, its las
 before the first round); then, with momentum, the safeguard's reset flag for the next round (0 or 1), and, when the
 peer releases only every k-th round (``PeerSettings.release_every``), its momentum memory, the aggregate of its last
 release round (the averaging rounds between move the aggregate, not the memory); with exact
-diffusion, the statistics after the last local steps (the statistics before the first round); then, where the peer
+diffusion, the statistics after the last local steps (the statistics before the first round); then, with the
+``averaged`` classifier, the running average of its statistics (the statistics before the first round); then, where the peer
 keeps the last statistics heard on each link (``kept_links``), one flag per link in sorted order (1: heard, 0: not
 yet) and each link's last heard statistics (zeros where not heard, never read). A resumed peer thus continues
 exactly as an uninterrupted one, under injected message loss too.
@@ -33,13 +34,15 @@ from crc.nodes.settings import PeerSettings
 @dataclass
 class PeerState:
     """Where a peer is: its completed ``round``, its statistics (size,), its last aggregate (size,) when its
-    acceleration keeps one, its acceleration memory, and the last statistics (size,) heard on each kept link."""
+    acceleration keeps one, its acceleration memory, the last statistics (size,) heard on each kept link, and the
+    running average of its statistics (size,) when its classifier is ``averaged``."""
 
     round: int
     stats: np.ndarray
     aggregated: np.ndarray | None = None
     memory: acceleration.Memory | None = None
     heard: dict[str, np.ndarray] = field(default_factory=dict)
+    average: np.ndarray | None = None
 
 
 def kept_links(settings: PeerSettings, model: GenerativeModel) -> tuple[str, ...]:
@@ -81,6 +84,8 @@ def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = (),
             parts.append(state.stats if state.memory is None else state.memory.previous)
     if speedup.exact_diffusion:
         parts.append(state.stats if state.memory is None else state.memory.previous)
+    if speedup.keeps_average:
+        parts.append(state.stats if state.average is None else state.average)
     if links:
         parts.append([float(link in state.heard) for link in links])
         parts.extend(state.heard.get(link, np.zeros_like(state.stats)) for link in links)
@@ -92,16 +97,27 @@ def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *
     """The state a checkpoint's statistics ``vector`` of round ``round_`` holds (``layout``'s inverse); a momentum
     reset flag or a link's heard flag other than 0 or 1 is a CRCError naming ``source``."""
     state = PeerState(round_, vector[:size], heard=_heard(vector, links, size, source=source))
-    if speedup.keeps_aggregate and round_ > 0:
-        state.aggregated = vector[size:2 * size]
+    if round_ == 0:  # no memory, aggregate or average before the first round
+        return state
+    at = size  # where the next part starts
+    if speedup.keeps_aggregate:
+        state.aggregated = vector[at:at + size]
+        at += size
         if speedup.has_momentum:
-            reset = vector[2 * size]
+            reset = vector[at]
             if reset not in (0.0, 1.0):
                 raise CRCError(f"{source}: damaged checkpoint: momentum reset flag {float(reset)!r} (0 or 1)")
-            previous = state.aggregated if release_every == 1 else vector[2 * size + 1:3 * size + 1]
+            at += 1
+            previous = state.aggregated
+            if release_every > 1:
+                previous = vector[at:at + size]
+                at += size
             state.memory = acceleration.Memory(previous, np.array(reset == 1.0))
-    if speedup.exact_diffusion and round_ > 0:
-        state.memory = acceleration.Memory(vector[size:2 * size], np.array(False))
+    if speedup.exact_diffusion:
+        state.memory = acceleration.Memory(vector[at:at + size], np.array(False))
+        at += size
+    if speedup.keeps_average:
+        state.average = vector[at:at + size]
     return state
 
 

@@ -182,6 +182,7 @@ class CRCEngine:
         self.acceleration, self.memory = acceleration, None
         self.stats = accel.start_statistics(model, acceleration, self.ess, local.phi, local.y, local.mask)
         self.aggregated = None  # the last round's aggregate, when kept (``Acceleration.keeps_aggregate``)
+        self.average = None  # the running average of the statistics, when kept (``Acceleration.keeps_average``)
         self.round = 0
         per_node = 8 * (6 * model.size + 4 * model.n_classes * local.phi.shape[1])  # theta, eta, scores, residual
         self._block = max(1, min(self.n_nodes, BLOCK_BYTES // per_node))
@@ -255,9 +256,9 @@ class CRCEngine:
 
     @property
     def classifiers(self) -> np.ndarray:
-        """Every node's classifier statistics (n, size): its statistics, or its last aggregate
-        (``Acceleration.classifier_statistics``)."""
-        return self.acceleration.classifier_statistics(self.stats, self.aggregated)
+        """Every node's classifier statistics (n, size): its statistics, its last aggregate, or its statistics with
+        the category counts of their running average (``crc.core.acceleration.classifier_statistics``)."""
+        return accel.classifier_statistics(self.model, self.acceleration, self.stats, self.aggregated, self.average)
 
     def step(self) -> np.ndarray:
         """One round: aggregate, then LRC. Returns the aggregated statistics of the round."""
@@ -304,6 +305,8 @@ class CRCEngine:
         if self.acceleration.keeps_aggregate:
             self.aggregated = aggregated
         self.round += 1
+        if self.acceleration.keeps_average:
+            self.average = accel.running_average(self.average, self.stats, self.round)
         return aggregated
 
     def _blocks(self) -> list[slice]:

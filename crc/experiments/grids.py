@@ -123,7 +123,8 @@ TABLES = {
               note="PC K=k: a sum node over k factorized products per class. PC region graph: 2 random binary "
                    "splits of the features to depth 2, 2 sum nodes per region, 2 leaf channels per leaf region. "
                    "paper: the paper's algorithm; default: the default one (exact diffusion, 2 local steps per "
-                   "round; naive Bayes 3 from its local category counts, the region graph from its local start; "
+                   "round; naive Bayes 3 from its local category counts, its classifier's counts averaged over the "
+                   "rounds, the region graph from its local start; "
                    "centralized RC is not also run to convergence in its cells). Made by `crc experiment "
                    "circuits` (5 repeats)."),
         Table("privacy", "Test gap CRC - RC under differential privacy, by the peers' ε (δ = 1e-5, over 64 releases)", GAP,

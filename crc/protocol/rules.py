@@ -29,10 +29,12 @@ def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encryp
                              "encrypted transport: drop --insecure")
 
 
-def check_release_every(*, release_every: int, exact_diffusion: bool, dp_noise: str = "local") -> None:
+def check_release_every(*, release_every: int, exact_diffusion: bool, dp_noise: str = "local",
+                        averaged: bool = False) -> None:
     """Raise OptionConflict if ``--release-every`` above 1 is combined with what its averaging-only rounds break:
-    exact diffusion (its correction resends the previous round's local step) or distributed noise (whose shares are
-    sized for a release every round)."""
+    exact diffusion (its correction resends the previous round's local step), distributed noise (whose shares are
+    sized for a release every round) or the ``averaged`` classifier (its running average weighs rounds that take a
+    local step)."""
     if release_every == 1:
         return
     if exact_diffusion:
@@ -42,3 +44,6 @@ def check_release_every(*, release_every: int, exact_diffusion: bool, dp_noise: 
     if dp_noise == "distributed":
         raise OptionConflict("--release-every is for --dp-noise local: distributed noise's shares are sized for a "
                              "release every round")
+    if averaged:
+        raise OptionConflict("--release-every needs --classifier local or aggregate: the averaged classifier's running "
+                             "average weighs every round as one that takes a local step")

@@ -13,7 +13,7 @@ processes can run at once), one entry per finished run (rerun to resume; naming 
 `accelerated` after a change of the accelerated algorithm, with its old entries deleted from sets.json):
 
     nice -n 10 python results/acceleration/measure.py [default] [label-tree+80] [loss0.1] [loss0.3] [tree-period1]
-        [momentum-sweep] [synthetic] [paper] [accelerated] [momentum] [uniform]
+        [momentum-sweep] [synthetic] [paper] [accelerated] [momentum] [uniform] [uniform-averaged]
 """
 
 import json
@@ -37,8 +37,10 @@ SETTINGS = {
     "loss0.3": {"loss": 0.3, "curve": True},
     "tree-period1": {"period": 1, "curve": True},
 }
-UNIFORM = {"uniform": {"algorithm": "accelerated", "start": "uniform"}}
-"""The accelerated algorithm from the uniform start (naive Bayes' default before issue 31, with three local steps)."""
+UNIFORM = {"uniform": {"algorithm": "accelerated", "start": "uniform", "classifier": "local"},
+           "uniform-averaged": {"algorithm": "accelerated", "start": "uniform"}}
+"""The accelerated algorithm from the uniform start: with the local classifier (naive Bayes' default before issue 31,
+with three local steps), and with today's averaged category counts."""
 DISCRETE = ("chess", "marketing", "mushroom", "optdigits", "splice")
 """The sets with discrete features: the only ones where naive Bayes' categorical start differs from the uniform one."""
 SWEEP = {f"momentum-beta{beta}": {"algorithm": "paper", **MOMENTUM_PRESET, "momentum": beta} for beta in (0.75, 0.8, 0.85)}

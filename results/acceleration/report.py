@@ -277,13 +277,16 @@ def main() -> None:
     preset = ", ".join(f"{k} = {v}" for k, v in {**ACCELERATED, **MODEL_SETTINGS["nb"]}.items())
     lines = ["# Accelerated CRC against the paper's algorithm", "",
              f"Accelerated = `crc ... --algorithm accelerated`, the default (for naive Bayes {preset}: exact diffusion with "
-             "three local steps per round from the peers' own category counts; "
+             "three local steps per round from the peers' own category counts, the classifier's category counts averaged over "
+             "the rounds; "
              "see the README's 'Accelerated CRC'). Momentum = the momentum preset, recommended before exact diffusion "
              "(`--momentum 0.7 --safeguard "
              "--classifier aggregate`). Previous = the accelerated algorithm before issue 31 (uniform start, two local steps). "
              "Paper = `--algorithm paper` (Algorithm 2). Produced by "
              "`results/acceleration/synthetic.py` (the synthetic sets), `results/acceleration/measure.py` (the 15 sets and the "
              "synthetic ones), `results/acceleration/decompose.py` (the gap decomposition), "
+             "`results/acceleration/pooled_start.py` and `results/acceleration/suffix.py` (the categorical set's "
+             "disagreement and averaging over the rounds), "
              "`crc experiment table3 table4 table6 table12 --repeats 3 "
              "--out results/acceleration/paper` and the same with `--algorithm accelerated --out results/acceleration/accelerated`, "
              "then `results/acceleration/report.py`. Figures: `results/acceleration/plots/`; every figure of this page as "

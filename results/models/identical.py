@@ -1,6 +1,7 @@
 """What issues 31 and 32 left bit-identical to the code before issue 32 (commit b02faf8): every model under the
 paper's algorithm, and naive Bayes under the default algorithm with the settings it had then (the uniform start,
-two local steps: `--start uniform --iters 2`; issue 31 changed its default to the categorical start and three steps).
+two local steps, the local classifier: `--start uniform --iters 2 --classifier local`; issue 31 changed its default to
+the categorical start, three steps and the averaged classifier).
 
     git archive b02faf8 | tar -x -C /tmp/b02faf8
     PYTHONPATH=/tmp/b02faf8 python results/models/identical.py run /tmp/before.npz
@@ -20,7 +21,7 @@ from crc.protocol.repeat import load_for, prepare_repeat
 from crc.protocol.simulator import make_engine
 from crc.topologies import network_factory
 
-PREVIOUS_NB = {"start": "uniform", "iters": 2}
+PREVIOUS_NB = {"start": "uniform", "iters": 2, "classifier": "local"}
 """Naive Bayes' settings of the default algorithm at b02faf8."""
 
 CASES = [(data, "nb", "accelerated", PREVIOUS_NB) for data in ("letter", "satimage", "magic")] + [

@@ -34,7 +34,7 @@ def test_launch_json_does_not_name_a_removed_work_directory_and_draws_the_peers(
     assert kept.exit_code == 0, kept.output
     lines = kept.stdout.splitlines()
     assert lines[0].startswith("twonorm: nb on a tree of 3 real peers on 127.0.0.1")
-    assert lines[1] == "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round"
+    assert lines[1] == "algorithm accelerated: exact diffusion, categorical start, averaged category counts, 3 local steps per round"
     assert lines[2].startswith("3 of 3 peers finished in") and lines[-1].startswith("network: ")
     assert (tmp_path / "work" / "model-0.json").exists()
 

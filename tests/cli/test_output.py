@@ -96,7 +96,8 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
     simulated, launched = summary_lines(fake_results()), summary_lines(fake_results(**NETWORK))
     assert simulated[0].startswith("twonorm: nb on a tree of 5 peers,") and simulated[0].endswith("1 repeat(s)")
     assert launched[0].startswith("twonorm: nb on a tree of 5 real peers on 127.0.0.1,")
-    assert simulated[1] == launched[1] == "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round"
+    assert simulated[1] == launched[1] == ("algorithm accelerated: exact diffusion, categorical start, averaged category "
+                                           "counts, 3 local steps per round")
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
     assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")

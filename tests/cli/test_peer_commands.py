@@ -243,7 +243,7 @@ def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(dep
 
 
 @pytest.mark.parametrize("args, logged", [
-    ([], "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round"),
+    ([], "algorithm accelerated: exact diffusion, categorical start, averaged category counts, 3 local steps per round"),
     (["--algorithm", "paper"], "algorithm paper: 1 local step per round"),
     (["--momentum", "0.5"], "algorithm paper: momentum 0.5, 1 local step per round"),
     (["--dp-epsilon", "4"], "algorithm paper: 1 local step per round"),

@@ -99,9 +99,10 @@ def test_datasets_lists_bundled_sets():
 
 
 @pytest.mark.parametrize("args, expected", [
-    ([], {"algorithm": "accelerated", "momentum": 0.0, "start": "categorical", "safeguard": False, "classifier": "local",
+    ([], {"algorithm": "accelerated", "momentum": 0.0, "start": "categorical", "safeguard": False, "classifier": "averaged",
           "exact_diffusion": True, "iters": 3, "loss": 0.0, "rc_iterations": 64}),
-    (["--model", "qda"], {"algorithm": "accelerated", "start": "uniform", "exact_diffusion": True, "iters": 2}),
+    (["--model", "qda"], {"algorithm": "accelerated", "start": "uniform", "exact_diffusion": True, "iters": 2,
+                          "classifier": "local"}),
     (["--algorithm", "paper"], {"algorithm": "paper", "momentum": 0.0, "start": "uniform", "safeguard": False,
                                 "classifier": "local", "exact_diffusion": False, "iters": 1}),
     (["--algorithm", "accelerated", "--no-exact-diffusion", "--momentum", "0.5", "--safeguard", "--start", "local",
@@ -124,7 +125,8 @@ def test_the_algorithm_and_the_acceleration_options_reach_the_results_config(arg
 def test_the_summary_names_the_algorithm_that_ran():
     default, paper = (run("simulate", "--data", "twonorm", *SMALL, *args) for args in ([], ["--algorithm", "paper"]))
     assert default.exit_code == 0 and paper.exit_code == 0, default.output + paper.output
-    assert "algorithm accelerated: exact diffusion, categorical start, 3 local steps per round" in default.stdout.splitlines()
+    assert ("algorithm accelerated: exact diffusion, categorical start, averaged category counts, 3 local steps per "
+            "round") in default.stdout.splitlines()
     assert "algorithm paper: 1 local step per round" in paper.stdout.splitlines()
 
 

@@ -146,6 +146,40 @@ def test_categorical_start_takes_each_peers_category_counts_and_the_rest_uniform
         np.testing.assert_array_equal(table[:, rest], uniform[:, rest])
 
 
+def test_the_running_average_weighs_each_round_by_its_number():
+    rounds = np.random.default_rng(1).normal(size=(6, 2, 4))  # six rounds of two peers' statistics
+    average = None
+    for t, stats in enumerate(rounds, start=1):
+        average = accel.running_average(average, stats, t)
+    weights = np.arange(1, 7)
+    np.testing.assert_allclose(average, np.tensordot(weights, rounds, axes=1) / weights.sum(), rtol=1e-12)
+    assert not np.shares_memory(accel.running_average(None, rounds[0], 1), rounds[0])
+
+
+def test_the_averaged_classifier_takes_only_the_category_counts_from_the_running_average(mixed):
+    """Under ``classifier="averaged"`` the engine's classifiers are its statistics with the ``cat`` block of their
+    running average over the rounds; what the peers send is the same as with the local classifier."""
+    schema, x, y = mixed
+    model = make_model("nb", schema)
+    local = LocalData.from_parts(model.features(x), y, _label_sorted(y, 6))
+    mixing = averaging_matrix(random_tree_graph(6, seed=1))
+    runs = {name: CRCEngine(model, local, mixing, ess=300.0, iterations=3, acceleration=accel.Acceleration(
+        start="categorical", exact_diffusion=True, classifier=name)) for name in ("local", "averaged")}
+    history = {name: [] for name in runs}
+    for name, engine in runs.items():
+        engine.run(5, lambda _, classifiers, name=name: history[name].append(classifiers))
+    np.testing.assert_array_equal(runs["averaged"].stats, runs["local"].stats)
+    cat = model.layout.columns("cat")
+    weights = np.arange(1, 6)
+    counts = np.tensordot(weights, model.table(np.array(history["local"]))[..., cat], axes=1) / weights.sum()
+    classifier = model.table(history["averaged"][-1])
+    np.testing.assert_allclose(classifier[..., cat], counts, rtol=1e-12)
+    rest = np.ones(classifier.shape[-1], dtype=bool)
+    rest[cat] = False
+    np.testing.assert_array_equal(classifier[..., rest], model.table(runs["local"].stats)[..., rest])
+    assert np.max(np.abs(classifier[..., cat] - model.table(runs["local"].stats)[..., cat])) > 1e-3
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_safeguard_keeps_the_plain_step_where_momentum_raises_the_local_loss(kind, mixed):
     schema, x, y = mixed
@@ -218,20 +252,22 @@ def test_settings_are_checked_and_the_algorithm_fills_what_is_not_given():
 
 def test_the_accelerated_algorithm_changes_the_start_of_naive_bayes_and_the_region_graph_circuit_only():
     """``MODEL_SETTINGS``: under the accelerated algorithm the region-graph circuit starts local, naive Bayes starts
-    from its local category counts with three local steps, every other model as ``ACCELERATED``; the paper's
-    algorithm and an explicit --start or --iters are not changed by the model."""
+    from its local category counts with three local steps and the averaged classifier, every other model as
+    ``ACCELERATED``; the paper's algorithm and an explicit --start, --iters or --classifier are not changed by the
+    model."""
     region = {"model": "pc", "structure": "region-graph"}
     assert accel.resolve(region) == {**accel.PAPER_SETTINGS, **accel.ACCELERATED, "start": "local", "algorithm": "accelerated"}
     assert accel.resolve({**region, "start": "uniform"})["start"] == "uniform"
     assert accel.resolve({**region, "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
-    assert accel.resolve({"model": "nb"}) == {**accel.resolve({}), "start": "categorical", "iters": 3}
-    assert accel.resolve({"model": "nb", "start": "uniform", "iters": 2}) == accel.resolve({})
+    assert accel.resolve({"model": "nb"}) == {**accel.resolve({}), "start": "categorical", "iters": 3,
+                                              "classifier": "averaged"}
+    assert accel.resolve({"model": "nb", "start": "uniform", "iters": 2, "classifier": "local"}) == accel.resolve({})
     assert accel.resolve({"model": "nb", "algorithm": "paper"}) == {**accel.PAPER_SETTINGS, "algorithm": "paper"}
     for model in ({"model": "qda"}, {"model": "pc", "structure": "mixture"}, {"model": "pc"}):
         assert accel.resolve(model) == accel.resolve({}), model
     assert accel.describe(accel.resolve(region)) == "accelerated: exact diffusion, local start, 2 local steps per round"
-    assert accel.describe(accel.resolve({"model": "nb"})) == ("accelerated: exact diffusion, categorical start, 3 local "
-                                                              "steps per round")
+    assert accel.describe(accel.resolve({"model": "nb"})) == ("accelerated: exact diffusion, categorical start, averaged "
+                                                              "category counts, 3 local steps per round")
 
 
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),

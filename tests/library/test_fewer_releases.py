@@ -69,6 +69,8 @@ def test_rules_refuse_exact_diffusion_and_distributed_noise_with_fewer_releases(
         check_release_every(release_every=2, exact_diffusion=False, dp_noise="distributed")
     with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
         SimulationConfig(release_every=4, algorithm="accelerated").validate()
+    with pytest.raises(OptionConflict, match="--release-every needs --classifier local or aggregate"):
+        SimulationConfig(release_every=4, algorithm="paper", classifier="averaged").validate()
     with pytest.raises(CRCError, match="--release-every must be at least 1"):
         SimulationConfig(release_every=0, algorithm="paper").validate()
     SimulationConfig(release_every=4, algorithm="paper", dp_epsilon=4.0).validate()

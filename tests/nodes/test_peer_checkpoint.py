@@ -20,9 +20,10 @@ from support.tables import mixed_columns, prepared
 
 SIZE = 5
 RNG = np.random.default_rng(0)
-STATS, AGGREGATE, PREVIOUS = (RNG.normal(size=SIZE) for _ in range(3))
+STATS, AGGREGATE, PREVIOUS, AVERAGE = (RNG.normal(size=SIZE) for _ in range(4))
 SPEEDUPS = {"paper": PAPER, "aggregate": Acceleration(classifier="aggregate"), "momentum": Acceleration(**MOMENTUM_PRESET),
-            "exact diffusion": PRESET}
+            "exact diffusion": PRESET, "averaged": replace(PRESET, start="categorical", classifier="averaged"),
+            "momentum averaged": Acceleration(**{**MOMENTUM_PRESET, "classifier": "averaged"})}
 
 
 def state_for(speedup: Acceleration, round_: int = 4) -> PeerState:
@@ -31,7 +32,8 @@ def state_for(speedup: Acceleration, round_: int = 4) -> PeerState:
         memory = Memory(AGGREGATE, np.array(True))
     elif speedup.exact_diffusion:
         memory = Memory(PREVIOUS, np.array(False))
-    return PeerState(round_, STATS, AGGREGATE if speedup.keeps_aggregate else None, memory)
+    return PeerState(round_, STATS, AGGREGATE if speedup.keeps_aggregate else None, memory,
+                     average=AVERAGE if speedup.keeps_average else None)
 
 
 @pytest.mark.parametrize("name", list(SPEEDUPS))
@@ -39,11 +41,13 @@ def test_the_layout_restores_what_it_holds(name):
     speedup = SPEEDUPS[name]
     state = state_for(speedup)
     vector = layout(state, speedup)
-    assert len(vector) == SIZE * (1 + speedup.keeps_aggregate + speedup.exact_diffusion) + speedup.has_momentum
+    assert len(vector) == (SIZE * (1 + speedup.keeps_aggregate + speedup.exact_diffusion + speedup.keeps_average)
+                           + speedup.has_momentum)
     back = restore(state.round, vector, speedup, SIZE, source="here")
     np.testing.assert_array_equal(back.stats, STATS)
     for held, expected in [(back.aggregated, state.aggregated), (None if back.memory is None else back.memory.previous,
-                                                                  None if state.memory is None else state.memory.previous)]:
+                                                                  None if state.memory is None else state.memory.previous),
+                           (back.average, state.average)]:
         assert (held is None) == (expected is None)
         if held is not None:
             np.testing.assert_array_equal(held, expected)
@@ -57,7 +61,7 @@ def test_a_fresh_run_has_the_layout_of_every_round_and_restores_to_no_memory(nam
     fresh = PeerState(0, STATS)
     assert len(layout(fresh, speedup)) == len(layout(state_for(speedup), speedup))
     back = restore(0, layout(fresh, speedup), speedup, SIZE, source="here")
-    assert back.aggregated is None and back.memory is None
+    assert back.aggregated is None and back.memory is None and back.average is None
 
 
 def test_a_reset_flag_other_than_0_or_1_names_the_checkpoint():

@@ -534,17 +534,34 @@ def test_a_peer_with_momentum_keeps_two_statistics_vectors(setup):
     assert peer.stats is not peer.aggregated
 
 
-@pytest.fixture(scope="module")
-def exact(setup) -> Setup:
-    """``setup`` with the simulator's history under the preset (exact diffusion, ACCELERATED['iters'] local steps)."""
+def _under(setup: Setup, acceleration: Acceleration, iters: int) -> tuple[Setup, np.ndarray]:
+    """``setup`` with the simulator's history under ``acceleration`` with ``iters`` local steps, and the simulator's
+    classifiers (n, size) after the last round."""
     bounds = np.cumsum([0] + [len(y) for y in setup.y])
     parts = [np.arange(bounds[v], bounds[v + 1]) for v in range(len(setup.y))]
     local = LocalData.from_parts(np.concatenate(setup.phi), np.concatenate(setup.y), parts)
-    engine = CRCEngine(setup.model, local, averaging_matrix(GRAPH), ess=setup.ess, iterations=ACCELERATED["iters"],
-                       acceleration=PRESET)
+    engine = CRCEngine(setup.model, local, averaging_matrix(GRAPH), ess=setup.ess, iterations=iters,
+                       acceleration=acceleration)
     history = [engine.stats.copy()]
-    engine.run(ROUNDS, callback=lambda _, stats: history.append(stats.copy()))
-    return Setup(setup.model, setup.phi, setup.y, setup.ess, np.array(history))
+    engine.run(ROUNDS, callback=lambda _, stats: history.append(engine.stats.copy()))
+    return Setup(setup.model, setup.phi, setup.y, setup.ess, np.array(history)), engine.classifiers
+
+
+@pytest.fixture(scope="module")
+def exact(setup) -> Setup:
+    """``setup`` with the simulator's history under the preset (exact diffusion, ACCELERATED['iters'] local steps)."""
+    return _under(setup, PRESET, ACCELERATED["iters"])[0]
+
+
+NB_DEFAULT = resolve({"model": "nb"})
+"""Naive Bayes' settings under the accelerated algorithm: the categorical start, three local steps, the averaged
+classifier."""
+
+
+@pytest.fixture(scope="module")
+def nb_default(setup) -> tuple[Setup, np.ndarray]:
+    """``setup`` with the simulator's history under ``NB_DEFAULT``, and its classifiers after the last round."""
+    return _under(setup, acceleration_of(NB_DEFAULT), NB_DEFAULT["iters"])
 
 
 def test_an_exact_diffusion_peer_sends_what_the_simulator_computes(exact):
@@ -556,23 +573,42 @@ def test_an_exact_diffusion_peer_sends_what_the_simulator_computes(exact):
     assert peer.aggregated is None and peer.memory.previous is not peer.stats  # two statistics vectors: sent and ψ
 
 
+def test_a_naive_bayes_peer_under_the_default_sends_and_classifies_as_the_simulator(nb_default):
+    """The averaged classifier: the peer's category counts averaged over its rounds, as the simulator's."""
+    simulated, classifiers = nb_default
+    peer = simulated.peer(FakeClock(), acceleration=acceleration_of(NB_DEFAULT), iters=NB_DEFAULT["iters"])
+    transport = FakeTransport(peer.clock, simulated.neighbours_answer)
+    assert peer.run(transport)
+    simulated.assert_follows_simulator(peer, transport)
+    np.testing.assert_allclose(peer.classifier_stats, classifiers[ME], rtol=1e-12, atol=1e-12 * np.abs(classifiers).max())
+    assert np.max(np.abs(peer.classifier_stats - peer.stats)) > 1e-6
+
+
 @pytest.mark.parametrize("stopped_at", [1, 3])
-def test_a_resumed_exact_diffusion_peer_continues_exactly_like_an_uninterrupted_one(exact, tmp_path, stopped_at):
-    """The checkpoint holds ψ, the statistics after the last local steps."""
-    settings = {"acceleration": PRESET, "iters": ACCELERATED["iters"]}
+@pytest.mark.parametrize("name, settings", [("exact", {"acceleration": PRESET, "iters": ACCELERATED["iters"]}),
+                                            ("nb_default", {"acceleration": acceleration_of(NB_DEFAULT),
+                                                            "iters": NB_DEFAULT["iters"]})])
+def test_a_resumed_exact_diffusion_peer_continues_exactly_like_an_uninterrupted_one(request, tmp_path, stopped_at, name,
+                                                                                    settings):
+    """The checkpoint holds ψ, the statistics after the last local steps, and under naive Bayes' default the running
+    average of its statistics (its classifier's category counts)."""
+    simulated = request.getfixturevalue(name)
+    simulated = simulated[0] if isinstance(simulated, tuple) else simulated
     clock = FakeClock()
-    first = exact.peer(clock, checkpoint_dir=str(tmp_path), **settings)
-    answer_until_stop = FakeTransport(clock, lambda round_: exact.neighbours_answer(round_) if round_ < stopped_at else [],
-                                      during_wait=first.stop.set)
+    first = simulated.peer(clock, checkpoint_dir=str(tmp_path), **settings)
+    answer_until_stop = FakeTransport(clock, lambda round_: simulated.neighbours_answer(round_) if round_ < stopped_at
+                                      else [], during_wait=first.stop.set)
     assert first.run(answer_until_stop) is False and first.round == stopped_at
-    resumed = exact.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
+    resumed = simulated.peer(FakeClock(), checkpoint_dir=str(tmp_path), **settings)
     np.testing.assert_array_equal(resumed.memory.previous, first.memory.previous)
-    transport = FakeTransport(resumed.clock, exact.neighbours_answer)
+    np.testing.assert_array_equal(resumed.classifier_stats, first.classifier_stats)
+    transport = FakeTransport(resumed.clock, simulated.neighbours_answer)
     assert resumed.run(transport)
-    exact.assert_follows_simulator(resumed, transport, rounds=range(stopped_at + 1, ROUNDS + 1))
-    uninterrupted = exact.peer(FakeClock(), **settings)
-    assert uninterrupted.run(FakeTransport(uninterrupted.clock, exact.neighbours_answer))
+    simulated.assert_follows_simulator(resumed, transport, rounds=range(stopped_at + 1, ROUNDS + 1))
+    uninterrupted = simulated.peer(FakeClock(), **settings)
+    assert uninterrupted.run(FakeTransport(uninterrupted.clock, simulated.neighbours_answer))
     np.testing.assert_array_equal(resumed.stats, uninterrupted.stats)
+    np.testing.assert_array_equal(resumed.classifier_stats, uninterrupted.classifier_stats)
 
 
 def test_a_resumed_peer_under_loss_keeps_the_last_heard_and_continues_exactly_like_an_uninterrupted_one(setup, tmp_path):
@@ -1177,6 +1213,28 @@ def test_a_peer_without_memory_that_skips_ahead_joins_exact_diffusion_with_its_c
     assert peer.run(transport) and peer.metrics.rounds_skipped == front
     start = transport.sent_stats()[0]
     assert len(memories) == ROUNDS - front and np.array_equal(memories[0], start)
+
+
+def test_a_peer_that_skips_ahead_starts_its_running_average_at_the_round_it_joins(setup):
+    """Under naive Bayes' default a peer left behind takes its statistics as its running average of the round it
+    skips to (as after a first round), so that a checkpoint written then resumes the same; its classifier's category
+    counts then average its rounds from there."""
+    front = 5
+
+    def answer(round_):
+        if round_ == 0:
+            return [(0.0, setup.frame(u, front)) for u in NEIGHBOURS]
+        return setup.neighbours_answer(round_) if round_ > front else []
+
+    clock = FakeClock()
+    peer = setup.peer(clock, acceleration=acceleration_of(NB_DEFAULT), iters=NB_DEFAULT["iters"], window_rounds=2)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport) and peer.metrics.rounds_skipped == front
+    sent = {**transport.sent_stats(), ROUNDS: peer.stats}
+    average = sent[front]
+    for t in range(front + 1, ROUNDS + 1):
+        average = crc_acceleration.running_average(average, sent[t], t)
+    np.testing.assert_array_equal(peer.average, average)
 
 
 def test_an_injected_loss_does_not_restart_exact_diffusion(setup, monkeypatch):
