@@ -1070,10 +1070,9 @@ def test_frames_queued_for_a_restarted_peer_are_used_round_by_round(setup):
     setup.assert_follows_simulator(peer, transport)
 
 
-def test_a_peer_left_behind_skips_ahead_to_its_neighbours_round(setup):
-    """Its neighbours are at round 5 (they went on while it was away); nothing more will come for its rounds 0-4.
-    It skips to round 5 at once, sends its statistics as its own of round 5, and goes on with them."""
-    front = 5
+def left_behind(setup, front: int, **options):
+    """(a peer, its transport, its clock) whose neighbours answer its first round from round ``front`` and nothing
+    for its rounds before; ``options`` for ``setup.peer``."""
 
     def answer(round_):
         if round_ == 0:
@@ -1081,8 +1080,15 @@ def test_a_peer_left_behind_skips_ahead_to_its_neighbours_round(setup):
         return setup.neighbours_answer(round_) if round_ > front else []
 
     clock = FakeClock()
-    peer = setup.peer(clock, window_rounds=2)
-    transport = FakeTransport(clock, answer)
+    peer = setup.peer(clock, window_rounds=2, **options)
+    return peer, FakeTransport(clock, answer), clock
+
+
+def test_a_peer_left_behind_skips_ahead_to_its_neighbours_round(setup):
+    """Its neighbours are at round 5 (they went on while it was away); nothing more will come for its rounds 0-4.
+    It skips to round 5 at once, sends its statistics as its own of round 5, and goes on with them."""
+    front = 5
+    peer, transport, clock = left_behind(setup, front)
     assert peer.run(transport)
     assert clock.now == 0.0 and peer.metrics.rounds_skipped == front and peer.metrics.rounds_done == ROUNDS
     sent = transport.sent_stats()
@@ -1220,15 +1226,7 @@ def test_a_peer_that_skips_ahead_starts_its_running_average_at_the_round_it_join
     skips to (as after a first round), so that a checkpoint written then resumes the same; its classifier's category
     counts then average its rounds from there."""
     front = 5
-
-    def answer(round_):
-        if round_ == 0:
-            return [(0.0, setup.frame(u, front)) for u in NEIGHBOURS]
-        return setup.neighbours_answer(round_) if round_ > front else []
-
-    clock = FakeClock()
-    peer = setup.peer(clock, acceleration=acceleration_of(NB_DEFAULT), iters=NB_DEFAULT["iters"], window_rounds=2)
-    transport = FakeTransport(clock, answer)
+    peer, transport, _ = left_behind(setup, front, acceleration=acceleration_of(NB_DEFAULT), iters=NB_DEFAULT["iters"])
     assert peer.run(transport) and peer.metrics.rounds_skipped == front
     sent = {**transport.sent_stats(), ROUNDS: peer.stats}
     average = sent[front]
