@@ -159,8 +159,9 @@ class CRCEngine:
             raise CRCError(f"equivalent sample size must be positive, got {ess}")
         if iterations < 1 or release_every < 1:
             raise CRCError(f"local iterations and release_every must be at least 1, got {iterations}, {release_every}")
-        if release_every > 1 and (acceleration.exact_diffusion or noise is not None):
-            raise CRCError("averaging-only rounds are not taken with exact diffusion or distributed noise")
+        if release_every > 1 and (acceleration.exact_diffusion or noise is not None or acceleration.keeps_average):
+            raise CRCError("averaging-only rounds are not taken with exact diffusion, distributed noise or the averaged "
+                           "classifier")
         self.model, self.local, self.iterations, self.ess = model, local, iterations, float(ess)
         self.release_every = release_every
         self._mixing = mixing
@@ -267,15 +268,23 @@ class CRCEngine:
 
     def _step(self, *, keep_aggregated: bool) -> np.ndarray:
         # The memory and the aggregate classifier hold the aggregate itself (accel.step does not copy it).
-        keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         keep_aggregated = keep_aggregated or self.acceleration.keeps_aggregate
         aggregated = self.aggregate()
-        if not is_release(self.round, self.release_every):
+        if is_release(self.round, self.release_every):
+            aggregated = self._calibrate(aggregated, keep_aggregated)
+        else:  # a round that only averages public statistics: no local step, the memory as it is
             self.stats = aggregated
-            if self.acceleration.keeps_aggregate:
-                self.aggregated = aggregated
-            self.round += 1
-            return aggregated
+        if self.acceleration.keeps_aggregate:
+            self.aggregated = aggregated
+        self.round += 1
+        if self.acceleration.keeps_average:
+            self.average = accel.running_average(self.average, self.stats, self.round)
+        return aggregated
+
+    def _calibrate(self, aggregated: np.ndarray, keep_aggregated: bool) -> np.ndarray:
+        """The local steps of every node from the round's ``aggregated`` statistics (n, size), then its release: sets
+        ``stats`` and ``memory``; returns the aggregate as the step saw it (with distributed noise, the noisy one)."""
+        keeps_memory, exact = self.acceleration.keeps_memory, self.acceleration.exact_diffusion
         if self._noise is not None:
             aggregated = aggregated + self._noise()
         restart = self._restarts()
@@ -302,11 +311,6 @@ class CRCEngine:
             self.stats, self.memory = stats, None if reset is None else accel.Memory(previous, reset)
         if self._release is not None:
             self.stats = self._release(self.stats)
-        if self.acceleration.keeps_aggregate:
-            self.aggregated = aggregated
-        self.round += 1
-        if self.acceleration.keeps_average:
-            self.average = accel.running_average(self.average, self.stats, self.round)
         return aggregated
 
     def _blocks(self) -> list[slice]:
