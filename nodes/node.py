@@ -201,8 +201,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     block_peers = tuple(check_address(address, "--block-peers") for address in options.block_peers)
     keys = _transport_keys(options, neighbours + block_peers)
     if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
-        if options.release_every > 1:
-            raise OptionConflict("--release-every is not available to a peer of a vertical or hybrid group")
+        check_release_every(release_every=options.release_every, vertical=True)
         from crc.nodes.vertical_node import prepare_vertical
 
         return prepare_vertical(options, keys, log)

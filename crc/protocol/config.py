@@ -154,9 +154,7 @@ class SimulationConfig:
                 raise CRCError(message)
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
         check_release_every(release_every=self.release_every, exact_diffusion=self.exact_diffusion, dp_noise=self.dp_noise,
-                            averaged=self.acceleration.keeps_average)
-        if self.feature_partition is not None and self.release_every > 1:
-            raise CRCError("--release-every is not available with a vertical or hybrid partition")
+                            averaged=self.acceleration.keeps_average, vertical=self.feature_partition is not None)
         if self.feature_blocks is not None and self.feature_partition is None:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:

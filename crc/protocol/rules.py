@@ -29,14 +29,16 @@ def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encryp
                              "encrypted transport: drop --insecure")
 
 
-def check_release_every(*, release_every: int, exact_diffusion: bool, dp_noise: str = "local",
-                        averaged: bool = False) -> None:
+def check_release_every(*, release_every: int, exact_diffusion: bool = False, dp_noise: str = "local",
+                        averaged: bool = False, vertical: bool = False) -> None:
     """Raise OptionConflict if ``--release-every`` above 1 is combined with what its averaging-only rounds break:
-    exact diffusion (its correction resends the previous round's local step), distributed noise (whose shares are
-    sized for a release every round) or the ``averaged`` classifier (its running average weighs rounds that take a
-    local step)."""
+    a ``vertical`` or hybrid group (whose peers run a driver of their own), exact diffusion (its correction resends
+    the previous round's local step), distributed noise (whose shares are sized for a release every round) or the
+    ``averaged`` classifier (its running average weighs rounds that take a local step)."""
     if release_every == 1:
         return
+    if vertical:
+        raise OptionConflict("--release-every is not available to a peer of a vertical or hybrid group")
     if exact_diffusion:
         raise OptionConflict("--release-every needs --no-exact-diffusion (or --algorithm paper): exact diffusion's "
                              "correction resends the previous round's local step, which a round that only averages "

@@ -67,6 +67,8 @@ def test_rules_refuse_exact_diffusion_and_distributed_noise_with_fewer_releases(
         check_release_every(release_every=2, exact_diffusion=True)
     with pytest.raises(OptionConflict, match="--release-every is for --dp-noise local"):
         check_release_every(release_every=2, exact_diffusion=False, dp_noise="distributed")
+    with pytest.raises(OptionConflict, match="--release-every is not available to a peer of a vertical or hybrid group"):
+        check_release_every(release_every=2, vertical=True)
     with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
         SimulationConfig(release_every=4, algorithm="accelerated").validate()
     with pytest.raises(OptionConflict, match="--release-every needs --classifier local or aggregate"):
