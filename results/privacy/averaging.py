@@ -65,8 +65,7 @@ def table(done: dict) -> str:
 
 
 def main() -> None:
-    done = fill(HERE / "averaging.json", ((key(lever, epsilon), lambda lever=lever, epsilon=epsilon: cell(lever, epsilon))
-                                          for lever in TREE_LEVERS for epsilon in EPSILONS))
+    done = fill(HERE / "averaging.json", TREE_LEVERS, EPSILONS, key, cell)
     (HERE / "averaging.md").write_text(
         "# Iterate averaging on the random tree (magic, 50 peers x 50 instances, 64 rounds)\n\nCRC's test error (mean "
         "of 3 repeats; naive Bayes, the paper's algorithm, δ = 1e-5, 1,000 test instances) of a classifier built from "

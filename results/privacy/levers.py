@@ -66,15 +66,17 @@ def run(done: dict, out: Path) -> None:
             print(key(lever, epsilon), round(result["crc"]["test_error"], 4), flush=True)
 
 
-def fill(out: Path, cells) -> dict:
-    """The finished cells stored in ``out`` (JSON) and every missing one of ``cells`` ((name, compute()) pairs),
-    computed, stored after each and printed."""
+def fill(out: Path, rows, epsilons, key, cell) -> dict:
+    """The finished cells stored in ``out`` (JSON) and every missing one of the grid ``rows`` × ``epsilons``: cell
+    ``key(row, ε)`` is ``cell(row, ε)``, computed, stored after each and printed."""
     done = json.loads(out.read_text()) if out.exists() else {}
-    for name, compute in cells:
-        if name not in done:
-            done[name] = compute()
-            out.write_text(json.dumps(done, indent=1))
-            print(name, done[name], flush=True)
+    for row in rows:
+        for epsilon in epsilons:
+            name = key(row, epsilon)
+            if name not in done:
+                done[name] = cell(row, epsilon)
+                out.write_text(json.dumps(done, indent=1))
+                print(name, done[name], flush=True)
     return done
 
 
