@@ -76,6 +76,11 @@ def save(directory, *, identity: dict, round_: int, stats: np.ndarray, metrics: 
             other.unlink(missing_ok=True)
 
 
+def exists(directory) -> bool:
+    """Whether ``directory`` holds a checkpoint file (read or not)."""
+    return bool(_checkpoints(Path(directory)))
+
+
 def _checkpoints(directory: Path) -> list[Path]:
     """The checkpoint files in ``directory``, newest round first."""
     try:

@@ -85,7 +85,7 @@ class Peer:
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
-                                           self.links, settings.release_every)
+                                           self.links, settings.release_every, private=settings.privacy is not None)
         self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),

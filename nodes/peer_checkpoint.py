@@ -14,6 +14,7 @@ exactly as an uninterrupted one, under injected message loss too.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from dataclasses import asdict, dataclass, field
@@ -135,6 +136,14 @@ def _heard(vector: np.ndarray, links: tuple[str, ...], size: int, *, source) -> 
 
 NOISE_KEY_FILE = "noise.key"
 NOISE_KEY_BYTES = 32
+NOISE_KEY_ENTRY = "noise_key"
+"""The identity entry of a private peer's checkpoint that names its noise key (``_key_digest``): a valid key of
+another run swapped in beside it would noise the round sent again afresh, releasing it twice."""
+
+
+def _key_digest(key: bytes) -> str:
+    """A name of a noise key that reveals nothing of it (SHA-256 of the key under a label of its own), hex."""
+    return hashlib.sha256(b"crc checkpoint noise key\x00" + key).hexdigest()
 
 
 def _kept_noise_key(path: Path) -> bytes:
@@ -154,19 +163,32 @@ def _kept_noise_key(path: Path) -> bytes:
 
 
 class PeerCheckpoints:
-    """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``."""
+    """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``; a
+    ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``)."""
 
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
-                 links: tuple[str, ...] = (), release_every: int = 1):
+                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
-        self.release_every = release_every
+        self.release_every, self.private = release_every, private
+        self._kept_key: bytes | None = None  # the noise key of the checkpoint found by ``load``
         self._failing = False
+
+    @property
+    def _key_path(self) -> Path | None:
+        return None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
+
+    def _bind_key(self, key: bytes) -> None:
+        """Name ``key`` in the identity the checkpoints are written under from now on."""
+        self.identity = {**self.identity, NOISE_KEY_ENTRY: _key_digest(key)}
 
     def load(self, start: PeerState) -> tuple[PeerState, dict] | None:
         """(the state, the metrics as written) of the checkpoint, or None without one; ``start`` is the state of a
         fresh run, which fixes the vector's length."""
         if not self.directory:
             return None
+        if self.private and checkpoint.exists(self.directory):  # the key must be the one it was written with
+            self._kept_key = _kept_noise_key(self._key_path)
+            self._bind_key(self._kept_key)
         found = checkpoint.load(self.directory, identity=self.identity,
                                 size=len(layout(start, self.speedup, self.links, self.release_every)))
         if found is None:
@@ -180,16 +202,18 @@ class PeerCheckpoints:
         for a fresh run (written beside the checkpoint, mode 0600, when there is a directory), the one written before
         for a ``resumed`` run, so that a resumed peer sends the round it sends again with the same noise. A resumed
         run's key that is missing, not 32 bytes or readable by others is a CRCError: fresh noise on a round already
-        sent would release it twice, and whoever reads the key can subtract the noise."""
-        path = None if not self.directory else Path(self.directory) / NOISE_KEY_FILE
+        sent would release it twice, and whoever reads the key can subtract the noise. A fresh key is named in the
+        identity of the checkpoints written from now on."""
+        path = self._key_path
         if resumed and path is not None:
-            return _kept_noise_key(path)
+            return self._kept_key if self._kept_key is not None else _kept_noise_key(path)
         key = os.urandom(NOISE_KEY_BYTES)
         if path is not None:
             try:
                 atomic_write_bytes(path, key, private=True)
             except OSError as exc:
                 raise CRCError(f"{path}: cannot write the noise key ({exc.strerror or exc})") from None
+        self._bind_key(key)
         return key
 
     def save(self, state: PeerState, metrics: Metrics) -> None:

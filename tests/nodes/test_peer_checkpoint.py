@@ -160,6 +160,28 @@ def test_the_noise_key_is_fresh_for_a_fresh_run_and_kept_for_a_resumed_one(tmp_p
     assert without.noise_key(resumed=True) != without.noise_key(resumed=True)
 
 
+def test_a_private_checkpoint_resumes_only_beside_the_noise_key_it_was_written_with(tmp_path):
+    """A valid key of another run swapped in would noise the round sent again afresh, releasing it twice."""
+    def checkpoints() -> PeerCheckpoints:
+        return PeerCheckpoints(str(tmp_path), {"bind": "x"}, PAPER, logging.getLogger("test"), private=True)
+
+    metrics = Metrics.for_neighbours(["tcp://b:1"])
+    metrics.rounds_done = 3
+    first = checkpoints()
+    assert first.load(PeerState(0, STATS)) is None
+    key = first.noise_key(resumed=False)
+    first.save(PeerState(3, STATS), metrics)
+    again = checkpoints()
+    assert again.load(PeerState(0, STATS))[0].round == 3 and again.noise_key(resumed=True) == key
+    other = PeerCheckpoints(str(tmp_path / "other"), {"bind": "x"}, PAPER, logging.getLogger("test"), private=True)
+    (tmp_path / "noise.key").write_bytes(other.noise_key(resumed=False))
+    with pytest.raises(CRCError, match=r"checkpoint of a different configuration \(noise_key differ\)"):
+        checkpoints().load(PeerState(0, STATS))
+    (tmp_path / "noise.key").unlink()
+    with pytest.raises(CRCError, match="the run's noise key is missing"):
+        checkpoints().load(PeerState(0, STATS))
+
+
 def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(tmp_path / "noise.key")
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))

@@ -13,6 +13,7 @@ from scipy.stats import chi2
 
 from crc.cli.main import main
 from crc.core.distributed_noise import FIXED_POINT_BITS, share_variance
+from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.privacy import clip_standardized
@@ -40,10 +41,10 @@ class Silent:
         pass
 
 
-def _peer(privacy=None) -> Peer:
+def _peer(privacy=None, **settings) -> Peer:
     model = make_model("nb", SCHEMA)
     phi = model.features(clip_standardized(SCHEMA, X, 1.0))
-    settings = PeerSettings(bind="tcp://127.0.0.1:7100", peers=(), rounds=1, privacy=privacy)
+    settings = PeerSettings(bind="tcp://127.0.0.1:7100", peers=(), **{"rounds": 1, **settings}, privacy=privacy)
     return Peer(model, phi, Y, ess=1200.0, settings=settings)
 
 
@@ -63,6 +64,21 @@ def test_a_private_peer_releases_its_step_plus_exact_noise_of_the_planned_scale(
     ratio = np.sum(noise**2) / privacy.sigma**2
     assert abs(ratio - noise.size) < 6 * math.sqrt(2 * noise.size)
     assert not np.array_equal(other.stats, noisy.stats)
+
+
+def test_a_private_peer_resumes_beside_its_own_noise_key_only(tmp_path):
+    """Another run's valid key swapped in beside the checkpoint would noise the round sent again afresh (released
+    twice): the checkpoint names its key, and the peer refuses to resume."""
+    privacy = plan_exact(make_model("nb", SCHEMA), epsilon=4.0, delta=1e-5, clip=1.0, rounds=3)
+    first = _peer(privacy, rounds=3, checkpoint_dir=str(tmp_path))
+    assert first.run(Silent())
+    resumed = _peer(privacy, rounds=3, checkpoint_dir=str(tmp_path))
+    assert resumed.round == 3
+    np.testing.assert_array_equal(resumed.stats, first.stats)
+    _peer(privacy, rounds=3, checkpoint_dir=str(tmp_path / "other"))
+    (tmp_path / "noise.key").write_bytes((tmp_path / "other" / "noise.key").read_bytes())
+    with pytest.raises(CRCError, match=r"different configuration \(noise_key differ\)"):
+        _peer(privacy, rounds=3, checkpoint_dir=str(tmp_path))
 
 
 def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog):
