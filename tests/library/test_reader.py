@@ -165,6 +165,16 @@ def test_files_of_too_many_cells_are_refused_before_parsing(tmp_path, monkeypatc
         read_csv(path, max_cells=10)
 
 
+def test_short_rows_count_as_wide_as_the_first_line(tmp_path, monkeypatch):
+    """pandas pads a short row to the first line's width: 2 000 columns over 2 000 rows of one cell (a 20 KB file)
+    would be 4 million cells parsed, so the limit counts them before parsing."""
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{j}" for j in range(2000)) + "\n" + "1\n" * 2000)
+    monkeypatch.setattr(reader, "_fast", lambda *args: pytest.fail("parsed a file over the limit"))
+    with pytest.raises(CRCError, match=r"wide.csv: about 4,002,000 cells \(rows × columns\), more than the 1,000,000"):
+        read_csv(path, max_cells=10**6)
+
+
 def test_dataframes_are_tables_everywhere(tmp_path):
     from crc.core.data import encode_features
     frame = pd.DataFrame({"x": [0.5, np.nan, 2.0, 3.5] * 5, "k": ["a", "b", None, "a"] * 5, "cls": [1, 2, 1, 2] * 5})
