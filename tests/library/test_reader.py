@@ -175,6 +175,38 @@ def test_short_rows_count_as_wide_as_the_first_line(tmp_path, monkeypatch):
         read_csv(path, max_cells=10**6)
 
 
+def test_a_file_the_fast_reader_gives_up_on_is_read_cell_by_cell_only_within_that_limit(tmp_path, monkeypatch):
+    """A short last row sends a file to the careful reader, which takes about 100 bytes a cell (2^25 cells of '10':
+    3.2 GB), so the limit of files read cell by cell holds for it too."""
+    path = tmp_path / "short.csv"
+    path.write_text("a,cls\n" + "10,pp\n" * 100 + "10\n")
+    with pytest.raises(CRCError, match="line 102 has 1 cells, expected 2"):
+        read_csv(path)
+    monkeypatch.setattr(reader, "MAX_QUOTED_CELLS", 150)
+    monkeypatch.setattr(reader, "_careful", lambda *args: pytest.fail("read a file over the limit cell by cell"))
+    with pytest.raises(CRCError, match=r"short.csv: about 204 cells \(rows × columns\), more than the 150 read from a file cell by cell"):
+        read_csv(path)
+
+
+@pytest.mark.parametrize("quote", ["", '"'])
+@pytest.mark.parametrize("grown", ["a,cls\n" + "1,p\n" * 1000, ",".join(f"c{j}" for j in range(1000)) + "\n" + "1\n" * 2])
+def test_a_file_that_grows_between_the_count_and_the_parse_is_refused(tmp_path, monkeypatch, quote, grown):
+    """The parse pass reads the file again: it may not find more bytes, commas or line ends than the count did, nor
+    another first line (pandas pads short rows to its width)."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"a,cls\n{quote}1{quote},p\n1,p\n")
+    scan = reader._scan
+
+    def then_grow(*args):
+        found = scan(*args)
+        path.write_text(grown.replace("1", f"{quote}1{quote}"))
+        return found
+
+    monkeypatch.setattr(reader, "_scan", then_grow)
+    with pytest.raises(CRCError, match="t.csv: changed while it was read"):
+        read_csv(path)
+
+
 def test_dataframes_are_tables_everywhere(tmp_path):
     from crc.core.data import encode_features
     frame = pd.DataFrame({"x": [0.5, np.nan, 2.0, 3.5] * 5, "k": ["a", "b", None, "a"] * 5, "cls": [1, 2, 1, 2] * 5})
