@@ -77,10 +77,12 @@ class _Scan:
 
     @property
     def cells(self) -> int:
-        """Cells the file holds at most (a quoted comma or a blank line counts as one more), or, if more, its lines
-        times the first line's cells: pandas pads a short row to that width (a 170 KB file of a 20 000-column header
-        and 20 000 rows of one cell took 3.7 GB before its rows were found short)."""
-        return max(self.commas + self.lines, (self.first_line.count(b",") + 1) * self.lines)
+        """Cells the file holds at most (a quoted comma or a blank line counts as one more); without quotes, at least
+        its lines times the first line's cells: pandas, which reads it, pads a short row to that width (a 170 KB file
+        of a 20 000-column header and 20 000 rows of one cell took 3.7 GB before its rows were found short). A
+        quoted file is read cell by cell, unpadded, and its cells' line ends are no rows."""
+        cells = self.commas + self.lines
+        return cells if self.quoted else max(cells, (self.first_line.count(b",") + 1) * self.lines)
 
 
 def _check_size(path, scan: _Scan, max_cells: int) -> None:

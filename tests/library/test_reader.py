@@ -173,6 +173,9 @@ def test_short_rows_count_as_wide_as_the_first_line(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "_fast", lambda *args: pytest.fail("parsed a file over the limit"))
     with pytest.raises(CRCError, match=r"wide.csv: about 4,002,000 cells \(rows × columns\), more than the 1,000,000"):
         read_csv(path, max_cells=10**6)
+    multiline = tmp_path / "multiline.csv"  # 4 + 7 x 100 cells at most by its commas and lines, 4 x 401 by its width
+    multiline.write_text("a,b,c,cls\n" + '1,2,"three\nfour\nfive\nsix",p\n' * 100)
+    assert len(read_csv(multiline, max_cells=704)["c"].values) == 1
 
 
 def test_a_file_the_fast_reader_gives_up_on_is_read_cell_by_cell_only_within_that_limit(tmp_path, monkeypatch):
