@@ -153,8 +153,9 @@ class SimulationConfig:
             if not ok:
                 raise CRCError(message)
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
-        check_release_every(release_every=self.release_every, exact_diffusion=self.exact_diffusion, dp_noise=self.dp_noise,
-                            averaged=self.acceleration.keeps_average, vertical=self.feature_partition is not None)
+        check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
+                            dp_noise=self.dp_noise, averaged=self.acceleration.keeps_average,
+                            vertical=self.feature_partition is not None)
         if self.feature_blocks is not None and self.feature_partition is None:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:
