@@ -398,7 +398,8 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     floating-point noise uses ``pld``); distributed noise is planned as the simulator plans it (``plan_distributed``),
     from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
-                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders)
+                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders,
+                   aggregate=options.aggregate)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:

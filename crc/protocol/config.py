@@ -162,7 +162,8 @@ class SimulationConfig:
             raise CRCError("--byzantine is not available with a vertical or hybrid partition")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
-                       acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders)
+                       acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
+                       aggregate=self.aggregate)
         if self.dp_noise == "distributed" and (self.loss > 0 or self.period is not None or self.byzantine):
             raise CRCError("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its shares "
                            "are sized for one static graph whose messages all arrive")
