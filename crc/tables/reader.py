@@ -48,11 +48,13 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
     pass before anything is parsed, so that no file holds more memory than the cells' limit allows.
     """
     scan = _scan(path, max_bytes)
-    _check_size(path, scan, max_cells if not scan.quoted else min(max_cells, MAX_QUOTED_CELLS))
+    _check_size(path, scan, *((min(max_cells, MAX_QUOTED_CELLS), "a file that quotes cells") if scan.quoted
+                              else (max_cells, "a file")))
     names = _header(path, scan.first_line) if header else None
     columns = _fast(path, scan, header, names) if not scan.quoted else None
     if columns is None:
-        _check_size(path, scan, min(max_cells, MAX_QUOTED_CELLS))
+        _check_size(path, scan, min(max_cells, MAX_QUOTED_CELLS), "a file cell by cell, as this one must be (a row of "
+                    "another length, infinities, mixed numbers and texts)")
         with _Unchanged(path, scan) as stream:
             columns = _careful(path, stream.read(), header, names)
     _check_cells(path, columns)
@@ -85,10 +87,9 @@ class _Scan:
         return cells if self.quoted else max(cells, (self.first_line.count(b",") + 1) * self.lines)
 
 
-def _check_size(path, scan: _Scan, max_cells: int) -> None:
+def _check_size(path, scan: _Scan, max_cells: int, kind: str) -> None:
+    """A CRCError if ``scan`` found more than ``max_cells``, the limit of ``kind`` of file."""
     if scan.cells > max_cells:
-        kind = "a file" if max_cells > MAX_QUOTED_CELLS else "a file that quotes cells" if scan.quoted else (
-            "a file cell by cell, as this one must be (a row of another length, infinities, mixed numbers and texts)")
         raise CRCError(f"{path}: about {scan.cells:,} cells (rows × columns), more than the {max_cells:,} read from "
                        f"{kind}: use a sample of its rows or fewer columns")
 

@@ -148,7 +148,7 @@ def test_files_of_too_many_cells_are_refused_before_parsing(tmp_path, monkeypatc
     path = tmp_path / "t.csv.gz"
     path.write_bytes(gzip.compress(b"a,b,cls\n" + b"1,2,p\n" * 100))  # 303 cells, 3 per line
     assert list(read_csv(path, max_cells=303)) == ["a", "b", "cls"]
-    with pytest.raises(CRCError, match=r"t.csv.gz: about 303 cells \(rows × columns\), more than the 300 read"):
+    with pytest.raises(CRCError, match=r"t.csv.gz: about 303 cells \(rows × columns\), more than the 300 read from a file:"):
         read_csv(path, max_cells=300)
     crlf = tmp_path / "crlf.csv"
     crlf.write_bytes(b"a,cls\r\n" + b"1,p\r\n" * 100)
