@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
+import stat
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -95,8 +97,13 @@ def _check_size(path, scan: _Scan, max_cells: int, kind: str) -> None:
 
 
 def _open(path):
+    """The file ``path`` (gunzipped if ``.gz``), opened for reading; one that is not a regular file is a CRCError, not
+    waited for: it is read twice (counted, then parsed), which a pipe or a FIFO cannot be."""
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise CRCError(f"{path}: not a regular file (a pipe, FIFO or device), which cannot be read twice, counted "
+                           "then parsed: save it to a file")
         return opener(path, "rb")
     except FileNotFoundError:
         raise CRCError(f"{path}: no such file") from None
@@ -153,9 +160,10 @@ class _Unchanged(io.RawIOBase):
         at, head = int(self._seen[0]), self.scan.head
         self._seen += (len(block), block.count(b","), block.count(b"\n"), block.count(b"\r"))
         counted = (self.scan.size, self.scan.commas, self.scan.newlines, self.scan.returns)
-        if np.any(self._seen > counted) or block[:max(0, len(head) - at)] != head[at:at + len(block)]:
-            raise CRCError(f"{self.path}: changed while it was read (more bytes, commas or lines, or another first "
-                           "line, than its count found): read it when it is complete")
+        if (np.any(self._seen > counted) or block[:max(0, len(head) - at)] != head[at:at + len(block)]
+                or not block and at < self.scan.size):
+            raise CRCError(f"{self.path}: changed while it was read (more bytes, commas or lines, another first line, "
+                           "or fewer bytes, than its count found): read it when it is complete")
         buffer[:len(block)] = block
         return len(block)
 

@@ -2,6 +2,7 @@
 
 import gzip
 import io
+import os
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from crc.core.data import dataset_from_columns
 from crc.core.errors import CRCError
 from crc.tables import reader
 from crc.tables.reader import MAX_CELL_CHARS, read_csv
+from support.blocking import fails_if_blocked
 
 
 def cells_of(columns):
@@ -189,6 +191,30 @@ def test_a_file_the_fast_reader_gives_up_on_is_read_cell_by_cell_only_within_tha
     monkeypatch.setattr(reader, "_careful", lambda *args: pytest.fail("read a file over the limit cell by cell"))
     with pytest.raises(CRCError, match=r"short.csv: about 204 cells \(rows × columns\), more than the 150 read from a file cell by cell"):
         read_csv(path)
+
+
+@pytest.mark.parametrize("quote", ["", '"'])
+def test_a_file_that_shrinks_between_the_count_and_the_parse_is_refused(tmp_path, monkeypatch, quote):
+    path = tmp_path / "t.csv"
+    path.write_text(f"a,cls\n{quote}1{quote},p\n1,p\n")
+    scan = reader._scan
+
+    def then_shrink(*args):
+        found = scan(*args)
+        path.write_text("a,cls\n")
+        return found
+
+    monkeypatch.setattr(reader, "_scan", then_shrink)
+    with pytest.raises(CRCError, match="t.csv: changed while it was read"):
+        read_csv(path)
+
+
+def test_a_pipe_or_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    """It would be read twice: a pipe's second read found nothing (an IndexError traceback), a FIFO's blocked."""
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with fails_if_blocked(), pytest.raises(CRCError, match="fifo.csv: not a regular file .* save it to a file"):
+        read_csv(fifo)
 
 
 @pytest.mark.parametrize("quote", ["", '"'])
