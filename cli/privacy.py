@@ -34,8 +34,8 @@ def release_every_option():
         help="A peer takes its local step and releases (with --dp-epsilon, its noisy statistics) only in rounds 1, "
              "K+1, 2K+1, ...; in the rounds between it sends the average of its neighbourhood's last public statistics, "
              "which costs no privacy. The accountant composes ceil(rounds / K) releases, so the same ε needs about √K "
-             "less noise per release (results/privacy/releases.md). Local noise only; not with exact diffusion or the "
-             "averaged classifier.")
+             "less noise per release (results/privacy/releases.md). At most --rounds; local noise only; not with exact "
+             "diffusion or the averaged classifier.")
 
 
 def distributed_noise_options() -> dict:

@@ -118,8 +118,10 @@ def decode(data: bytes, *, source) -> tuple[dict, np.ndarray]:
     return header, stats
 
 
-def _read(directory) -> tuple[Path, tuple[dict, np.ndarray] | None]:
-    """The newest checkpoint in ``directory``: its path and (header, statistics), or None if there is none."""
+def _read(directory, max_statistics: int = MAX_STATISTICS) -> tuple[Path, tuple[dict, np.ndarray] | None]:
+    """The newest checkpoint in ``directory``: its path and (header, statistics), or None if there is none; a file
+    longer than a checkpoint of ``max_statistics`` statistics is refused before it is read (reading takes twice its
+    size: a 1 GiB one took 2.3 GB)."""
     directory = Path(directory)
     found = _checkpoints(directory)
     if not found:
@@ -128,7 +130,7 @@ def _read(directory) -> tuple[Path, tuple[dict, np.ndarray] | None]:
                            "resume; delete it to start afresh")
         return directory / file_name(0), None
     path = found[0]
-    header, stats = decode(read_bytes(path, max_bytes=PREFIX.size + MAX_HEADER_BYTES + 8 * MAX_STATISTICS, what="checkpoint",
+    header, stats = decode(read_bytes(path, max_bytes=PREFIX.size + MAX_HEADER_BYTES + 8 * max_statistics, what="checkpoint",
                                        regular=True),
                            source=path)
     if path.name != file_name(header["round"]):
@@ -151,7 +153,7 @@ def load(directory, *, identity: dict, size: int) -> tuple[int, np.ndarray, dict
     A checkpoint of another configuration (different address, neighbours, schema, ESS, ...), a round
     beyond ``identity["rounds"]`` or statistics of another length are refused rather than used.
     """
-    path, found = _read(directory)
+    path, found = _read(directory, max_statistics=size)
     if found is None:
         return None
     header, stats = found

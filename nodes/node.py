@@ -201,7 +201,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     block_peers = tuple(check_address(address, "--block-peers") for address in options.block_peers)
     keys = _transport_keys(options, neighbours + block_peers)
     if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
-        check_release_every(release_every=options.release_every, vertical=True)
+        check_release_every(release_every=options.release_every, rounds=options.rounds, vertical=True)
         from crc.nodes.vertical_node import prepare_vertical
 
         return prepare_vertical(options, keys, log)
@@ -219,7 +219,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
                       "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
-    check_release_every(release_every=options.release_every, exact_diffusion=speedup.exact_diffusion,
+    check_release_every(release_every=options.release_every, rounds=options.rounds, exact_diffusion=speedup.exact_diffusion,
                         dp_noise=options.dp_noise, averaged=speedup.keeps_average)
     privacy = _privacy(generative, options, iters, speedup, masking)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
@@ -398,7 +398,8 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     floating-point noise uses ``pld``); distributed noise is planned as the simulator plans it (``plan_distributed``),
     from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
-                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders)
+                   acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders,
+                   aggregate=options.aggregate)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:

@@ -3,8 +3,8 @@
 Every JSON file the project reads from outside — schema, model file, checkpoint header, results and
 the known-peers file of a secure deployment — goes through ``read_json`` (or ``parse_json`` for bytes
 already read): a size limit checked before reading, a nesting limit checked before parsing (the stdlib
-parser recurses), no NaN/Infinity or numbers that overflow a float, no integers of more than
-``MAX_INT_DIGITS`` digits. Every failure is a one-line CRCError naming the file. The values are then
+parser recurses), no more values than ``MAX_JSON_MEMORY`` holds, no NaN/Infinity or numbers that overflow a
+float, no integers of more than ``MAX_INT_DIGITS`` digits. Every failure is a one-line CRCError naming the file. The values are then
 checked field by field with ``crc.core.fields`` before anything is built from them. (Graph files are
 read in ``crc.topologies``, which does not import this layer.)
 """
@@ -30,6 +30,13 @@ MAX_INT_DIGITS = 20
 """Longest integer literal accepted (int64 has 19 digits); longer ones cost quadratic time to parse."""
 MAX_NUMBER_CHARS = 400
 """Longest number literal of a suspect shape (below) accepted; a float needs at most 17 significant digits."""
+MAX_JSON_MEMORY = 2**30
+"""Most memory the parsed value may take, estimated before parsing (``parsed_bytes``): the byte limits alone let a
+400 MB model file of one long list take 4.8 GB before its length was refused."""
+PARSED_BYTES = {b",": 32, b"[": 64, b"{": 64, b'""': 64, b":": 64}
+"""Bytes a parsed value costs per separator, container, string and object member (measured with ``json.loads`` on
+2^25 of each: a float about 27 B with its list slot, an empty list or a short string about 58, an object member
+about 130 with its key)."""
 
 _STRING = re.compile(rb'"[^"]*"')
 _SHAPES = bytes.maketrans(b"0123456789E", b"0000000000e")
@@ -130,6 +137,10 @@ def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_J
     problem = _suspect_number(outside_strings)
     if problem:
         raise CRCError(f"{source}: {what} has {problem}")
+    estimate = parsed_bytes(outside_strings)
+    if estimate > MAX_JSON_MEMORY:
+        raise CRCError(f"{source}: {what} holds too many values (about {estimate / 2**30:.1f} GiB parsed, more than "
+                       f"{MAX_JSON_MEMORY / 2**30:g} GiB)")
     del outside_strings
     try:
         return json.loads(raw, parse_constant=_reject_constant)
@@ -146,6 +157,12 @@ def without_strings(raw: bytes) -> bytes:
     Escaped backslashes go first, then escaped quotes, so every quote left delimits a string.
     """
     return _STRING.sub(b'""', raw.replace(b"\\\\", b"").replace(b'\\"', b""))
+
+
+def parsed_bytes(outside_strings: bytes) -> int:
+    """An upper estimate of the memory (bytes) that parsing JSON text whose strings were removed takes
+    (``PARSED_BYTES``); linear time, no parsing."""
+    return sum(cost * outside_strings.count(token) for token, cost in PARSED_BYTES.items())
 
 
 def nesting_depth(outside_strings: bytes, *, stop_above: int | None = None) -> int:

@@ -29,6 +29,9 @@ MAX_MODEL_BYTES = 512 * 2**20
 MAX_LABEL_ITEMSIZE = 4 * 2**16
 ESS_RTOL = 1e-9
 """Relative tolerance between a file's ``ess`` field and the ESS of its statistics (the sum of the class counts)."""
+PARAMETERS_RTOL = 1e-9
+"""Relative tolerance between a file's ``parameters`` and the parameters of its statistics (the same arithmetic: equal
+but for the last bits of another numpy's logarithms)."""
 
 
 def label_dtype_of(classes: np.ndarray) -> str | None:
@@ -157,4 +160,23 @@ def _model_from_json(obj: dict) -> TrainedModel:
         ess = fields.number(obj["ess"], "'ess'")
         if not math.isclose(ess, float(model.ess(statistics)), rel_tol=ESS_RTOL):
             raise CRCError(f"'ess' {ess!r} is not the equivalent sample size of its statistics ({float(model.ess(statistics))!r})")
+    if "parameters" in obj:
+        _check_parameters(obj["parameters"], trained.theta)
     return trained
+
+
+def _check_parameters(recorded, theta: dict) -> None:
+    """Raise CRCError unless a file's ``recorded`` parameters are ``theta``, its statistics' (to ``PARAMETERS_RTOL``):
+    predictions come from the statistics, so parameters that say otherwise (a negative variance, another model's)
+    mean an edited or damaged file."""
+    recorded = fields.mapping(recorded, "'parameters'")
+    if set(recorded) != set(theta):
+        raise CRCError(f"'parameters' hold {fields.shown(sorted(recorded))[:80]}, this model's are {', '.join(theta)}")
+    for name, value in theta.items():
+        try:
+            found = np.asarray(recorded[name], dtype=np.float64)
+        except (TypeError, ValueError):
+            found = None
+        if found is None or found.shape != np.shape(value) or not np.allclose(found, value, rtol=PARAMETERS_RTOL, atol=0):
+            raise CRCError(f"'parameters' {name!r} are not what its statistics give (file edited or damaged, or written "
+                           "by a crc version that computed them otherwise)")

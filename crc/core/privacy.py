@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crc.core.acceleration import Acceleration
+from crc.core.aggregation import AGGREGATIONS, rule_of
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
 from crc.core.schema import Schema
@@ -117,9 +118,12 @@ class Privacy:
 
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
-                   noise: str = "local", colluders: int = 0) -> None:
+                   noise: str = "local", colluders: int = 0, aggregate: str = "mean") -> None:
     """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover (that
-    distributed noise needs secure aggregation is a rule between options, ``crc.protocol.rules``)."""
+    distributed noise needs secure aggregation is a rule between options, ``crc.protocol.rules``). The ``aggregate``
+    rule ``screened`` (and ``robust``, which is it) admits each neighbour's statistics by a test on the peer's own
+    data (``crc.core.screening``), so what it sends in a round that only averages (``release_every``), noiseless, and
+    the start of its noisy step otherwise, depend on that data outside the accountant."""
     if epsilon is None:
         if noise != "local":
             raise CRCError("--dp-noise distributed needs --dp-epsilon")
@@ -140,6 +144,10 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
                                           "statistics"),
         (not acceleration.safeguard, "--dp-epsilon cannot be combined with --safeguard: the safeguard picks a step by "
                                      "the local loss, a data-dependent choice; use --momentum alone"),
+        (aggregate not in AGGREGATIONS or rule_of(aggregate) != "screened",
+         "--dp-epsilon cannot be combined with --aggregate screened (or robust): it admits a neighbour's statistics by a "
+         "test on the peer's own data, so the aggregate it sends in a round that only averages, and steps from, "
+         "depends on that data outside the accountant; use --aggregate clipped, median, trimmed or geomedian"),
         (not acceleration.exact_diffusion, "--dp-epsilon cannot be combined with --exact-diffusion (or --algorithm accelerated): "
                                            "its correction sends the previous local steps again, which the accountant "
                                            "does not cover; use --momentum"),

@@ -153,15 +153,17 @@ class SimulationConfig:
             if not ok:
                 raise CRCError(message)
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
-        check_release_every(release_every=self.release_every, exact_diffusion=self.exact_diffusion, dp_noise=self.dp_noise,
-                            averaged=self.acceleration.keeps_average, vertical=self.feature_partition is not None)
+        check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
+                            dp_noise=self.dp_noise, averaged=self.acceleration.keeps_average,
+                            vertical=self.feature_partition is not None)
         if self.feature_blocks is not None and self.feature_partition is None:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:
             raise CRCError("--byzantine is not available with a vertical or hybrid partition")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
-                       acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders)
+                       acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
+                       aggregate=self.aggregate)
         if self.dp_noise == "distributed" and (self.loss > 0 or self.period is not None or self.byzantine):
             raise CRCError("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its shares "
                            "are sized for one static graph whose messages all arrive")

@@ -29,14 +29,19 @@ def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encryp
                              "encrypted transport: drop --insecure")
 
 
-def check_release_every(*, release_every: int, exact_diffusion: bool = False, dp_noise: str = "local",
+def check_release_every(*, release_every: int, rounds: int, exact_diffusion: bool = False, dp_noise: str = "local",
                         averaged: bool = False, vertical: bool = False) -> None:
-    """Raise OptionConflict if ``--release-every`` above 1 is combined with what its averaging-only rounds break:
+    """Raise OptionConflict if ``--release-every`` is above the run's ``rounds`` (any K >= rounds is one release, in
+    the first round; a huge K would go into the checkpoint's header, which then cannot be read back) or above 1 and
+    combined with what its averaging-only rounds break:
     a ``vertical`` or hybrid group (whose peers run a driver of their own), exact diffusion (its correction resends
     the previous round's local step), distributed noise (whose shares are sized for a release every round) or the
     ``averaged`` classifier (its running average weighs rounds that take a local step)."""
     if release_every == 1:
         return
+    if release_every > rounds:
+        raise OptionConflict(f"--release-every {release_every} is more than --rounds {rounds}: a peer releases once, in "
+                             f"the first round, with any K >= {rounds}; use --release-every {rounds}")
     if vertical:
         raise OptionConflict("--release-every is not available to a peer of a vertical or hybrid group")
     if exact_diffusion:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
+import stat
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -28,7 +30,9 @@ MAX_TABLE_BYTES = 2 * 2**30
 MAX_TABLE_CELLS = 2**25
 """Most cells (rows × columns) read: about 0.8 GB of memory as numbers, 3 GB as distinct texts."""
 MAX_QUOTED_CELLS = 2**23
-"""Most cells of a file that quotes cells, which is read cell by cell at about 200 bytes a cell."""
+"""Most cells of a file read cell by cell, at about 100-200 bytes a cell: one that quotes cells, or that the fast
+reader gives up on (a row of another length, infinities, mixed numbers and texts; 2^25 cells of '10' with a short
+last row took 3.2 GB)."""
 MAX_CELL_CHARS = 65536
 """Longest cell, in characters."""
 SCAN_BLOCK = 2**20
@@ -46,11 +50,15 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
     pass before anything is parsed, so that no file holds more memory than the cells' limit allows.
     """
     scan = _scan(path, max_bytes)
-    _check_size(path, scan, max_cells if not scan.quoted else min(max_cells, MAX_QUOTED_CELLS))
+    _check_size(path, scan, *((min(max_cells, MAX_QUOTED_CELLS), "a file that quotes cells") if scan.quoted
+                              else (max_cells, "a file")))
     names = _header(path, scan.first_line) if header else None
     columns = _fast(path, scan, header, names) if not scan.quoted else None
     if columns is None:
-        columns = _careful(path, _read_bytes(path, max_bytes), header, names)
+        _check_size(path, scan, min(max_cells, MAX_QUOTED_CELLS), "a file cell by cell, as this one must be (a row of "
+                    "another length, infinities, mixed numbers and texts)")
+        with _Unchanged(path, scan) as stream:
+            columns = _careful(path, stream.read(), header, names)
     _check_cells(path, columns)
     return columns
 
@@ -64,23 +72,38 @@ class _Scan:
     commas: int
     lines: int
     quoted: bool
+    size: int
+    """Bytes (decompressed)."""
+    newlines: int
+    returns: int
+    head: bytes
+    """The file's first bytes, up to and with its first line (at most ``MAX_HEADER_BYTES``)."""
 
     @property
     def cells(self) -> int:
-        """Cells the file holds at most (a quoted comma or a blank line counts as one more)."""
-        return self.commas + self.lines
+        """Cells the file holds at most (a quoted comma or a blank line counts as one more); without quotes, at least
+        its lines times the first line's cells: pandas, which reads it, pads a short row to that width (a 170 KB file
+        of a 20 000-column header and 20 000 rows of one cell took 3.7 GB before its rows were found short). A
+        quoted file is read cell by cell, unpadded, and its cells' line ends are no rows."""
+        cells = self.commas + self.lines
+        return cells if self.quoted else max(cells, (self.first_line.count(b",") + 1) * self.lines)
 
 
-def _check_size(path, scan: _Scan, max_cells: int) -> None:
+def _check_size(path, scan: _Scan, max_cells: int, kind: str) -> None:
+    """A CRCError if ``scan`` found more than ``max_cells``, the limit of ``kind`` of file."""
     if scan.cells > max_cells:
-        kind = "a file that quotes cells" if scan.quoted else "a file"
         raise CRCError(f"{path}: about {scan.cells:,} cells (rows × columns), more than the {max_cells:,} read from "
                        f"{kind}: use a sample of its rows or fewer columns")
 
 
 def _open(path):
+    """The file ``path`` (gunzipped if ``.gz``), opened for reading; one that is not a regular file is a CRCError, not
+    waited for: it is read twice (counted, then parsed), which a pipe or a FIFO cannot be."""
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise CRCError(f"{path}: not a regular file (a pipe, FIFO or device), which cannot be read twice, counted "
+                           "then parsed: save it to a file")
         return opener(path, "rb")
     except FileNotFoundError:
         raise CRCError(f"{path}: no such file") from None
@@ -112,18 +135,41 @@ def _scan(path, max_bytes: int) -> _Scan:
     if size > len(first) and first.find(lines[0]) + len(lines[0]) == len(first):  # cut at MAX_HEADER_BYTES
         raise CRCError(f"{path}: first line longer than {MAX_HEADER_BYTES} bytes (too many columns, or not a CSV file)")
     unended = last not in (b"\n", b"\r")
-    return _Scan(lines[0], commas, max(newlines, returns) + unended, quoted)
+    return _Scan(lines[0], commas, max(newlines, returns) + unended, quoted, size, newlines, returns,
+                 first[:first.find(lines[0]) + len(lines[0])])
 
 
-def _read_bytes(path, max_bytes: int) -> bytes:
-    with _open(path) as stream:
+class _Unchanged(io.RawIOBase):
+    """The file ``path`` read again as ``scan`` counted it: more bytes, commas or line ends than it counted, or another
+    first line (which sets the width pandas pads short rows to), are a CRCError, so that a file that changes between
+    the two passes holds no more cells when parsed than when counted."""
+
+    def __init__(self, path, scan: _Scan):
+        super().__init__()
+        self.path, self.scan, self._stream = path, scan, _open(path)
+        self._seen = np.zeros(4, dtype=np.int64)  # bytes, commas, newlines, returns
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
         try:
-            raw = stream.read(max_bytes + 1)
+            block = self._stream.read(len(buffer))
         except (OSError, EOFError, zlib.error) as exc:
-            raise CRCError(f"{path}: cannot read ({exc})") from None
-    if len(raw) > max_bytes:
-        raise CRCError(f"{path}: larger than {max_bytes} bytes")
-    return raw
+            raise CRCError(f"{self.path}: cannot read ({exc})") from None
+        at, head = int(self._seen[0]), self.scan.head
+        self._seen += (len(block), block.count(b","), block.count(b"\n"), block.count(b"\r"))
+        counted = (self.scan.size, self.scan.commas, self.scan.newlines, self.scan.returns)
+        if (np.any(self._seen > counted) or block[:max(0, len(head) - at)] != head[at:at + len(block)]
+                or not block and at < self.scan.size):
+            raise CRCError(f"{self.path}: changed while it was read (more bytes, commas or lines, another first line, "
+                           "or fewer bytes, than its count found): read it when it is complete")
+        buffer[:len(block)] = block
+        return len(block)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
 
 
 def _utf8(path, raw: bytes) -> str:
@@ -151,10 +197,13 @@ def _header(path, line: bytes) -> list[str]:
 def _fast(path, scan: _Scan, header: bool, names: list[str] | None) -> dict[str, Column] | None:
     """Columns by pandas, or None when the file needs the careful reader."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _Unchanged(path, scan) as stream:
             warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns go to the careful reader
-            frame = pd.read_csv(path, header=0 if header else None, dtype=None, na_values=sorted(MISSING_TOKENS),
-                                keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig", skip_blank_lines=True)
+            frame = pd.read_csv(io.BufferedReader(stream), header=0 if header else None, dtype=None,
+                                na_values=sorted(MISSING_TOKENS), keep_default_na=False, skipinitialspace=True,
+                                encoding="utf-8-sig", skip_blank_lines=True)
+    except CRCError:
+        raise
     except (ValueError, OSError, EOFError, zlib.error, pd.errors.ParserError, UnicodeDecodeError):
         return None  # the careful reader finds the line and says what is wrong
     d = frame.shape[1]

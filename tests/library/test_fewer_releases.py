@@ -62,13 +62,13 @@ def test_between_releases_a_peer_sends_the_average_of_the_public_statistics_only
 
 
 def test_rules_refuse_exact_diffusion_and_distributed_noise_with_fewer_releases():
-    check_release_every(release_every=1, exact_diffusion=True, dp_noise="distributed")
+    check_release_every(release_every=1, rounds=1, exact_diffusion=True, dp_noise="distributed")
     with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
-        check_release_every(release_every=2, exact_diffusion=True)
+        check_release_every(release_every=2, rounds=64, exact_diffusion=True)
     with pytest.raises(OptionConflict, match="--release-every is for --dp-noise local"):
-        check_release_every(release_every=2, exact_diffusion=False, dp_noise="distributed")
+        check_release_every(release_every=2, rounds=64, exact_diffusion=False, dp_noise="distributed")
     with pytest.raises(OptionConflict, match="--release-every is not available to a peer of a vertical or hybrid group"):
-        check_release_every(release_every=2, vertical=True)
+        check_release_every(release_every=2, rounds=64, vertical=True)
     with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
         SimulationConfig(release_every=4, algorithm="accelerated").validate()
     with pytest.raises(OptionConflict, match="--release-every needs --classifier local or aggregate"):
@@ -76,6 +76,9 @@ def test_rules_refuse_exact_diffusion_and_distributed_noise_with_fewer_releases(
     with pytest.raises(CRCError, match="--release-every must be at least 1"):
         SimulationConfig(release_every=0, algorithm="paper").validate()
     SimulationConfig(release_every=4, algorithm="paper", dp_epsilon=4.0).validate()
+    with pytest.raises(OptionConflict, match=r"--release-every 9 is more than --rounds 8: .* use --release-every 8$"):
+        SimulationConfig(rounds=8, release_every=9, algorithm="paper").validate()
+    SimulationConfig(rounds=8, release_every=8, algorithm="paper").validate()
 
 
 def test_the_simulator_records_the_releases_it_planned():

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crc.core import files
 from crc.core.errors import CRCError
 from crc.core.files import (
     MAX_JSON_DEPTH,
@@ -103,6 +104,16 @@ def test_non_utf8_is_one_line_and_utf16_is_read(tmp_path):
     with pytest.raises(CRCError, match=r"f: JSON is not valid JSON \(not UTF-8 text at byte 1\)"):
         parse_json(b'"\xff\xfe\xfa"', source="f")
     assert parse_json(json.dumps({"a": [1]}).encode("utf-16"), source="f") == {"a": [1]}
+
+
+def test_too_many_values_are_refused_before_parsing(monkeypatch):
+    """Each float costs 32 bytes of the budget, each string, container or member 64 (``PARSED_BYTES``)."""
+    monkeypatch.setattr(files, "MAX_JSON_MEMORY", 32_000)
+    assert len(parse_json(json.dumps([0.5] * 900).encode(), source="f")) == 900
+    for value in ([0.5] * 1001, ["ab"] * 600, [[]] * 600, {str(k): 0 for k in range(300)}):
+        with pytest.raises(CRCError, match=r"f: JSON holds too many values \(about 0.0 GiB parsed, more than 2.98023e-05 GiB\)$"):
+            parse_json(json.dumps(value).encode(), source="f")
+    assert parse_json(json.dumps(["a,b:c[{"] * 300).encode(), source="f")[0] == "a,b:c[{"  # inside strings: one each
 
 
 def test_size_is_checked_before_reading(tmp_path):

@@ -141,6 +141,11 @@ def test_a_valid_file_round_trips_exactly(valid, tmp_path):
     (lambda o: o.update(label_dtype=7), "label_dtype 7 is not a boolean, integer, float or string dtype"),
     (lambda o: o.update(schema_id="0" * 64), "schema id does not match"),
     (lambda o: o.update(statistics=[1e308] * len(o["statistics"])), "non-finite parameters|non-positive|statistics"),
+    (lambda o: o["parameters"]["var"][0].__setitem__(0, -1.0), "'parameters' 'var' are not what its statistics give"),
+    (lambda o: o["parameters"].pop("log_prior"), "'parameters' hold .* this model's are"),
+    (lambda o: o["parameters"].update(var="big"), "'parameters' 'var' are not what"),
+    (lambda o: o["parameters"]["var"].append(o["parameters"]["var"][0]), "'parameters' 'var' are not what"),
+    (lambda o: o.update(parameters=[]), "'parameters' must be an object"),
 ])
 def test_each_damage_is_named_in_one_line(valid, tmp_path, edit, message):
     obj = json.loads(json.dumps(valid["pc"]))

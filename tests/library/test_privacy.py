@@ -195,6 +195,8 @@ def test_the_exact_plan_accounts_the_discrete_gaussian_by_zcdp_on_the_integer_se
     ({"noise": "distributed"}, "--classifier aggregate"),
     ({"noise": "shared"}, "--dp-noise"),
     ({"colluders": -1}, "--dp-colluders"),
+    ({"aggregate": "screened"}, "--aggregate screened"),
+    ({"aggregate": "robust"}, "--aggregate screened"),
 ])
 def test_settings_privacy_cannot_cover_are_refused(settings_, message):
     base = {"epsilon": 1.0, "delta": 1e-5, "clip": 1.0, "iterations": 1, "acceleration": PAPER}
@@ -204,6 +206,12 @@ def test_settings_privacy_cannot_cover_are_refused(settings_, message):
 
 def test_momentum_alone_is_covered():
     check_settings(epsilon=1.0, delta=1e-5, clip=1.0, iterations=1, acceleration=Acceleration(momentum=0.7))
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "clipped", "median", "trimmed", "geomedian"])
+def test_rules_of_public_values_only_are_covered(aggregate):
+    """They combine the peer's last release with what its neighbours sent; ``screened`` also tests them on its data."""
+    check_settings(epsilon=1.0, delta=1e-5, clip=1.0, iterations=1, acceleration=PAPER, aggregate=aggregate)
 
 
 def test_without_epsilon_nothing_is_checked():

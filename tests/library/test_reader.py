@@ -2,6 +2,7 @@
 
 import gzip
 import io
+import os
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from crc.core.data import dataset_from_columns
 from crc.core.errors import CRCError
 from crc.tables import reader
 from crc.tables.reader import MAX_CELL_CHARS, read_csv
+from support.blocking import fails_if_blocked
 
 
 def cells_of(columns):
@@ -148,7 +150,7 @@ def test_files_of_too_many_cells_are_refused_before_parsing(tmp_path, monkeypatc
     path = tmp_path / "t.csv.gz"
     path.write_bytes(gzip.compress(b"a,b,cls\n" + b"1,2,p\n" * 100))  # 303 cells, 3 per line
     assert list(read_csv(path, max_cells=303)) == ["a", "b", "cls"]
-    with pytest.raises(CRCError, match=r"t.csv.gz: about 303 cells \(rows × columns\), more than the 300 read"):
+    with pytest.raises(CRCError, match=r"t.csv.gz: about 303 cells \(rows × columns\), more than the 300 read from a file:"):
         read_csv(path, max_cells=300)
     crlf = tmp_path / "crlf.csv"
     crlf.write_bytes(b"a,cls\r\n" + b"1,p\r\n" * 100)
@@ -163,6 +165,75 @@ def test_files_of_too_many_cells_are_refused_before_parsing(tmp_path, monkeypatc
     monkeypatch.setattr(reader, "_careful", lambda *args: pytest.fail("parsed a file over the limit"))
     with pytest.raises(CRCError, match="cells"):
         read_csv(path, max_cells=10)
+
+
+def test_short_rows_count_as_wide_as_the_first_line(tmp_path, monkeypatch):
+    """pandas pads a short row to the first line's width: 2 000 columns over 2 000 rows of one cell (a 20 KB file)
+    would be 4 million cells parsed, so the limit counts them before parsing."""
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{j}" for j in range(2000)) + "\n" + "1\n" * 2000)
+    monkeypatch.setattr(reader, "_fast", lambda *args: pytest.fail("parsed a file over the limit"))
+    with pytest.raises(CRCError, match=r"wide.csv: about 4,002,000 cells \(rows × columns\), more than the 1,000,000"):
+        read_csv(path, max_cells=10**6)
+    multiline = tmp_path / "multiline.csv"  # 4 + 7 x 100 cells at most by its commas and lines, 4 x 401 by its width
+    multiline.write_text("a,b,c,cls\n" + '1,2,"three\nfour\nfive\nsix",p\n' * 100)
+    assert len(read_csv(multiline, max_cells=704)["c"].values) == 1
+
+
+def test_a_file_the_fast_reader_gives_up_on_is_read_cell_by_cell_only_within_that_limit(tmp_path, monkeypatch):
+    """A short last row sends a file to the careful reader, which takes about 100 bytes a cell (2^25 cells of '10':
+    3.2 GB), so the limit of files read cell by cell holds for it too."""
+    path = tmp_path / "short.csv"
+    path.write_text("a,cls\n" + "10,pp\n" * 100 + "10\n")
+    with pytest.raises(CRCError, match="line 102 has 1 cells, expected 2"):
+        read_csv(path)
+    monkeypatch.setattr(reader, "MAX_QUOTED_CELLS", 150)
+    monkeypatch.setattr(reader, "_careful", lambda *args: pytest.fail("read a file over the limit cell by cell"))
+    with pytest.raises(CRCError, match=r"short.csv: about 204 cells \(rows × columns\), more than the 150 read from a file cell by cell"):
+        read_csv(path)
+
+
+@pytest.mark.parametrize("quote", ["", '"'])
+def test_a_file_that_shrinks_between_the_count_and_the_parse_is_refused(tmp_path, monkeypatch, quote):
+    path = tmp_path / "t.csv"
+    path.write_text(f"a,cls\n{quote}1{quote},p\n1,p\n")
+    scan = reader._scan
+
+    def then_shrink(*args):
+        found = scan(*args)
+        path.write_text("a,cls\n")
+        return found
+
+    monkeypatch.setattr(reader, "_scan", then_shrink)
+    with pytest.raises(CRCError, match="t.csv: changed while it was read"):
+        read_csv(path)
+
+
+def test_a_pipe_or_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    """It would be read twice: a pipe's second read found nothing (an IndexError traceback), a FIFO's blocked."""
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with fails_if_blocked(), pytest.raises(CRCError, match="fifo.csv: not a regular file .* save it to a file"):
+        read_csv(fifo)
+
+
+@pytest.mark.parametrize("quote", ["", '"'])
+@pytest.mark.parametrize("grown", ["a,cls\n" + "1,p\n" * 1000, ",".join(f"c{j}" for j in range(1000)) + "\n" + "1\n" * 2])
+def test_a_file_that_grows_between_the_count_and_the_parse_is_refused(tmp_path, monkeypatch, quote, grown):
+    """The parse pass reads the file again: it may not find more bytes, commas or line ends than the count did, nor
+    another first line (pandas pads short rows to its width)."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"a,cls\n{quote}1{quote},p\n1,p\n")
+    scan = reader._scan
+
+    def then_grow(*args):
+        found = scan(*args)
+        path.write_text(grown.replace("1", f"{quote}1{quote}"))
+        return found
+
+    monkeypatch.setattr(reader, "_scan", then_grow)
+    with pytest.raises(CRCError, match="t.csv: changed while it was read"):
+        read_csv(path)
 
 
 def test_dataframes_are_tables_everywhere(tmp_path):

@@ -170,6 +170,8 @@ def test_a_peer_releasing_every_fourth_round_plans_and_counts_one_release_in_fou
         prepare(options(deployment, release_every=4, algorithm="accelerated"), LOG)
     with pytest.raises(OptionConflict, match="--release-every is not available to a peer of a vertical"):
         prepare(options(deployment, release_every=4, partition="vertical:2"), LOG)
+    with pytest.raises(OptionConflict, match="--release-every 100000000000000000000 is more than --rounds 8"):
+        prepare(options(deployment, rounds=8, release_every=10**20, algorithm="paper"), LOG)  # its checkpoint could not be read back
 
 
 def test_a_start_time_is_iso_8601_with_a_zone_or_seconds_since_the_epoch():
