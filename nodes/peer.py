@@ -195,11 +195,11 @@ class Peer:
         self.metrics.rounds_done = self.round
         if loss is not None:
             self.metrics.soft_loss.append(loss)
-        if self.round < self.settings.rounds:
-            self._send(transport)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
         self._count_refused(transport)
-        self.checkpoints.save(self.state, self.metrics)
+        self.checkpoints.save(self.state, self.metrics)  # before the send: see ``_send``
+        if self.round < self.settings.rounds:
+            self._send(transport)
         self.log.info("round %d: %d/%d neighbours%s", self.round, len(received), len(self.settings.peers),
                       "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
@@ -331,8 +331,8 @@ class Peer:
             self.memory = acceleration.joining_memory(self.settings.acceleration, self.stats)
         if self.average is None and self.settings.acceleration.keeps_average:
             self.average = self.stats.copy()  # as after a first round, so that a checkpoint of it resumes the same
-        self._send(transport)
         self.checkpoints.save(self.state, self.metrics)
+        self._send(transport)
         return True
 
     def _send_notice(self, transport: PeerTransport, wanted: int) -> None:
@@ -472,7 +472,10 @@ class Peer:
 
     def _send(self, transport: PeerTransport) -> None:
         """Queue this peer's statistics of its current round for every neighbour (masked where secure aggregation
-        hides them); a full queue drops that neighbour's copy, counted and logged."""
+        hides them); a full queue drops that neighbour's copy, counted and logged. Called once the round's checkpoint
+        is written: a peer killed after a send resumes from the round it sent and sends it again, never a
+        recomputation of that round from other neighbours' statistics (under privacy, other statistics under fresh
+        noise: a second release the accountant does not count)."""
         stats = self.release.on_the_wire(self.stats)
         frame = self._encode(stats)
         if self.session is None:

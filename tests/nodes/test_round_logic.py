@@ -465,6 +465,23 @@ def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_re
         setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
 
 
+def test_a_peer_sends_a_round_only_once_its_checkpoint_holds_it(setup, tmp_path):
+    """What a peer killed at a send leaves: the checkpoint of the round it sends, so it resumes by sending that round
+    again, not by computing it anew from what the neighbours send then (under privacy, a second release)."""
+    held_at_send = {}
+
+    class Watching(FakeTransport):
+        def send(self, frame: bytes) -> list[str]:
+            message = msgpack.unpackb(frame)
+            if message["type"] != wire.WAITING:
+                held_at_send[message["round"]] = checkpoint.completed_round(tmp_path)
+            return super().send(frame)
+
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path))
+    assert peer.run(Watching(peer.clock, setup.neighbours_answer))
+    assert held_at_send == {round_: round_ for round_ in range(ROUNDS)}
+
+
 MOMENTUM = Acceleration(**MOMENTUM_PRESET)
 
 
