@@ -20,6 +20,7 @@ from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for
+from crc.protocol.rules import MAX_ROUNDS
 from crc.report.plots import require_matplotlib
 from crc.tables.datasets import BUNDLED, SYNTHETIC
 from crc.topologies import HELP, load_graph, parse
@@ -206,7 +207,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help="Dirichlet concentration of --partition dirichlet (small = more skewed)."),
         click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
                      help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
-        click.option("--rounds", type=click.IntRange(min=1), default=base.rounds, show_default=True,
+        click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=base.rounds, show_default=True,
                      help="Communication rounds."),
         click.option("--rc-iterations", type=click.IntRange(min=0), default=base.rc_iterations, show_default=True,
                      help="Iterations of centralized RC, the gold standard (the paper: 64). RC run to convergence is "

@@ -28,6 +28,7 @@ from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
 from crc.nodes.settings import PeerSettings
+from crc.protocol.rules import MAX_ROUNDS
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 
@@ -125,7 +126,7 @@ def option_list(options: dict):
 @click.option("--schema", required=True, type=click.Path(dir_okay=False), help="Shared schema JSON (`crc schema`).")
 @option_list(vertical_options())
 @with_model_options
-@click.option("--rounds", type=click.IntRange(min=1), default=PeerSettings.rounds, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=PeerSettings.rounds, show_default=True,
               help="Communication rounds; the same on every peer.")
 @iters_option()
 @option_list(acceleration_options())

@@ -15,7 +15,7 @@ from crc.core.feature_partition import FeaturePartition, is_feature_partition, p
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
-from crc.protocol.rules import check_release_every, check_secure_aggregation
+from crc.protocol.rules import MAX_ROUNDS, check_release_every, check_secure_aggregation
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -134,7 +134,7 @@ class SimulationConfig:
              f"--partition must be one of {', '.join(PARTITIONS)}, vertical[:K] or hybrid[:GxK], got {self.partition!r}"),
             (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),
             (self.size_skew >= 0 and math.isfinite(self.size_skew), f"--size-skew must be >= 0, got {self.size_skew}"),
-            (self.rounds >= 1, f"--rounds must be at least 1, got {self.rounds}"),
+            (1 <= self.rounds <= MAX_ROUNDS, f"--rounds must be between 1 and {MAX_ROUNDS}, got {self.rounds}"),
             (self.release_every >= 1, f"--release-every must be at least 1, got {self.release_every}"),
             (self.rc_iterations >= 0, f"--rc-iterations must be at least 0, got {self.rc_iterations}"),
             (self.iters >= 1, f"--iters must be at least 1, got {self.iters}"),

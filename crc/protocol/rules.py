@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from crc.core.errors import OptionConflict
 
+MAX_ROUNDS = 100_000
+"""Most communication rounds a run may take. A peer's metrics keep a figure or two per round, which its checkpoint
+writes every round (some 4 MB at this many), and a round number beyond 19 digits would make a checkpoint header that
+the bounded JSON reader refuses, so that the peer could not resume from its own checkpoint."""
+
 
 def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encrypted_transport: bool = True,
                              dp_noise: str = "local") -> None:

@@ -7,8 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
-from crc.core.errors import OptionConflict
-from crc.protocol.rules import check_secure_aggregation
+from crc.core.errors import CRCError, OptionConflict
+from crc.protocol import SimulationConfig
+from crc.protocol.rules import MAX_ROUNDS, check_secure_aggregation
 
 NODE = ["node", "--bind", "tcp://127.0.0.1:7001", "--peers", "tcp://127.0.0.1:7002", "--data", "missing.csv",
         "--schema", "missing.json", "--out", "m.json"]
@@ -52,3 +53,12 @@ def test_the_rule_itself():
         check_secure_aggregation(secure_aggregation=True, aggregate="mean", encrypted_transport=False)
     with pytest.raises(OptionConflict, match="needs --secure-aggregation"):
         check_secure_aggregation(secure_aggregation=False, aggregate="mean", dp_noise="distributed")
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], NODE], ids=["simulate", "launch", "node"])
+def test_rounds_beyond_the_most_a_run_may_take_are_one_refusal_everywhere(command):
+    """A round number of 21 digits went into the checkpoint's header, which the peer could then not read back."""
+    line = refusal(*command, "--rounds", "100000000000000000000")
+    assert line == f"Error: Invalid value for '--rounds': 100000000000000000000 is not in the range 1<=x<={MAX_ROUNDS}."
+    with pytest.raises(CRCError, match=f"--rounds must be between 1 and {MAX_ROUNDS}, got {MAX_ROUNDS + 1}"):
+        SimulationConfig(rounds=MAX_ROUNDS + 1, algorithm="paper").validate()
