@@ -30,7 +30,8 @@ def acceleration_options() -> dict:
     Unset options are None; ``crc.core.acceleration.resolve`` resolves them (the algorithm's values)."""
     return {
         "algorithm": algorithm_option(f"{DEFAULT_ALGORITHM}, or paper with an option only the paper's averaging "
-                                      "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon"),
+                                      "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon, "
+                                      "--release-every above 1"),
         "momentum": click.option(
             "--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
             help="Heavy-ball memory β through the mixing: a peer calibrates from A(t) + β (A(t) - A(t-1)), A its "

@@ -35,7 +35,7 @@ def release_every_option():
              "K+1, 2K+1, ...; in the rounds between it sends the average of its neighbourhood's last public statistics, "
              "which costs no privacy. The accountant composes ceil(rounds / K) releases, so the same ε needs about √K "
              "less noise per release (results/privacy/releases.md). Local noise only; not with exact diffusion or the "
-             "averaged classifier.")
+             "averaged classifier: without --algorithm, a K above 1 chooses the paper's.")
 
 
 def distributed_noise_options() -> dict:

@@ -83,7 +83,8 @@ class SimulationConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "model_options", model_options(self.model, self.model_options))
-        chosen = resolve({**{name: getattr(self, name) for name in ("algorithm", *SETTINGS, "dp_epsilon", "aggregate", "model")},
+        chosen = resolve({**{name: getattr(self, name) for name in ("algorithm", *SETTINGS, "dp_epsilon", "release_every",
+                                                                  "aggregate", "model")},
                           "structure": self.model_options.get("structure")})
         for name in ("algorithm", *SETTINGS):
             object.__setattr__(self, name, chosen[name])
