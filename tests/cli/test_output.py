@@ -75,6 +75,15 @@ def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_jso
     assert figures["ml"]["test_loglik"] < DEGENERATE_LOGLIK  # as computed
     plain = run("simulate", *SMALL)
     assert "†" not in plain.stdout
+    assert "--dp-epsilon" not in result.stdout
+
+
+def test_a_private_runs_degenerate_log_likelihood_names_the_noise_as_its_usual_cause():
+    result = run("simulate", *SMALL, "--no-rc-converged", "--dp-epsilon", "1")
+    assert result.exit_code == 0, result.output
+    crc_row = next(line for line in result.stdout.splitlines() if line.startswith("CRC "))
+    assert crc_row.endswith("†")
+    assert "Under --dp-epsilon the usual cause is the noise" in " ".join(result.stdout.split())
 
 
 def fake_results(**network):
