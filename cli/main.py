@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
+import os
+import sys
 
 import click
 
@@ -29,6 +31,9 @@ COMMANDS = {
 }
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
+READER_GONE = 141
+"""Exit status when standard output's reader left early (``crc simulate | head -1``): 128 + SIGPIPE, as a shell reports
+a command that signal ended."""
 
 
 def _from_graph_library(exc: BaseException) -> bool:
@@ -39,7 +44,8 @@ def _from_graph_library(exc: BaseException) -> bool:
 class CRCGroup(click.Group):
     """Loads subcommands lazily and ends every expected failure with one line: options that cannot go together
     (OptionConflict) and malformed option values (MalformedOption) give exit status 2, another CRCError (or an
-    error of the graph library) 1, Ctrl-C 130."""
+    error of the graph library) 1, Ctrl-C 130, and a reader of standard output that left early (a broken pipe) ends it
+    quietly with 141."""
 
     def list_commands(self, ctx):
         return list(COMMANDS)
@@ -64,6 +70,9 @@ class CRCGroup(click.Group):
             raise click.UsageError(str(exc)) from None
         except CRCError as exc:
             raise click.ClickException(str(exc)) from None
+        except BrokenPipeError:  # nothing more can be written; at exit Python would complain once more on flushing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(READER_GONE)
         except OSError as exc:  # a file or the system refused (no space, no file descriptor left): one line too
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:

@@ -1,6 +1,8 @@
 """What the commands say besides their results: help texts, verbosity, warnings, progress, the shared summary, files."""
 
 import json
+import os
+import subprocess
 import sys
 
 import click
@@ -298,3 +300,15 @@ def test_progress_says_how_much_of_the_elapsed_time_was_set_up():
 
     lines = CliRunner().invoke(work, []).stderr.splitlines()
     assert lines[-1] == "simulating: 11% (7/64 rounds, 3.0 s elapsed, 2.9 s of it set-up, about 0.6 s left)"
+
+
+def test_a_reader_that_left_early_ends_the_command_quietly_with_141():
+    """`crc simulate | head -1`: the rest of the summary has nowhere to go; no error line, 128 + SIGPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "crc", "-q", "simulate", *SMALL, "--no-rc-converged"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
