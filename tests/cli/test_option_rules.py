@@ -52,3 +52,15 @@ def test_the_rule_itself():
         check_secure_aggregation(secure_aggregation=True, aggregate="mean", encrypted_transport=False)
     with pytest.raises(OptionConflict, match="needs --secure-aggregation"):
         check_secure_aggregation(secure_aggregation=False, aggregate="mean", dp_noise="distributed")
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], [*NODE, "--insecure"]], ids=["simulate", "launch", "node"])
+@pytest.mark.parametrize("given, refused", [
+    (["--clip", "3"], "--clip needs --dp-epsilon: a run without it ignores --clip"),
+    (["--dp-delta", "1e-6"], "--dp-delta needs --dp-epsilon: a run without it ignores --dp-delta"),
+    (["--dp-epsilon", "4", "--dp-colluders", "1"], "--dp-colluders needs --dp-noise distributed: a run without it ignores "
+                                                   "--dp-colluders"),
+])
+def test_a_privacy_setting_the_run_would_ignore_is_one_refusal_everywhere(command, given, refused):
+    """A newcomer's --clip without --dp-epsilon clipped nothing, and said nothing."""
+    assert refusal(*command, *given) == f"Error: {refused}"
