@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import logging
@@ -41,6 +42,14 @@ def _from_graph_library(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] == "networkx" for cls in type(exc).__mro__)
 
 
+def _say_interrupted() -> None:
+    """'Interrupted.' on standard error. A second Ctrl-C meanwhile (a user pressing twice; `timeout -s INT` signals
+    the command and then its process group) is the same interruption: it must not end the command with click's
+    'Aborted!' and status 1."""
+    with contextlib.suppress(KeyboardInterrupt):
+        click.echo("Interrupted.", err=True)
+
+
 class CRCGroup(click.Group):
     """Loads subcommands lazily and ends every expected failure with one line: options that cannot go together
     (OptionConflict) and malformed option values (MalformedOption) give exit status 2, another CRCError (or an
@@ -76,7 +85,7 @@ class CRCGroup(click.Group):
         except OSError as exc:  # a file or the system refused (no space, no file descriptor left): one line too
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            _say_interrupted()
             ctx.exit(INTERRUPTED)
         except Exception as exc:
             if _from_graph_library(exc):

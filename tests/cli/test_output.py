@@ -285,6 +285,22 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_status_130(monkeypatch):
     assert result.exit_code == 130 and result.stderr.strip().endswith("Interrupted.") and "Traceback" not in result.output
 
 
+def test_a_second_ctrl_c_while_the_first_is_reported_still_exits_130(monkeypatch):
+    """`timeout -s INT` signals the command, then its process group: once in ~15 runs the second arrived as
+    'Interrupted.' was written, and click ended the command with 'Aborted!' and status 1."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def echo_interrupted_again(*args, **kwargs):
+        monkeypatch.undo()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("crc.cli.simulate.run_simulation", interrupted)
+    monkeypatch.setattr("crc.cli.main.click.echo", echo_interrupted_again)
+    result = run("simulate", *SMALL)
+    assert result.exit_code == 130 and "Aborted!" not in result.output
+
+
 def test_progress_says_how_much_of_the_elapsed_time_was_set_up():
     """A 3 s line at 11 % with "about 0.1 s left" read as a bug when the set-up's share was not shown."""
     clock, lines = Clock(), []
