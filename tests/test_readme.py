@@ -22,6 +22,7 @@ tutorial and the deployment guide) runs once there.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -252,6 +253,21 @@ def test_every_quoted_summary_is_what_its_command_prints(start):
     for block in quoting:
         missing = [line for line in block.body.splitlines() if line.rstrip() not in lines]
         assert not missing, f"{block} quotes lines `crc {' '.join(QUOTED[start])}` no longer prints: {missing}"
+
+
+@pytest.mark.parametrize("args", [
+    ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--byzantine", "1", "--baseline", "--secure-aggregation"],
+    ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--dp-epsilon", "4", "--no-rc-converged"],
+    ["--data", "wdbc", "--partition", "hybrid", "--baseline"],
+], ids=["attack-baseline-masks", "private", "hybrid"])
+def test_the_results_json_page_names_every_key_of_a_run(args):
+    """docs/reference/results-json.md left out rc_converged, which every default run writes, and half the options' keys."""
+    page = (DOCS / "reference" / "results-json.md").read_text(encoding="utf-8")
+    printed = subprocess.run(["crc", "-q", "simulate", "--rounds", "2", "--json", *args], env=environment(),
+                             capture_output=True, text=True, timeout=SHELL_S)
+    assert printed.returncode == 0, printed.stderr
+    results = json.loads(printed.stdout)
+    assert not [key for key in [*results, *results["ml"]] if f"`{key}`" not in page]
 
 
 @pytest.mark.parametrize("block", blocks("python"), ids=str)
