@@ -59,8 +59,8 @@ def acceleration_options() -> dict:
             help="Exact diffusion: a peer mixes half its own statistics with its neighbourhood average and sends its "
                  "calibrated statistics corrected by its previous ones, which removes the disagreement a constant "
                  "local step leaves between peers; one more statistics vector per peer, no extra messages; not "
-                 "with --momentum, --safeguard, --classifier aggregate or --dp-epsilon [default: the algorithm's: on "
-                 "accelerated, off paper]."),
+                 "with --momentum, --safeguard, --classifier aggregate, --dp-epsilon or --release-every above 1 "
+                 "[default: the algorithm's: on accelerated, off paper]."),
     }
 
 
