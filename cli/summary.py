@@ -78,8 +78,10 @@ def summary_lines(results: dict) -> list[str]:
         lines.extend(_group_network_lines(network))
     elif network:
         net = network
-        lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message, "
-                     f"payload {net['payload_bytes']}), rejected {net['rejected']}, missing {net['missing']}, "
+        masks = ", secure aggregation's messages included" if masked else ""
+        lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message "
+                     f"on average{masks}; statistics payload {net['payload_bytes']}), rejected {net['rejected']}, "
+                     f"missing {net['missing']}, "
                      f"round p50 {net['round_ms_p50']:.1f} ms, p99 {net['round_ms_p99']:.1f} ms")
     if marked:
         lines.extend(textwrap.wrap(DEGENERATE_NOTE + (f" {DEGENERATE_NOISE_NOTE}" if privacy else ""), width=100))

@@ -111,7 +111,12 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
                                            "counts, 3 local steps per round")
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
-    assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+    assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message on average; statistics payload 80), "
+                                   "rejected 0, missing 1")
+    masked = summary_lines({**fake_results(**NETWORK), "secure_aggregation": {
+        "protected_fraction": 1.0, "messages_per_round": 20, "plain_messages_per_round": 8}})
+    assert masked[-1].startswith("network: 40 messages, 4000 bytes (100 per message on average, secure aggregation's "
+                                 "messages included; statistics payload 80)")  # 1291 a message against 3920 read as a bug
 
 
 def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
