@@ -30,7 +30,8 @@ def acceleration_options() -> dict:
     Unset options are None; ``crc.core.acceleration.resolve`` resolves them (the algorithm's values)."""
     return {
         "algorithm": algorithm_option(f"{DEFAULT_ALGORITHM}, or paper with an option only the paper's averaging "
-                                      "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon"),
+                                      "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon, "
+                                      "--release-every above 1"),
         "momentum": click.option(
             "--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
             help="Heavy-ball memory β through the mixing: a peer calibrates from A(t) + β (A(t) - A(t-1)), A its "
@@ -58,8 +59,8 @@ def acceleration_options() -> dict:
             help="Exact diffusion: a peer mixes half its own statistics with its neighbourhood average and sends its "
                  "calibrated statistics corrected by its previous ones, which removes the disagreement a constant "
                  "local step leaves between peers; one more statistics vector per peer, no extra messages; not "
-                 "with --momentum, --safeguard, --classifier aggregate or --dp-epsilon [default: the algorithm's: on "
-                 "accelerated, off paper]."),
+                 "with --momentum, --safeguard, --classifier aggregate, --dp-epsilon or --release-every above 1 "
+                 "[default: the algorithm's: on accelerated, off paper]."),
     }
 
 

@@ -47,7 +47,7 @@ def _names(ctx, param, values) -> list[str]:
               help="Directory for the tables and the finished cells.")
 def experiment(names, datasets, label, model, repeats, seed, jobs, cluster, out, **structure):
     """Run the paper's experiment NAMES (table2 ... table12, circuits, or all
-    of these), or the privacy study (privacy: test gap by ε; not in all).
+    of these), or the project's studies (privacy, fedpc, blocks; not in all).
 
     Writes OUT/<table>.json, .csv and .md. Every finished cell is saved under
     OUT/cells, so an interrupted run continues where it stopped; cells that
@@ -61,6 +61,7 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, cluster, out,
     table12  dynamic network period             circuits NB, QDA, circuits: ML/RC/CRC
     fedpc    horizontal, vertical and hybrid partitions beside the federated-circuits paper's Table 6 (not in all)
     blocks   vertical: the mixture of block products against the plain products and FedPC (not in all)
+    privacy  test gap CRC - RC by the peers' ε under differential privacy (not in all)
 
     The paper's tables run the paper's algorithm unless --algorithm says
     otherwise; fedpc and blocks the recommended one (vertical groups and

@@ -24,6 +24,7 @@ from crc.cli.options import (
     plots_option,
 )
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
+from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.nodes.checkpoint import completed_round
@@ -111,6 +112,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     Progress counts the rounds the peers have completed. Ctrl-C (or SIGTERM)
     stops and reaps every peer (exit status 130, or 143).
     """
+    refuse_idle_privacy_settings(ctx)
     config = SimulationConfig.from_settings(**settings)
     check_launch(config, plaintext=plaintext)
     check_partition_options(ctx, config, real_peers=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import logging
+import os
+import sys
 
 import click
 
@@ -29,6 +32,9 @@ COMMANDS = {
 }
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
+READER_GONE = 141
+"""Exit status when standard output's reader left early (``crc simulate | head -1``): 128 + SIGPIPE, as a shell reports
+a command that signal ended."""
 
 
 def _from_graph_library(exc: BaseException) -> bool:
@@ -36,10 +42,19 @@ def _from_graph_library(exc: BaseException) -> bool:
     return any(cls.__module__.split(".")[0] == "networkx" for cls in type(exc).__mro__)
 
 
+def _say_interrupted() -> None:
+    """'Interrupted.' on standard error. A second Ctrl-C meanwhile (a user pressing twice; `timeout -s INT` signals
+    the command and then its process group) is the same interruption: it must not end the command with click's
+    'Aborted!' and status 1."""
+    with contextlib.suppress(KeyboardInterrupt):
+        click.echo("Interrupted.", err=True)
+
+
 class CRCGroup(click.Group):
     """Loads subcommands lazily and ends every expected failure with one line: options that cannot go together
     (OptionConflict) and malformed option values (MalformedOption) give exit status 2, another CRCError (or an
-    error of the graph library) 1, Ctrl-C 130."""
+    error of the graph library) 1, Ctrl-C 130, and a reader of standard output that left early (a broken pipe) ends it
+    quietly with 141."""
 
     def list_commands(self, ctx):
         return list(COMMANDS)
@@ -64,10 +79,13 @@ class CRCGroup(click.Group):
             raise click.UsageError(str(exc)) from None
         except CRCError as exc:
             raise click.ClickException(str(exc)) from None
+        except BrokenPipeError:  # nothing more can be written; at exit Python would complain once more on flushing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(READER_GONE)
         except OSError as exc:  # a file or the system refused (no space, no file descriptor left): one line too
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            _say_interrupted()
             ctx.exit(INTERRUPTED)
         except Exception as exc:
             if _from_graph_library(exc):

@@ -112,7 +112,7 @@ PARTITION_SETS = ("nodes", "local_size", "start", "algorithm", "momentum", "safe
 def check_partition_options(ctx: click.Context, config: SimulationConfig, *, real_peers: bool = False) -> None:
     """A UsageError for options a vertical or hybrid partition does not take: its peers and training set follow
     from the partition and the data set. ``real_peers``: the command starts real peers, which take vertical and
-    hybrid partitions without privacy noise or injected loss (hybrid: with the mean and
+    hybrid partitions without injected loss (hybrid: with the mean and
     without secure aggregation; vertical: secure aggregation of three peers or more)."""
     if config.feature_partition is None:
         return
@@ -120,7 +120,7 @@ def check_partition_options(ctx: click.Context, config: SimulationConfig, *, rea
         fp = config.feature_partition
         refused = [flag for flag, given in (("--secure-aggregation", config.secure_aggregation and (
                                                 fp.kind == "hybrid" or fp.blocks < 3)),
-                                            ("--dp-epsilon", config.dp_epsilon is not None), ("--loss", config.loss > 0),
+                                            ("--loss", config.loss > 0),
                                             ("--aggregate", fp.kind == "hybrid" and config.aggregate != "mean"))
                    if given]
         if refused:

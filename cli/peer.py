@@ -15,7 +15,13 @@ from crc.cli.model_options import with_model_options
 from crc.cli.options import usage_errors
 from crc.cli.output import log_level as default_log_level
 from crc.cli.output import warn
-from crc.cli.privacy import distributed_noise_options, privacy_options, release_every_option, secure_aggregation_option
+from crc.cli.privacy import (
+    distributed_noise_options,
+    privacy_options,
+    refuse_idle_privacy_settings,
+    release_every_option,
+    secure_aggregation_option,
+)
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.calibration import DEFAULT_LR
@@ -213,6 +219,7 @@ def node(ctx, log_level, **options):
     hybrid:GxK it is one of G such groups, and averages its block's
     statistics with the --block-peers every round.
     """
+    refuse_idle_privacy_settings(ctx)
     structure = {option.name: options.pop(option.name) for option in all_options()}
     block_peers = tuple(p.strip() for p in (options.pop("block_peers") or "").split(",") if p.strip())
     given = NodeOptions(block_peers=block_peers, model_options=structure, **options)

@@ -35,7 +35,7 @@ def release_every_option():
              "K+1, 2K+1, ...; in the rounds between it sends the average of its neighbourhood's last public statistics, "
              "which costs no privacy. The accountant composes ceil(rounds / K) releases, so the same ε needs about √K "
              "less noise per release (results/privacy/releases.md). At most --rounds; local noise only; not with exact "
-             "diffusion or the averaged classifier.")
+             "diffusion or the averaged classifier: without --algorithm, a K above 1 chooses the paper's.")
 
 
 def distributed_noise_options() -> dict:
@@ -62,3 +62,20 @@ def secure_aggregation_option():
              "learns only their sum (pairwise masks from the peers' keys, Shamir-shared self-masks for dropouts); "
              "statistics to a peer with a single neighbour cannot be hidden and go as they are. Needs keys and "
              "--aggregate mean.")
+
+
+NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("dp_noise", "distributed")}
+"""The privacy settings that change nothing without another (by parameter name): the other, and the value it needs
+(None: any value but None)."""
+
+
+def refuse_idle_privacy_settings(ctx: click.Context) -> None:
+    """A UsageError for a privacy setting given on the command line that its run would ignore: --dp-delta or --clip
+    without --dp-epsilon (no noise, no clipping either), --dp-colluders without --dp-noise distributed. (Not for
+    ``crc experiment``, whose privacy table sets --dp-epsilon per column.)"""
+    for name, (other, value) in NEEDS.items():
+        given = name in ctx.params and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        if given and (ctx.params.get(other) is None if value is None else ctx.params.get(other) != value):
+            needed = f"--{other.replace('_', '-')}" + (f" {value}" if value else "")
+            flag = f"--{name.replace('_', '-')}"
+            raise click.UsageError(f"{flag} needs {needed}: a run without it ignores {flag}", ctx=ctx)

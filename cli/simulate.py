@@ -10,6 +10,7 @@ import click
 
 from crc.cli.options import check_partition_options, fit_local_size, out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
+from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.protocol import SimulationConfig
@@ -44,6 +45,7 @@ def simulate(ctx, as_json: bool, out: str | None, plots: str | None, **options):
     Progress goes to standard error: a bar on a terminal, else a line every 10 %
     or 5 s (none with `crc -q`).
     """
+    refuse_idle_privacy_settings(ctx)
     if plots:
         options["curve"] = True
     config = SimulationConfig.from_settings(**options)

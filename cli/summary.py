@@ -9,7 +9,7 @@ import click
 from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
-from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOTE, degenerate_loglik
+from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE_NOTE, degenerate_loglik
 
 ABSENT_CLASSES_SHOWN = 10
 """The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
@@ -78,11 +78,13 @@ def summary_lines(results: dict) -> list[str]:
         lines.extend(_group_network_lines(network))
     elif network:
         net = network
-        lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message, "
-                     f"payload {net['payload_bytes']}), rejected {net['rejected']}, missing {net['missing']}, "
+        masks = ", secure aggregation's messages included" if masked else ""
+        lines.append(f"network: {net['messages']} messages, {net['bytes']} bytes ({net['bytes_per_message']:.0f} per message "
+                     f"on average{masks}; statistics payload {net['payload_bytes']}), rejected {net['rejected']}, "
+                     f"missing {net['missing']}, "
                      f"round p50 {net['round_ms_p50']:.1f} ms, p99 {net['round_ms_p99']:.1f} ms")
     if marked:
-        lines.extend(textwrap.wrap(DEGENERATE_NOTE, width=100))
+        lines.extend(textwrap.wrap(DEGENERATE_NOTE + (f" {DEGENERATE_NOISE_NOTE}" if privacy else ""), width=100))
     return lines
 
 

@@ -217,7 +217,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     chosen = resolve({"algorithm": options.algorithm, "momentum": options.momentum, "start": options.start,
                       "safeguard": options.safeguard, "classifier": options.classifier,
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,
-                      "aggregate": options.aggregate, "model": options.model, "structure": structure.get("structure")})
+                      "release_every": options.release_every, "aggregate": options.aggregate, "model": options.model,
+                      "structure": structure.get("structure")})
     iters, speedup = chosen["iters"], acceleration_of(chosen)
     check_release_every(release_every=options.release_every, rounds=options.rounds, exact_diffusion=speedup.exact_diffusion,
                         dp_noise=options.dp_noise, averaged=speedup.keeps_average)

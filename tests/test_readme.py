@@ -16,10 +16,13 @@ tutorial and the deployment guide) runs once there.
   (its peers talk to each other), on free ports instead of its own so that it cannot collide with anything
   else on the machine; `crc report results/...` reads copies of the committed tables.
   A command line with ``--config FILE`` is parsed where the "Real peers" block wrote the file.
+* ```text blocks that quote a summary (``QUOTED``: the README's gap line, the tutorial's summary) are what their
+  command prints today, so that a change of the algorithm or its defaults cannot leave stale figures behind.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -223,6 +226,48 @@ def test_the_bash_completion_script_is_what_click_generates():
     done = subprocess.run(["crc"], env={**environment(), "_CRC_COMPLETE": "bash_source"}, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and "complete -o nosort -F" in done.stdout
+
+
+QUOTED = {
+    "gap CRC - RC: train": ["simulate"],
+    "twonorm: nb on a tree of 10 peers": ["simulate", "--data", "twonorm", "--nodes", "10", "--local-size", "30",
+                                          "--rounds", "16"],
+}
+"""The commands whose summary lines the pages quote in ```text blocks, by the quoted block's first words."""
+
+
+def quoted_summaries() -> dict[str, list[Block]]:
+    """The ```text blocks that quote a summary, by the QUOTED key whose command prints it."""
+    return {start: [block for block in blocks("text") if block.body.startswith(start)] for start in QUOTED}
+
+
+@pytest.mark.parametrize("start", QUOTED)
+def test_every_quoted_summary_is_what_its_command_prints(start):
+    """The figures a page quotes (the README's gap, the tutorial's summary) are the seeded run's, to the digit."""
+    quoting = quoted_summaries()[start]
+    assert quoting, f"no page quotes {start!r} any more: update QUOTED"
+    printed = subprocess.run(["crc", "-q", *QUOTED[start]], env=environment(), capture_output=True, text=True,
+                             timeout=SHELL_S)
+    assert printed.returncode == 0, printed.stderr
+    lines = [line.rstrip() for line in printed.stdout.splitlines()]
+    for block in quoting:
+        missing = [line for line in block.body.splitlines() if line.rstrip() not in lines]
+        assert not missing, f"{block} quotes lines `crc {' '.join(QUOTED[start])}` no longer prints: {missing}"
+
+
+@pytest.mark.parametrize("args", [
+    ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--byzantine", "1", "--baseline", "--secure-aggregation"],
+    ["--data", "twonorm", "--nodes", "5", "--local-size", "20", "--dp-epsilon", "4", "--no-rc-converged"],
+    ["--data", "wdbc", "--partition", "hybrid", "--baseline"],
+], ids=["attack-baseline-masks", "private", "hybrid"])
+def test_the_results_json_page_names_every_key_of_a_run(args):
+    """docs/reference/results-json.md left out rc_converged, which every default run writes, and half the options' keys."""
+    page = (DOCS / "reference" / "results-json.md").read_text(encoding="utf-8")
+    printed = subprocess.run(["crc", "-q", "simulate", "--rounds", "2", "--json", *args], env=environment(),
+                             capture_output=True, text=True, timeout=SHELL_S)
+    assert printed.returncode == 0, printed.stderr
+    results = json.loads(printed.stdout)
+    assert not [key for key in [*results, *results["ml"]] if f"`{key}`" not in page]
 
 
 @pytest.mark.parametrize("block", blocks("python"), ids=str)

@@ -178,13 +178,16 @@ def paper_only(settings: dict) -> str | None:
     step per round. So does a vote (``crc.core.aggregation.NEEDS_PAPER``): exact diffusion's correction assumes the
     closed-neighbourhood mean on honest inputs (on a ring of 6 with a chord, penbased, clean: 0.916 accuracy with the
     mean, 0.827 with the geometric median under exact diffusion, 0.891 with it under the paper's averaging);
-    ``screened`` (``robust``) is the mean where it leaves nothing out, and runs under either."""
+    ``screened`` (``robust``) is the mean where it leaves nothing out, and runs under either. So does
+    ``release_every`` above 1 (``crc.protocol.rules.check_release_every``): exact diffusion's correction resends the
+    previous round's local step, which a round that only averages does not take."""
     aggregate = settings.get("aggregate")
     for option, given in ((f"--aggregate {aggregate}", aggregate in NEEDS_PAPER),
                           ("--momentum", (settings.get("momentum") or 0.0) > 0.0),
                           ("--safeguard", bool(settings.get("safeguard"))),
                           ("--classifier aggregate", settings.get("classifier") == "aggregate"),
-                          ("--dp-epsilon", settings.get("dp_epsilon") is not None)):
+                          ("--dp-epsilon", settings.get("dp_epsilon") is not None),
+                          ("--release-every", (settings.get("release_every") or 1) > 1)):
         if given:
             return option
     return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -25,6 +26,8 @@ CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
 STRAY_TEXT_MAX = 2
+COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
+"""Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
 SCHEMA_FORMAT = "crc-schema/1"
@@ -211,6 +214,19 @@ def _refuse_stray_text(name: str, column) -> None:
                    f"name the column categorical to keep it discrete")
 
 
+def _refuse_comma_numbers(name: str, column) -> None:
+    """Raise if ``column``'s values are numbers, some written with a comma (``COMMA_NUMBER``), more than
+    ``MAX_DISCRETE_DISTINCT`` of them: read as text they would be that many categories."""
+    text = np.isnan(column.numbers)
+    values = column.canonical
+    if len(values) <= MAX_DISCRETE_DISTINCT or not all(COMMA_NUMBER.fullmatch(values[k]) for k in np.flatnonzero(text)):
+        return
+    first = min(np.flatnonzero(text), key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds numbers written with a comma, such as {column.shown(first)} in data "
+                   f"row {column.first_row(first) + 1}: crc reads a decimal point and no thousands separator (3.11, "
+                   f"1234); rewrite the column, else its {len(values)} values would be as many categories")
+
+
 def _refuse_identifier(name: str, column) -> None:
     """Raise if ``column`` holds text, none of it a number, different in every one of more than ``MAX_DISCRETE_DISTINCT``
     rows: an identifier, whose categories, each seen once, would drown the other features."""
@@ -279,6 +295,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             raise CRCError(f"feature column {name!r} has no values: drop it")
         if name not in categorical and not column.all_numbers():
             _refuse_stray_text(name, column)
+            _refuse_comma_numbers(name, column)
             _refuse_identifier(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))

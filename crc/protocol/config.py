@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, field, fields
 
 from crc.core.acceleration import SETTINGS, Acceleration, acceleration_of, resolve
-from crc.core.aggregation import AGGREGATIONS
+from crc.core.aggregation import AGGREGATIONS, VOTES
 from crc.core.attacks import ATTACKS
 from crc.core.calibration import DEFAULT_ITERATIONS, DEFAULT_LR
 from crc.core.distributed_noise import Neighbourhoods
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, OptionConflict
 from crc.core.feature_partition import FeaturePartition, is_feature_partition, parse_feature_partition
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
@@ -83,7 +83,8 @@ class SimulationConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "model_options", model_options(self.model, self.model_options))
-        chosen = resolve({**{name: getattr(self, name) for name in ("algorithm", *SETTINGS, "dp_epsilon", "aggregate", "model")},
+        chosen = resolve({**{name: getattr(self, name) for name in ("algorithm", *SETTINGS, "dp_epsilon", "release_every",
+                                                                  "aggregate", "model")},
                           "structure": self.model_options.get("structure")})
         for name in ("algorithm", *SETTINGS):
             object.__setattr__(self, name, chosen[name])
@@ -160,6 +161,12 @@ class SimulationConfig:
             raise CRCError("--blocks needs a vertical or hybrid --partition")
         if self.feature_partition is not None and self.byzantine:
             raise CRCError("--byzantine is not available with a vertical or hybrid partition")
+        if self.feature_partition is not None and self.dp_epsilon is not None:
+            raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and its "
+                                 "accountant are for the statistics of horizontal peers")
+        if self.feature_partition is not None and self.aggregate in VOTES:
+            raise OptionConflict(f"--aggregate {self.aggregate} is not available with a vertical or hybrid partition: "
+                                 "the votes need the class counts' place in a peer's statistics, which a block's statistics do not have")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
                        acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,

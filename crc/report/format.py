@@ -19,6 +19,9 @@ DEGENERATE_NOTE = (f"{DEGENERATE_MARK} log-likelihood below {DEGENERATE_LOGLIK:g
                    "variance sits at its floor of 1e-9 (a feature constant, or nearly, within a class of the training "
                    "data; for QDA a direction of a covariance), so a test value off that constant gets a huge negative "
                    "log-density. Errors are unaffected; the results JSON keeps the figure as computed.")
+DEGENERATE_NOISE_NOTE = ("Under --dp-epsilon the usual cause is the noise: a noisy second moment below the squared noisy "
+                         "mean gives a variance below the floor, which is raised to it.")
+"""Added to ``DEGENERATE_NOTE`` for a private run, whose ML and RC (learnt without noise) are sound where CRC's is not."""
 CSV_DIGITS = 6
 """Significant digits of the figures in CSV output: errors are measured on at most tens of thousands of instances."""
 LEGEND = f"{HIGHLIGHTING}; n/a: cell not run (reason below)."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from importlib import resources
 
@@ -69,7 +70,9 @@ def load_dataset(source: str, *, label: str | None = None, synthetic_size: int =
     if bundled:
         return load_bundled(source)
     if not os.path.exists(source):
-        raise CRCError(f"{source}: no such file, and not a bundled data set ({', '.join(BUNDLED)}, {SYNTHETIC})")
+        close = difflib.get_close_matches(source, (*BUNDLED, SYNTHETIC), n=1)
+        raise CRCError(f"{source}: no such file, and not a bundled data set "
+                       + (f"(did you mean {close[0]!r}?)" if close else f"({', '.join(BUNDLED)}, {SYNTHETIC})"))
     if label is None:
         raise CRCError(f"{source}: a CSV file needs --label naming its class column")
     return dataset_from_columns(read_csv(source), label, os.path.basename(source))

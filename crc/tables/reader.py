@@ -189,8 +189,12 @@ def _header(path, line: bytes) -> list[str]:
         names = [name.strip() for name in next(csv.reader([text]))]
     except (csv.Error, StopIteration) as exc:
         raise CRCError(f"{path}: unreadable header ({exc})") from None
-    if len(set(names)) != len(names) or "" in names:
-        raise CRCError(f"{path}: header has empty or repeated column names")
+    if "" in names:
+        index = " (a row index, as pandas' DataFrame.to_csv writes without index=False?)" if names[0] == "" else ""
+        raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}")
+    repeated = next((name for k, name in enumerate(names) if name in names[:k]), None)
+    if repeated is not None:
+        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns")
     return names
 
 

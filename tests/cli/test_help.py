@@ -36,3 +36,11 @@ def test_a_bad_thread_count_is_one_line_before_any_work(tmp_path):
 def test_a_mistyped_command_names_the_closest_one(typed, message):
     result = CliRunner().invoke(main, [typed])
     assert result.exit_code == 2 and result.output.splitlines()[-1] == f"Error: {message}"
+
+
+def test_the_experiment_help_opens_with_every_study_left_out_of_all():
+    from crc.experiments import TABLES
+
+    opening = " ".join(CliRunner().invoke(main, ["experiment", "--help"]).output.split("\n\n")[1].split())
+    studies = [name for name, table in TABLES.items() if not table.in_all]
+    assert studies and all(name in opening for name in studies), opening

@@ -62,3 +62,15 @@ def test_rounds_beyond_the_most_a_run_may_take_are_one_refusal_everywhere(comman
     assert line == f"Error: Invalid value for '--rounds': 100000000000000000000 is not in the range 1<=x<={MAX_ROUNDS}."
     with pytest.raises(CRCError, match=f"--rounds must be between 1 and {MAX_ROUNDS}, got {MAX_ROUNDS + 1}"):
         SimulationConfig(rounds=MAX_ROUNDS + 1, algorithm="paper").validate()
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], [*NODE, "--insecure"]], ids=["simulate", "launch", "node"])
+@pytest.mark.parametrize("given, refused", [
+    (["--clip", "3"], "--clip needs --dp-epsilon: a run without it ignores --clip"),
+    (["--dp-delta", "1e-6"], "--dp-delta needs --dp-epsilon: a run without it ignores --dp-delta"),
+    (["--dp-epsilon", "4", "--dp-colluders", "1"], "--dp-colluders needs --dp-noise distributed: a run without it ignores "
+                                                   "--dp-colluders"),
+])
+def test_a_privacy_setting_the_run_would_ignore_is_one_refusal_everywhere(command, given, refused):
+    """A newcomer's --clip without --dp-epsilon clipped nothing, and said nothing."""
+    assert refusal(*command, *given) == f"Error: {refused}"

@@ -1,6 +1,8 @@
 """What the commands say besides their results: help texts, verbosity, warnings, progress, the shared summary, files."""
 
 import json
+import os
+import subprocess
 import sys
 
 import click
@@ -75,6 +77,15 @@ def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_jso
     assert figures["ml"]["test_loglik"] < DEGENERATE_LOGLIK  # as computed
     plain = run("simulate", *SMALL)
     assert "†" not in plain.stdout
+    assert "--dp-epsilon" not in result.stdout
+
+
+def test_a_private_runs_degenerate_log_likelihood_names_the_noise_as_its_usual_cause():
+    result = run("simulate", *SMALL, "--no-rc-converged", "--dp-epsilon", "1")
+    assert result.exit_code == 0, result.output
+    crc_row = next(line for line in result.stdout.splitlines() if line.startswith("CRC "))
+    assert crc_row.endswith("†")
+    assert "Under --dp-epsilon the usual cause is the noise" in " ".join(result.stdout.split())
 
 
 def fake_results(**network):
@@ -100,7 +111,12 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
                                            "counts, 3 local steps per round")
     assert launched[2] == "5 of 5 peers finished in 1.5 s"
     assert launched[3:-1] == simulated[2:]  # the same table, std and gap lines
-    assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message, payload 80), rejected 0, missing 1")
+    assert launched[-1].startswith("network: 40 messages, 4000 bytes (100 per message on average; statistics payload 80), "
+                                   "rejected 0, missing 1")
+    masked = summary_lines({**fake_results(**NETWORK), "secure_aggregation": {
+        "protected_fraction": 1.0, "messages_per_round": 20, "plain_messages_per_round": 8}})
+    assert masked[-1].startswith("network: 40 messages, 4000 bytes (100 per message on average, secure aggregation's "
+                                 "messages included; statistics payload 80)")  # 1291 a message against 3920 read as a bug
 
 
 def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
@@ -274,6 +290,22 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_status_130(monkeypatch):
     assert result.exit_code == 130 and result.stderr.strip().endswith("Interrupted.") and "Traceback" not in result.output
 
 
+def test_a_second_ctrl_c_while_the_first_is_reported_still_exits_130(monkeypatch):
+    """`timeout -s INT` signals the command, then its process group: once in ~15 runs the second arrived as
+    'Interrupted.' was written, and click ended the command with 'Aborted!' and status 1."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def echo_interrupted_again(*args, **kwargs):
+        monkeypatch.undo()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("crc.cli.simulate.run_simulation", interrupted)
+    monkeypatch.setattr("crc.cli.main.click.echo", echo_interrupted_again)
+    result = run("simulate", *SMALL)
+    assert result.exit_code == 130 and "Aborted!" not in result.output
+
+
 def test_progress_says_how_much_of_the_elapsed_time_was_set_up():
     """A 3 s line at 11 % with "about 0.1 s left" read as a bug when the set-up's share was not shown."""
     clock, lines = Clock(), []
@@ -289,3 +321,15 @@ def test_progress_says_how_much_of_the_elapsed_time_was_set_up():
 
     lines = CliRunner().invoke(work, []).stderr.splitlines()
     assert lines[-1] == "simulating: 11% (7/64 rounds, 3.0 s elapsed, 2.9 s of it set-up, about 0.6 s left)"
+
+
+def test_a_reader_that_left_early_ends_the_command_quietly_with_141():
+    """`crc simulate | head -1`: the rest of the summary has nowhere to go; no error line, 128 + SIGPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-m", "crc", "-q", "simulate", *SMALL, "--no-rc-converged"], stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,13 @@ def write_csv(path, n=200, *, seed=0, extra_rows=()):
         lines.append(f"{rng.normal() + v:.5f},{rng.normal() - v:.5f},{rng.choice(['r', 'g', 'b'])},{'yes' if v else 'no'}")
     lines.extend(extra_rows)
     path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def write_indexed(path):
+    """``write_csv``'s table as pandas' DataFrame.to_csv writes it by default: an unnamed row index first."""
+    lines = Path(write_csv(path)).read_text().splitlines()
+    path.write_text("\n".join(["," + lines[0], *(f"{i},{line}" for i, line in enumerate(lines[1:]))]) + "\n")
     return str(path)
 
 
@@ -64,6 +72,8 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--data", "{csv}", "--label", "nope"], "label column 'nope' not found"),
         (["--data", "{nan}", "--label", "cls"], "nan.csv: label column 'cls' has 1 missing values"),
         (["--data", "{typo}", "--label", "cls"], "typo.csv: feature column 'f1' holds numbers but also '1.2.3' in data row 201"),
+        (["--data", "{indexed}", "--label", "cls"], "indexed.csv: header has empty column names: column 1 has none (a row "
+                                                    "index, as pandas' DataFrame.to_csv writes without index=False?)"),
         (["--partition", "sorted"], "'sorted' is not one of"),
         (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
         (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),
@@ -75,6 +85,7 @@ def test_bad_input_gives_one_clear_line(tmp_path, args, message):
         "{nan}": write_csv(tmp_path / "nan.csv", extra_rows=["0.1,0.2,r,"]),
         "{rare}": write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"]),
         "{typo}": write_csv(tmp_path / "typo.csv", extra_rows=["1.2.3,0.2,r,yes"]),
+        "{indexed}": write_indexed(tmp_path / "indexed.csv"),
     }
     args = [files.get(a, a) for a in args]
     result = run("simulate", *SMALL[2:], *args) if "--nodes" in args else run("simulate", *SMALL, *args)

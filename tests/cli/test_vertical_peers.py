@@ -74,7 +74,7 @@ def test_real_peers_refuse_what_a_group_of_blocks_does_not_take():
         (["--secure-aggregation"], "--secure-aggregation: not with --partition vertical:2 on real peers (the label "
                                    "holder learns only the sum of its members' scores, which needs a vertical group of "
                                    "three peers or more)"),
-        (["--dp-epsilon", "1"], "--dp-epsilon: not with --partition vertical:2 on real peers"),
+        (["--dp-epsilon", "1"], "--dp-epsilon is not available with a vertical or hybrid partition"),
     ]:
         one_line(run("launch", "--data", "wdbc", "--partition", "vertical:2", *extra), 2, message)
     one_line(run("launch", "--data", "wdbc", "--partition", "hybrid", "--momentum", "0.5"), 2,

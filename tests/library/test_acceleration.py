@@ -273,6 +273,7 @@ def test_the_accelerated_algorithm_changes_the_start_of_naive_bayes_and_the_regi
 @pytest.mark.parametrize("given, option", [({"momentum": 0.5}, "--momentum"), ({"safeguard": True}, "--safeguard"),
                                            ({"classifier": "aggregate"}, "--classifier aggregate"),
                                            ({"dp_epsilon": 1.0}, "--dp-epsilon"),
+                                           ({"release_every": 4}, "--release-every"),
                                            ({"aggregate": "geomedian"}, "--aggregate geomedian"),
                                            ({"aggregate": "median"}, "--aggregate median")])
 def test_an_option_only_the_papers_averaging_supports_chooses_it_unless_an_algorithm_is_named(given, option):
@@ -280,7 +281,8 @@ def test_an_option_only_the_papers_averaging_supports_chooses_it_unless_an_algor
     assert accel.resolve(given)["algorithm"] == "paper" and accel.resolve(given)["exact_diffusion"] is False
     named = accel.resolve({**given, "algorithm": "accelerated"})
     assert named["algorithm"] == "accelerated" and named["exact_diffusion"] is True and named["iters"] == 2
-    assert accel.paper_only({"momentum": 0.0, "safeguard": False, "classifier": "local", "dp_epsilon": None}) is None
+    assert accel.paper_only({"momentum": 0.0, "safeguard": False, "classifier": "local", "dp_epsilon": None,
+                             "release_every": 1}) is None
     assert all(accel.paper_only({"aggregate": rule}) is None for rule in ("mean", "clipped", "screened", "robust"))
 
 

@@ -98,6 +98,8 @@ def test_every_bundled_data_set_loads_with_documented_shape():
 def test_load_dataset_errors(tmp_path):
     with pytest.raises(CRCError, match="no such file, and not a bundled"):
         load_dataset("nonexistent")
+    with pytest.raises(CRCError, match=r"lettr: no such file, and not a bundled data set \(did you mean 'letter'\?\)"):
+        load_dataset("lettr")
     path = write(tmp_path / "t.csv", "a,cls\n1,p\n2,q\n")
     with pytest.raises(CRCError, match="needs --label"):
         load_dataset(str(path))

@@ -81,6 +81,14 @@ def test_rules_refuse_exact_diffusion_and_distributed_noise_with_fewer_releases(
     SimulationConfig(rounds=8, release_every=8, algorithm="paper").validate()
 
 
+def test_fewer_releases_without_an_algorithm_choose_the_papers_as_dp_epsilon_does():
+    """A newcomer's `crc simulate --release-every 4` runs (the paper's averaging) instead of refusing the default."""
+    config = SimulationConfig(release_every=4)
+    config.validate()
+    assert (config.algorithm, config.exact_diffusion, config.classifier) == ("paper", False, "local")
+    assert SimulationConfig(release_every=1).algorithm == "accelerated"
+
+
 def test_the_simulator_records_the_releases_it_planned():
     config = SimulationConfig(rounds=10, release_every=4, algorithm="paper", dp_epsilon=4.0)
     model = make_model("nb", prepared(mixed_columns())[0])

@@ -115,6 +115,19 @@ def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
     assert len(infer_schema(repeated, "y").features[0].categories) == 11
 
 
+def test_numbers_written_with_a_comma_are_refused_not_made_categories():
+    """A decimal comma (3,11) or a thousands separator (1,234): read as text, each value would be a category."""
+    commas = [f"{i},{i % 7}5" for i in range(12)] + ["", "3", "1,234,5"]
+    cols = table(a=commas, y=list("pq" * 7) + ["p"])
+    with pytest.raises(CRCError, match="column 'a' holds numbers written with a comma, such as '0,05' in data row 1"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["a"]).features[0].kind == DISCRETE  # named categorical: kept
+    few = table(a=[f"{i},5" for i in range(10)], y=list("pq" * 5))  # ten values: categories, as any ten
+    assert infer_schema(few, "y").features[0].kind == DISCRETE
+    words = table(a=[f"{i},5" for i in range(11)] + ["a,b", "a,b"], y=list("pq" * 6) + ["p"])  # not all numbers: text
+    assert infer_schema(words, "y").features[0].kind == DISCRETE
+
+
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")

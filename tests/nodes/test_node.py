@@ -166,6 +166,8 @@ def test_a_peer_releasing_every_fourth_round_plans_and_counts_one_release_in_fou
     spent = [privacy_spent(node.privacy, rounds) for rounds in range(9)]
     assert spent[0] == 0.0 and len(set(spent[1:5])) == 1 and len(set(spent[5:])) == 1 and spent[1] < spent[5]
     assert spent[8] == node.privacy.epsilon_spent <= 4.0
+    without_noise = prepare(options(deployment, rounds=8, release_every=4), LOG).peer.settings  # chooses the paper's
+    assert without_noise.release_every == 4 and not without_noise.acceleration.exact_diffusion
     with pytest.raises(OptionConflict, match="--release-every needs --no-exact-diffusion"):
         prepare(options(deployment, release_every=4, algorithm="accelerated"), LOG)
     with pytest.raises(OptionConflict, match="--release-every is not available to a peer of a vertical"):
