@@ -54,8 +54,9 @@ def test_one_release_moves_at_most_the_sensitivity(kind, seed, clip, m):
     aggregate = model.fit_ml(model.features(_extreme_rows(rng, 30, clip)), Y[rng.integers(len(Y), size=30)])
     aggregate = aggregate * (200.0 / model.ess(aggregate))
     neighbour, y_neighbour = local.copy(), y.copy()
-    neighbour[rng.integers(m)] = _extreme_rows(rng, 1, clip)[0]
-    y_neighbour[rng.integers(m)] = rng.integers(SCHEMA.n_classes)
+    replaced = rng.integers(m)  # one instance, features and label: two instances could move it by 2 Delta
+    neighbour[replaced] = _extreme_rows(rng, 1, clip)[0]
+    y_neighbour[replaced] = rng.integers(SCHEMA.n_classes)
     before = lrc(model, aggregate, model.features(local), labelled_weights(y, model.n_classes))
     after = lrc(model, aggregate, model.features(neighbour), labelled_weights(y_neighbour, model.n_classes))
     assert np.linalg.norm(before - after) <= sensitivity(model, clip) * (1 + 1e-12)
