@@ -16,6 +16,7 @@ from crc.cli.main import main
 from crc.cli.status import MAX_RESPONSE_BYTES, metrics_url
 from crc.nodes.launcher import free_ports
 from crc.nodes.metrics import Metrics, MetricsEndpoint, Reading
+from crc.protocol.rules import MAX_ROUNDS
 
 A, B = "tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"
 PEERS_UP_S = 120.0
@@ -159,8 +160,8 @@ def test_three_real_peers_from_config_files_watched_while_they_run(tmp_path):
     assert result.exit_code == 0, result.output
     for index, port in enumerate(metrics_ports):
         with open(tmp_path / "deploy" / f"peer-{index}.toml", "a") as config:
-            # Rounds without end: the peers are stopped below, so the scrapes cannot miss the run.
-            config.write(f"metrics-port = {port}\nrounds = 1000000\nlog-level = \"warning\"\n")
+            # The most rounds a run may take: the peers are stopped below, so the scrapes cannot miss the run.
+            config.write(f"metrics-port = {port}\nrounds = {MAX_ROUNDS}\nlog-level = \"warning\"\n")
     logs = [open(tmp_path / f"peer-{index}.log", "wb") for index in range(3)]  # noqa: SIM115 (closed below)
     peers = []
     try:
@@ -178,7 +179,7 @@ def test_three_real_peers_from_config_files_watched_while_they_run(tmp_path):
         assert first is not None, f"the peers' endpoints did not answer with a completed round within {PEERS_UP_S:g} s"
         assert [match[2] for match in first] == addresses
         for match in first:
-            assert int(match[4]) == 1_000_000 and (match[5], match[6]) == ("2", "0")  # both neighbours up
+            assert int(match[4]) == MAX_ROUNDS and (match[5], match[6]) == ("2", "0")  # both neighbours up
             assert int(match[7]) >= 2 and int(match[9]) == 0  # sent to both neighbours; nothing rejected
         later = None
         while later is None and time.monotonic() < deadline:
