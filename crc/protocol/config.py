@@ -164,6 +164,9 @@ class SimulationConfig:
         if self.feature_partition is not None and self.dp_epsilon is not None:
             raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and its "
                                  "accountant are for the statistics of horizontal peers")
+        if self.feature_partition is not None and self.feature_partition.groups == 1 and self.loss > 0:
+            raise OptionConflict(f"--loss is not simulated with --partition {self.feature_partition.spec}: its one group "
+                                 "sends no statistics to another, and its members' messages are not dropped")
         if self.feature_partition is not None and self.aggregate in VOTES:
             raise OptionConflict(f"--aggregate {self.aggregate} is not available with a vertical or hybrid partition: "
                                  "the votes need the class counts' place in a peer's statistics, which a block's statistics do not have")

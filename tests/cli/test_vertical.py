@@ -46,6 +46,7 @@ def test_a_blocks_file_names_the_features_of_each_peer(tmp_path):
     (["--partition", "vertical:2", "--model", "pc", "--structure", "region-graph"], "products split by feature block"),
     (["--partition", "vertical:2", "--dp-epsilon", "4"], "--dp-epsilon is not available with a vertical or hybrid"),
     (["--partition", "hybrid", "--aggregate", "median"], "--aggregate median is not available with a vertical or hybrid"),
+    (["--partition", "vertical:2", "--loss", "0.3"], "--loss is not simulated with --partition vertical:2: its one group"),
 ])
 def test_options_that_do_not_fit_the_partition_are_one_clear_line(args, message):
     result = run("simulate", "--data", "wdbc", "--no-rc-converged", "--rounds", "2", *args)
