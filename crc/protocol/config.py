@@ -154,23 +154,25 @@ class SimulationConfig:
             if not ok:
                 raise CRCError(message)
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
-        check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
-                            dp_noise=self.dp_noise, averaged=self.acceleration.keeps_average,
-                            vertical=self.feature_partition is not None)
-        if self.feature_blocks is not None and self.feature_partition is None:
-            raise CRCError("--blocks needs a vertical or hybrid --partition")
-        if self.feature_partition is not None and self.byzantine:
-            raise CRCError("--byzantine is not available with a vertical or hybrid partition")
-        if self.feature_partition is not None and self.dp_epsilon is not None:
-            raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and its "
-                                 "accountant are for the statistics of horizontal peers")
-        if self.feature_partition is not None and self.feature_partition.groups == 1 and self.loss > 0:
-            raise OptionConflict(f"--loss is not simulated with --partition {self.feature_partition.spec}: its one group "
-                                 "sends no statistics to another, and its members' messages are not dropped")
-        if self.feature_partition is not None and self.aggregate in VOTES:
-            raise OptionConflict(f"--aggregate {self.aggregate} is not available with a vertical or hybrid partition: "
-                                 "the votes need the class counts' place in a peer's statistics, which a block's statistics do not have")
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
+        partition = self.feature_partition
+        check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
+                            dp_noise=self.dp_noise, averaged=acceleration.keeps_average, vertical=partition is not None)
+        if self.feature_blocks is not None and partition is None:
+            raise CRCError("--blocks needs a vertical or hybrid --partition")
+        if partition is not None:
+            if self.byzantine:
+                raise CRCError("--byzantine is not available with a vertical or hybrid partition")
+            if self.dp_epsilon is not None:
+                raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and "
+                                     "its accountant are for the statistics of horizontal peers")
+            if partition.groups == 1 and self.loss > 0:
+                raise OptionConflict(f"--loss is not simulated with --partition {partition.spec}: its one group sends no "
+                                     "statistics to another, and its members' messages are not dropped")
+            if self.aggregate in VOTES:
+                raise OptionConflict(f"--aggregate {self.aggregate} is not available with a vertical or hybrid partition: "
+                                     "the votes need the class counts' place in a peer's statistics, which a block's "
+                                     "statistics do not have")
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
                        acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
                        aggregate=self.aggregate)
