@@ -38,7 +38,8 @@ def graph(topology, period, nodes, rounds, seed, out, as_json):
                                **summary, "secure_aggregation": secure}, indent=2))
         return
     dynamic = f", redrawn every {period} rounds ({summary['graphs']} graphs in {rounds} rounds)" if period else ""
-    click.echo(f"{topology} on {nodes} nodes{dynamic}: {summary['edges']:g} edges, density {summary['density']:.4f}, "
+    edges = f"{summary['edges']:g} edge" + ("" if summary["edges"] == 1 else "s")
+    click.echo(f"{topology} on {nodes} nodes{dynamic}: {edges}, density {summary['density']:.4f}, "
                f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
     click.echo(f"secure aggregation: {secure['protected_fraction']:.1%} of messages protected; "
                f"{secure['single_neighbour_peers']} peer(s) with a single neighbour")

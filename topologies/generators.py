@@ -91,7 +91,8 @@ def tree_plus_graph(n: int, extra: int, *, seed=None) -> nx.Graph:
     _check_nodes(n)
     free = n * (n - 1) // 2 - (n - 1)
     if not isinstance(extra, (int, np.integer)) or extra < 0 or extra > free:
-        raise TopologyError(f"a tree on {n} nodes leaves {free} possible extra edges; cannot add {plain(extra)}")
+        edges = "edge" if free == 1 else "edges"
+        raise TopologyError(f"a tree on {n} nodes leaves {free} possible extra {edges}; cannot add {plain(extra)}")
     rng = np.random.default_rng(seed)
     graph = random_tree_graph(n, seed=rng)
     target = graph.number_of_edges() + extra

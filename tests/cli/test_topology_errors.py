@@ -16,7 +16,7 @@ IMPOSSIBLE = [
     (["--topology", "regular:3", "--nodes", "5"], "no connected 3-regular graph on 5 nodes"),
     (["--topology", "regular:60"], "no connected 60-regular graph"),
     (["--topology", "regular:2", "--nodes", "2"], "number of nodes must be an integer >= 3"),
-    (["--topology", "tree+5", "--nodes", "3"], "a tree on 3 nodes leaves 1 possible extra edges"),
+    (["--topology", "tree+5", "--nodes", "3"], "a tree on 3 nodes leaves 1 possible extra edge;"),
     (["--topology", "er:0.01", "--nodes", "3"], "no connected G(3, 0.01) graph"),
     (["--topology", "moebius"], "unknown topology 'moebius'"),
 ]
@@ -75,3 +75,10 @@ def test_an_error_raised_by_networkx_itself_is_one_line(monkeypatch):
     one_line_failure(run("graph", "--topology", "small-world:4"), "communication graph: Maximum number of tries exceeded")
     one_line_failure(run("simulate", "--topology", "small-world:4", "--data", "twonorm", "--nodes", "10", *SMALL),
                      "Maximum number of tries exceeded")
+
+
+@pytest.mark.parametrize(("nodes", "edges"), [(2, "1 edge,"), (5, "4 edges,")])
+def test_graph_counts_its_edges_in_words(nodes, edges):
+    result = run("graph", "--nodes", nodes)
+    assert result.exit_code == 0, result.output
+    assert f"tree on {nodes} nodes: {edges} density" in result.output.splitlines()[0]
