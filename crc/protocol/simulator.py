@@ -14,7 +14,6 @@ import numpy as np
 from crc.core import acceleration as accel
 from crc.core.attacks import byzantine_messages, byzantine_nodes
 from crc.core.data import Dataset
-from crc.core.discrete_gaussian import KeyedRandom
 from crc.core.distributed_noise import DistributedNoise, Neighbourhoods
 from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.core.plausibility import count_slack, plausible
@@ -70,12 +69,12 @@ def first_graph(mixing: Mixing):
 
 
 def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | None, mixing) -> Callable | None:
-    """The engine's ``noise`` hook: every aggregate's share of the neighbourhood sums' discrete Gaussian noise
-    (a seeded SHAKE-256 keystream), None without distributed noise."""
+    """The engine's ``noise`` hook: every aggregate's share of the neighbourhood sums' noise (seeded), None without
+    distributed noise."""
     if privacy is None or privacy.noise != "distributed":
         return None
     return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing)), privacy.sigma, privacy.colluders,
-                            KeyedRandom.from_seed(config.seed, rep.index, PRIVACY_STREAM))
+                            np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM]))
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network,

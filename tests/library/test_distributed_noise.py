@@ -79,7 +79,7 @@ def test_every_recipient_gets_its_neighbourhood_sum_over_its_size_with_the_count
     model = make_model("nb", SCHEMA)
     mixing = sp.csr_array(averaging_matrix(chain_graph(4)))
     neighbourhoods = Neighbourhoods.of(mixing)
-    noise = DistributedNoise(model, neighbourhoods, sigma=3.0, colluders=0, rng=KeyedRandom.from_seed("sums"))
+    noise = DistributedNoise(model, neighbourhoods, sigma=3.0, colluders=0, rng=np.random.default_rng(7))
     rounds = np.stack([noise() for _ in range(300)])  # (300, 4, size)
     counts = model.table(rounds)[..., :, model.layout.columns("count")]
     assert np.allclose(counts.sum(axis=(-1, -2)), 0.0, atol=1e-9)
