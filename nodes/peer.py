@@ -95,7 +95,8 @@ class Peer:
             from crc.nodes.secure_session import SecureAggregationSession
 
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
-                                                    rounds=settings.rounds, metrics=self.metrics, log=self.log)
+                                                    rounds=settings.rounds, metrics=self.metrics, log=self.log,
+                                                    colluders=settings.privacy.colluders if self.release.distributed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,
                                  clock=clock, metrics=self.metrics, log=self.log)

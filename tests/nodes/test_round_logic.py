@@ -932,6 +932,24 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
 
+@pytest.mark.parametrize("colluders, fewest", [(None, 2), (0, 3)])
+def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, colluders, fewest):
+    """This peer's three neighbours: a request set of a majority (two) without distributed noise; under it, all but
+    ``--dp-colluders`` (here none: node 0 has one neighbour) of them, as a member's refusal requires."""
+    from crc.core.distributed_noise import Neighbourhoods
+    from crc.protocol.accountant import plan_distributed
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
+                      for u in NEIGHBOURS}
+    privacy = None if colluders is None else plan_distributed(
+        setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=colluders,
+        neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
+    peer = setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
+                      privacy=privacy)
+    assert peer.session.neighbourhoods.own.fewest == fewest
+
+
 class Recorder:
     """A transport that only records what the peer sends to whom (the peer's replies to a neighbour's frames)."""
 

@@ -173,7 +173,8 @@ def test_a_reveal_that_would_unmask_a_message_that_arrived_is_refused():
 
 @pytest.mark.parametrize("survivors, message", [
     (CONTRIBUTORS[1:], "leaves this peer out"),
-    (CONTRIBUTORS[:1], "fewer than two"),
+    (CONTRIBUTORS[:1], "fewer than"),
+    ([CONTRIBUTORS[0], RECIPIENT], "outside the neighbourhood"),  # the recipient names itself
     ([*CONTRIBUTORS[:2], "tcp://127.0.0.1:9999"], "outside the neighbourhood"),
     ([CONTRIBUTORS[0], CONTRIBUTORS[0]], "twice"),
 ])
@@ -208,6 +209,44 @@ def test_a_set_shown_differently_to_two_members_gets_no_reveal_from_either_side_
             peers[c].reveal(0, relayed)
     assert to_ac[c].keys() == {a}
     peers[a].reveal(0, {b: to_ab[b][a]})  # the set a and b both saw: their sum, as it should be
+
+
+def test_the_split_view_attack_unmasks_no_two_disjoint_sums():
+    """Bonawitz et al.'s split view on four members: the recipient asks a and b for {a, b} and c and d for {c, d}.
+    Each set is consistent (its members vouch for each other), so before request sets had to be a majority of the
+    neighbourhood both were answered and the recipient unmasked s_a + s_b and s_c + s_d, two sums instead of one
+    (with one colluder in each pair, two peers' statistics alone). Two majorities share a member, who commits to one."""
+    hood, peers = neighbourhood()
+    a, b, c, d = CONTRIBUTORS
+    _, sent = send(peers)
+    unmasked = []
+    for pair in ([a, b], [c, d]):
+        try:
+            unmasked.append(unmask(hood, {w: sent[w][0] for w in pair}, ask(peers, sent, pair)))
+        except Refused as refusal:
+            assert "fewer than" in str(refusal)
+    assert unmasked == []
+    reveals = ask(peers, sent, [a, b, c])  # a majority is answered, as a dropout before the words arrived needs
+    assert set(reveals) == {a, b, c}
+
+
+@pytest.mark.parametrize("colluders, answered", [(0, [4]), (1, [3, 4]), (2, [3, 4])])
+def test_with_distributed_noise_a_request_names_every_member_the_noise_is_sized_for(colluders, answered):
+    """Distributed noise: shares are sized so that those of all but ``colluders`` members add up to σ². A recipient
+    that names fewer (claiming the others dropped) would unmask a sum with less noise than the accountant counts:
+    with no colluder, three of four members' shares carry 3σ²/4. Such a request is refused."""
+    a, b, c, d = CONTRIBUTORS
+    for size in (3, 4):
+        hood = Neighbourhood("run", RECIPIENT, CONTRIBUTORS, colluders=colluders)
+        peers = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in CONTRIBUTORS if o != w})
+                 for w in CONTRIBUTORS}
+        _, sent = send(peers)
+        named = CONTRIBUTORS[:size]
+        if size in answered:
+            assert set(ask(peers, sent, named)) == set(named)
+        else:
+            with pytest.raises(Refused, match="fewer than"):
+                agree(peers, sent, named)
 
 
 def test_vouches_cover_the_membership_a_member_is_shown():
