@@ -429,14 +429,22 @@ class Peer:
         instead. Should that fail too (a neighbour walked this peer's statistics to the edge of a bound, where its
         own local step crosses it), the peer keeps its statistics and memory of the last round, which passed: a
         neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
+        Under local noise a round that released (a noisy local step) is not stepped again: a second step, under
+        fresh noise, would release the round twice, the accountant counting once; the peer keeps its last statistics.
         """
         stats, memory, problem = self._checked_step(aggregated, restart)
         if problem is None:
             return aggregated, stats, memory
         self.metrics.aggregate_fallbacks += 1
+        own = self._own_start()
+        if self.release.local and is_release(self.round, self.settings.release_every):
+            self.metrics.rounds_kept += 1
+            self.log.warning("round %d: the neighbourhood's average gave a release the neighbours reject (%s): this "
+                             "peer keeps its statistics of the last round (a second local step would release the "
+                             "round again under fresh noise)", wanted + 1, problem)
+            return own, self.stats.copy(), self.memory
         self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
-        own = self._own_start()
         stats, memory, problem = self._checked_step(own, restart)
         if problem is None:
             return own, stats, memory
