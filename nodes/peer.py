@@ -86,7 +86,7 @@ class Peer:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None)
-        self._resume()
+        resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
                                noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.round > 0))
@@ -96,7 +96,8 @@ class Peer:
 
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
                                                     rounds=settings.rounds, metrics=self.metrics, log=self.log,
-                                                    colluders=settings.privacy.colluders if self.release.distributed else None)
+                                                    colluders=settings.privacy.colluders if self.release.distributed else None,
+                                                    resumed=self.round if resumed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,
                                  clock=clock, metrics=self.metrics, log=self.log)
@@ -516,12 +517,12 @@ class Peer:
         """The metrics' refused connections: those of earlier runs (a resumed checkpoint's) plus the transport's."""
         self.metrics.count_refused(self._refused_before, transport.refused())
 
-    def _resume(self) -> None:
-        """Continue from the checkpoint, if there is one; one whose statistics the neighbours would reject, or whose
-        metrics are not what a peer writes, is a CRCError."""
+    def _resume(self) -> bool:
+        """Continue from the checkpoint, if there is one (whether there was); one whose statistics the neighbours would
+        reject, or whose metrics are not what a peer writes, is a CRCError."""
         found = self.checkpoints.load(self.state)
         if found is None:
-            return
+            return False
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
         self.heard, self.average = state.heard, state.average
@@ -536,3 +537,4 @@ class Peer:
         except CRCError as exc:
             raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: {exc}") from None
         self.log.info("resumed from checkpoint at round %d", self.round)
+        return True

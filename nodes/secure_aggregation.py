@@ -214,7 +214,9 @@ def vouch_message(hood: Neighbourhood, membership: list, round_: int, sender: st
 class Contributor:
     """A peer's side towards one recipient: masks its statistics and answers the recipient's unmasking request.
 
-    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors.
+    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors;
+    ``resumed``: the round the peer resumed at from its checkpoint (None: a fresh run), which it answers no request
+    for (``agree``).
 
     Answering takes two steps (the consistency round of Bonawitz et al. 2017, with MACs for signatures):
     ``agree`` commits this peer to the request set S of the round, once, and returns its vouches: for every other
@@ -225,10 +227,10 @@ class Contributor:
     honest member reveals anything for a set that not all its members committed to."""
 
     def __init__(self, me: str, neighbourhood: Neighbourhood, secret_key: str, public_keys: Mapping[str, str],
-                 *, window: int = 8):
+                 *, window: int = 8, resumed: int | None = None):
         if me not in neighbourhood.contributors:
             raise ValueError(f"{me} is not a contributor of {neighbourhood.recipient}")
-        self.me, self.hood, self.window = me, neighbourhood, window
+        self.me, self.hood, self.window, self.resumed = me, neighbourhood, window, resumed
         self._pair = {w: shared_secret(secret_key, public_keys[w]) for w in neighbourhood.others(me)}
         own = z85.encode(X25519PrivateKey.from_private_bytes(z85.decode(secret_key.encode())).public_key()
                          .public_bytes_raw()).decode()
@@ -274,7 +276,11 @@ class Contributor:
     def agree(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict[str, bytes]:
         """Commit to the recipient's request naming ``survivors`` (S) for ``round_``, with the shares the other
         members of S sealed for this peer: this peer's vouches {w': 32-byte MAC for w'} for the other members of S.
-        Raises Refused when S would reveal more than a sum, or differs from the set already committed to."""
+        Raises Refused when S would reveal more than a sum, or differs from the set already committed to, and for the
+        rounds up to the one this peer resumed at: it may have committed to a set for them before it stopped, and
+        masks the round it resumes at again with the same pairwise seeds (a recipient answered {a, b, c} before a and
+        b restarted, so holding c's self-mask seed, then asking them for {a, b}, got their pairwise seeds with c and
+        c's statistics alone)."""
         members = tuple(sorted(survivors))
         if len(set(members)) != len(members) or not set(members) <= set(self.hood.contributors):
             raise Refused("the request names a peer outside the neighbourhood, or one twice")
@@ -286,6 +292,9 @@ class Contributor:
                           "whose shares the noise is sized for)")
         if round_ not in self._seeds:
             raise Refused("no masked statistics of this round were sent (or they are too old)")
+        if self.resumed is not None and round_ <= self.resumed:
+            raise Refused(f"this peer resumed at round {self.resumed} from its checkpoint and may have answered another "
+                          "request set for it before it stopped")
         if round_ in self._committed:
             if self._committed[round_][0] != members:
                 raise Refused("the request differs from one already answered for this round")
@@ -383,9 +392,10 @@ class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
     ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``, ``colluders`` the ``--dp-colluders`` of
-    distributed noise (None without it)."""
+    distributed noise (None without it), ``resumed`` the round the peer resumed at (``Contributor``)."""
 
-    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, colluders: int | None = None):
+    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, colluders: int | None = None,
+                 resumed: int | None = None):
         missing = [u for u in peers if u not in keys.neighbourhoods]
         if missing:
             raise ValueError(f"secure aggregation needs the neighbourhood of every neighbour; missing: {', '.join(missing)}")
@@ -398,7 +408,7 @@ class SecureNeighbourhoods:
             if len(members) >= 2:
                 others = {w: key for w, key in members.items() if w != me}
                 self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), colluders=colluders),
-                                                   keys.secret_key, others)
+                                                   keys.secret_key, others, resumed=resumed)
         self.own = Neighbourhood(run, me, list(peers), colluders=colluders) if len(peers) >= 2 else None
 
     @property

@@ -1018,6 +1018,34 @@ def test_a_resumed_peer_reseals_its_last_rounds_shares_under_fresh_nonces(setup,
     assert len(set(nonces)) == len(nonces) and bytes(NONCE_BYTES) not in nonces
 
 
+def test_a_resumed_peer_answers_no_unmasking_request_for_the_round_it_masks_again(setup, tmp_path):
+    """A peer resumed from its checkpoint may have committed to a request set for the round it resumes at before it
+    stopped, and masks that round again with the same pairwise seeds: it refuses every request for it (a second set
+    would give the recipient two answers for one round), where the same peer fresh agrees."""
+    from crc.nodes.secure_aggregation import Contributor, Neighbourhood
+    from crc.nodes.wire import Agree, encode_secure_aggregation
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in GRAPH.neighbors(u)} for u in NEIGHBOURS}
+    secure = SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods)
+    u, me, other = ADDRESS[2], ADDRESS[ME], ADDRESS[3]
+    as_u = replace(setup.peer(FakeClock()).expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
+    co_member = Contributor(other, Neighbourhood("crc", u, [me, other]), keys[other].secret, {me: keys[me].public})
+    _, sealed = co_member.masked(setup.history[0][3], 0)
+    request = encode_secure_aggregation("unmask", run="crc", sender=u, round_=0, survivors=[me, other],
+                                        shares={other: sealed[me]})
+    replies = []
+    for _start in ("fresh", "resumed from the checkpoint of the first"):
+        peer = setup.peer(FakeClock(), secure_aggregation=secure, checkpoint_dir=str(tmp_path))
+        transport = Recorder()
+        peer._send(transport)
+        peer.checkpoints.save(peer.state, peer.metrics)
+        sent = len(transport.to)
+        peer._accept(request, None, 0, transport)
+        replies.append([type(decode(frame, as_u)) for _, frame in transport.to[sent:]])
+    assert replies == [[Agree], []] and peer.metrics.reveals_refused == 1
+
+
 def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):
     """A neighbour can walk a peer's statistics to the edge of a bound, where the peer's own local step crosses it
     (a second hostile-input pass: the peer then exited at every restart). It keeps its last statistics instead."""

@@ -249,6 +249,25 @@ def test_with_distributed_noise_a_request_names_every_member_the_noise_is_sized_
                 agree(peers, sent, named)
 
 
+def test_members_resumed_from_their_checkpoint_answer_no_second_set_for_the_round_they_mask_again():
+    """A peer resumed from its checkpoint masks the round it resumes at again (fresh self-mask, the same pairwise
+    seeds) and has forgotten the set it committed to. A recipient answered for {a, b, c} before a and b restarted
+    (so holding c's self-mask seed) asked them for {a, b} after: their pairwise seeds with c stripped c's words to
+    its statistics alone (measured to 4e-7). A resumed contributor answers no request for that round."""
+    a, b, c = CONTRIBUTORS[:3]
+    hood, peers = neighbourhood([a, b, c])
+    stats, sent = send(peers, round_=4)
+    assert set(ask(peers, sent, [a, b, c], round_=4)) == {a, b, c}
+    restarted = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in (a, b, c) if o != w}, resumed=4)
+                 for w in (a, b, c)}
+    resent = {w: restarted[w].masked(stats[w], 4) for w in (a, b, c)}
+    for survivors in ([a, b], [a, b, c]):
+        with pytest.raises(Refused, match="resumed at round 4"):
+            agree(restarted, resent, survivors, round_=4)
+    resent = {w: restarted[w].masked(stats[w], 5) for w in (a, b, c)}  # the rounds after it are answered
+    assert set(ask(restarted, resent, [a, b], round_=5)) == {a, b}
+
+
 def test_vouches_cover_the_membership_a_member_is_shown():
     """A recipient shows a a membership in which an identity it controls stands for the honest c; b knows the true
     one. b's vouch for the request set {a, b} is for another membership, so a refuses, and detects it. (A membership
