@@ -268,6 +268,25 @@ def test_members_resumed_from_their_checkpoint_answer_no_second_set_for_the_roun
     assert set(ask(restarted, resent, [a, b], round_=5)) == {a, b}
 
 
+def test_bundles_and_vouches_replayed_from_another_round_or_run_are_refused():
+    """A recipient replaying b's share bundle for a of round 0 in round 1's request (a's shares of an old self-mask
+    instead of the new one), or relaying the vouches of round 0, or of another run on the same keys, for round 1:
+    the sealing and vouching keys are derived per run, recipient and round, so none opens or verifies."""
+    _, peers = neighbourhood()
+    a, b = CONTRIBUTORS[:2]
+    _, old = send(peers, round_=0)
+    _, new = send(peers, round_=1)
+    with pytest.raises(Refused, match=f"share from {b} does not decrypt"):
+        peers[a].agree(1, CONTRIBUTORS, {o: (old if o == b else new)[o][1][a] for o in CONTRIBUTORS if o != a})
+    _, elsewhere = neighbourhood(run="another run")
+    _, sent_elsewhere = send(elsewhere, round_=1)
+    replayed = [agree(peers, old, CONTRIBUTORS, round_=0), agree(elsewhere, sent_elsewhere, CONTRIBUTORS, round_=1)]
+    agree(peers, new, CONTRIBUTORS, round_=1)
+    for vouches in replayed:
+        with pytest.raises(Deviation, match="did not vouch"):
+            peers[a].reveal(1, {o: vouches[o][a] for o in CONTRIBUTORS if o != a})
+
+
 def test_vouches_cover_the_membership_a_member_is_shown():
     """A recipient shows a a membership in which an identity it controls stands for the honest c; b knows the true
     one. b's vouch for the request set {a, b} is for another membership, so a refuses, and detects it. (A membership
