@@ -93,8 +93,10 @@ class Refused(Exception):
 
 
 class Deviation(Refused):
-    """A refusal that proves the recipient deviated from the protocol: the request set (or the membership) it showed
-    this peer is not the one every other member of the set vouched for, or it withheld a member's vouch."""
+    """A refusal that shows a deviation from the protocol: the request set (or the membership) this peer was shown is
+    not the one every other member of the set vouched for, or a member's vouch is missing. Either the recipient
+    deviated (showed members different sets or memberships, withheld a vouch) or a member sent a false vouch or none:
+    the MACs do not tell which, since the recipient cannot check them."""
 
 
 def threshold_for(contributors: int) -> int:
@@ -335,12 +337,14 @@ class Contributor:
             if w == self.me:
                 continue
             if w not in vouches:
-                raise Deviation(f"the recipient withheld {w}'s vouch for the request set {list(members)}")
+                raise Deviation(f"the recipient withheld {w}'s vouch for the request set {list(members)} (or {w} "
+                                "made none)")
             try:
                 self._vouch(w, round_, w, self.me, members).verify(vouches[w])
             except InvalidSignature:
                 raise Deviation(f"{w} did not vouch for the request set {list(members)} and this membership: the "
-                                "recipient showed the members different sets (or memberships)") from None
+                                f"recipient showed the members different sets (or memberships), or {w} sent a false "
+                                "vouch") from None
         dropped = [w for w in self.hood.others(self.me) if w not in members]
         return {"seed": self._seeds[round_], "shares": shares, "pair_shares": pair_shares,
                 "pairs": {w: self._pair_seed(w, round_) for w in dropped}}

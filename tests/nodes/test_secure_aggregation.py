@@ -287,6 +287,19 @@ def test_bundles_and_vouches_replayed_from_another_round_or_run_are_refused():
             peers[a].reveal(1, {o: vouches[o][a] for o in CONTRIBUTORS if o != a})
 
 
+def test_a_member_sending_a_false_vouch_is_not_reported_as_the_recipients_deviation_alone():
+    """A deviating member a agrees to the honest recipient's set but sends c a false vouch (or none): c refuses, as it
+    must, and the deviation it reports names a as a possible source, since the recipient cannot check the vouches
+    it relays and the MACs do not tell who deviated."""
+    _, peers = neighbourhood(CONTRIBUTORS[:3])
+    a, b, c = CONTRIBUTORS[:3]
+    _, sent = send(peers)
+    vouches = agree(peers, sent, [a, b, c])
+    for false in ({a: bytes(32), b: vouches[b][c]}, {b: vouches[b][c]}):
+        with pytest.raises(Deviation, match=f"or {a} (sent a false vouch|made none)"):
+            peers[c].reveal(0, false)
+
+
 def test_vouches_cover_the_membership_a_member_is_shown():
     """A recipient shows a a membership in which an identity it controls stands for the honest c; b knows the true
     one. b's vouch for the request set {a, b} is for another membership, so a refuses, and detects it. (A membership
