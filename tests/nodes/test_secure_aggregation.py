@@ -268,6 +268,23 @@ def test_members_resumed_from_their_checkpoint_answer_no_second_set_for_the_roun
     assert set(ask(restarted, resent, [a, b], round_=5)) == {a, b}
 
 
+def test_a_dropout_claimed_in_a_later_round_strips_no_mask_of_an_earlier_one():
+    """A recipient answered for {a, b, c} in round 0 (so holding c's self-mask seed of round 0) claims c dropped in
+    round 1 to get a's and b's pairwise seeds with c: those are derived per round, and c's round-0 words stripped
+    with them stay uniform."""
+    a, b, c = CONTRIBUTORS[:3]
+    _, peers = neighbourhood([a, b, c])
+    stats, first = send(peers, round_=0)
+    before = ask(peers, first, [a, b, c], round_=0)
+    _, second = send(peers, round_=1)
+    after = ask(peers, second, [a, b], round_=1)
+    words = first[c][0] - mask(before[c]["seed"], SIZE)
+    for w in (a, b):
+        pair = mask(after[w]["pairs"][c], SIZE)
+        words = words + pair if w < c else words - pair
+    assert np.median(np.abs(from_fixed(words) - stats[c])) > 1e9
+
+
 def test_bundles_and_vouches_replayed_from_another_round_or_run_are_refused():
     """A recipient replaying b's share bundle for a of round 0 in round 1's request (a's shares of an old self-mask
     instead of the new one), or relaying the vouches of round 0, or of another run on the same keys, for round 1:
