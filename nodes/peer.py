@@ -457,7 +457,9 @@ class Peer:
     def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
                       ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
         """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not); in
-        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is."""
+        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is. Under
+        distributed noise the statistics are the raw ones, never released, so the reason is only its cause: no value
+        of them reaches the log."""
         if not is_release(self.round, self.settings.release_every):
             return start.copy(), self.memory, self._own_problem(start)
         try:
@@ -466,8 +468,11 @@ class Peer:
                                               restart=restart)
             stats = self.release.private(stats, self.round)
         except CRCError as exc:
-            return None, None, str(exc)
-        return stats, memory, self._own_problem(stats)
+            return None, None, "no local step" if self.release.distributed else str(exc)
+        problem = self._own_problem(stats)
+        if problem is not None and self.release.distributed:
+            problem = problem.partition(":")[0]
+        return stats, memory, problem
 
     def _own_problem(self, stats: np.ndarray) -> str | None:
         """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""

@@ -932,10 +932,8 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
 
-@pytest.mark.parametrize("colluders, fewest", [(None, 2), (0, 3)])
-def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, colluders, fewest):
-    """This peer's three neighbours: a request set of a majority (two) without distributed noise; under it, all but
-    ``--dp-colluders`` (here none: node 0 has one neighbour) of them, as a member's refusal requires."""
+def secure_peer(setup, colluders: int | None = None) -> Peer:
+    """This peer with secure aggregation, under distributed noise with ``colluders`` unless None."""
     from crc.core.distributed_noise import Neighbourhoods
     from crc.protocol.accountant import plan_distributed
 
@@ -945,9 +943,27 @@ def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_siz
     privacy = None if colluders is None else plan_distributed(
         setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=colluders,
         neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
-    peer = setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
+    return setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
                       privacy=privacy)
-    assert peer.session.neighbourhoods.own.fewest == fewest
+
+
+@pytest.mark.parametrize("colluders, fewest", [(None, 2), (0, 3)])
+def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, colluders, fewest):
+    """This peer's three neighbours: a request set of a majority (two) without distributed noise; under it, all but
+    ``--dp-colluders`` (here none: node 0 has one neighbour) of them, as a member's refusal requires."""
+    assert secure_peer(setup, colluders).session.neighbourhoods.own.fewest == fewest
+
+
+def test_under_distributed_noise_no_value_of_the_raw_statistics_reaches_the_log(setup, monkeypatch, caplog):
+    """Under distributed noise a peer's statistics are never released (only sums carrying everyone's shares are):
+    when its local step would be rejected, the log says why by cause only, never with a value of them."""
+    peer = secure_peer(setup, colluders=0)
+    start = peer.stats.copy()
+    monkeypatch.setattr(peer, "_own_problem", lambda stats: None if np.array_equal(stats, start) else
+                        "magnitude: a value of magnitude 1.234e+07, more than 1e+06 x the ESS")
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        peer._calibrate(start, 0)
+    assert peer.metrics.rounds_kept == 1 and "(magnitude)" in caplog.text and "1.234e+07" not in caplog.text
 
 
 class Recorder:
