@@ -48,8 +48,8 @@ class Metrics:
     downtime_s: dict = field(default_factory=dict)
     """Per neighbour: seconds from being marked down to sending again (or to the end of the run)."""
     unmask_fallbacks: int = 0
-    """Secure aggregation: rounds whose neighbours' masked statistics could not be unmasked (fewer than two arrived,
-    or a mask could not be removed), so that the peer kept its own statistics."""
+    """Secure aggregation: rounds whose neighbours' masked statistics could not be unmasked (fewer arrived than a
+    request must name, ``fewest_survivors``, or a mask could not be removed), so that the peer kept its own statistics."""
     reveals_refused: int = 0
     """Secure aggregation: unmasking requests this peer refused (they would have revealed more than a sum)."""
     deviations: int = 0

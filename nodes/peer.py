@@ -86,7 +86,7 @@ class Peer:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None)
-        self._resume()
+        resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
                                noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.round > 0))
@@ -95,7 +95,9 @@ class Peer:
             from crc.nodes.secure_session import SecureAggregationSession
 
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
-                                                    rounds=settings.rounds, metrics=self.metrics, log=self.log)
+                                                    rounds=settings.rounds, metrics=self.metrics, log=self.log,
+                                                    colluders=settings.privacy.colluders if self.release.distributed else None,
+                                                    resumed=self.round if resumed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,
                                  clock=clock, metrics=self.metrics, log=self.log)
@@ -428,14 +430,22 @@ class Peer:
         instead. Should that fail too (a neighbour walked this peer's statistics to the edge of a bound, where its
         own local step crosses it), the peer keeps its statistics and memory of the last round, which passed: a
         neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
+        Under local noise a round that released (a noisy local step) is not stepped again: a second step, under
+        fresh noise, would release the round twice, the accountant counting once; the peer keeps its last statistics.
         """
         stats, memory, problem = self._checked_step(aggregated, restart)
         if problem is None:
             return aggregated, stats, memory
         self.metrics.aggregate_fallbacks += 1
+        own = self._own_start()
+        if self.release.local and is_release(self.round, self.settings.release_every):
+            self.metrics.rounds_kept += 1
+            self.log.warning("round %d: the neighbourhood's average gave a release the neighbours reject (%s): this "
+                             "peer keeps its statistics of the last round (a second local step would release the "
+                             "round again under fresh noise)", wanted + 1, problem)
+            return own, self.stats.copy(), self.memory
         self.log.warning("round %d: the neighbourhood's average would give statistics the neighbours reject (%s): "
                          "this round starts from this peer's own", wanted + 1, problem)
-        own = self._own_start()
         stats, memory, problem = self._checked_step(own, restart)
         if problem is None:
             return own, stats, memory
@@ -447,7 +457,9 @@ class Peer:
     def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
                       ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
         """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not); in
-        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is."""
+        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is. Under
+        distributed noise the statistics are the raw ones, never released, so the reason is only its cause: no value
+        of them reaches the log."""
         if not is_release(self.round, self.settings.release_every):
             return start.copy(), self.memory, self._own_problem(start)
         try:
@@ -456,8 +468,11 @@ class Peer:
                                               restart=restart)
             stats = self.release.private(stats, self.round)
         except CRCError as exc:
-            return None, None, str(exc)
-        return stats, memory, self._own_problem(stats)
+            return None, None, "no local step" if self.release.distributed else str(exc)
+        problem = self._own_problem(stats)
+        if problem is not None and self.release.distributed:
+            problem = problem.partition(":")[0]
+        return stats, memory, problem
 
     def _own_problem(self, stats: np.ndarray) -> str | None:
         """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""
@@ -507,12 +522,12 @@ class Peer:
         """The metrics' refused connections: those of earlier runs (a resumed checkpoint's) plus the transport's."""
         self.metrics.count_refused(self._refused_before, transport.refused())
 
-    def _resume(self) -> None:
-        """Continue from the checkpoint, if there is one; one whose statistics the neighbours would reject, or whose
-        metrics are not what a peer writes, is a CRCError."""
+    def _resume(self) -> bool:
+        """Continue from the checkpoint, if there is one (whether there was); one whose statistics the neighbours would
+        reject, or whose metrics are not what a peer writes, is a CRCError."""
         found = self.checkpoints.load(self.state)
         if found is None:
-            return
+            return False
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
         self.heard, self.average = state.heard, state.average
@@ -527,3 +542,4 @@ class Peer:
         except CRCError as exc:
             raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: {exc}") from None
         self.log.info("resumed from checkpoint at round %d", self.round)
+        return True

@@ -54,6 +54,11 @@ class Release:
             self._variances = {hood: share_variance(units, len(hood), privacy.colluders) for hood in set(hoods.values())}
             self._shares: dict[int, dict[str, np.ndarray]] = {}
 
+    @property
+    def local(self) -> bool:
+        """Whether the peer noises its own statistics (local noise): each noisy local step is an accounted release."""
+        return self.privacy is not None and not self.distributed
+
     def _keystream(self, round_: int, context: bytes = b"") -> KeyedRandom:
         """The keystream of ``round_``'s noise (and of ``context``) under the run's noise key."""
         return KeyedRandom(hashlib.sha256(self._noise_key + round_.to_bytes(8, "little") + context).digest())

@@ -14,8 +14,8 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    k_{w,w'}, one bundle for each other member w' of N(u), sealed for w' (ChaCha20-Poly1305 under a key derived from
    X25519(w, w')): u relays them unread.
 2. u names the set S of contributors whose words arrived and sends each member of N(u) the request with S and the
-   bundles the members of S sealed for it (to a member left out of S, or with fewer than two in S, it is a notice
-   that asks nothing).
+   bundles the members of S sealed for it (to a member left out of S, or with S smaller than a majority of N(u),
+   ``fewest_survivors``, it is a notice that asks nothing).
 3. Consistency (Bonawitz et al.'s consistency round, with MACs for signatures): each w' in S that accepts the
    request (``Contributor.agree``) commits to S for (u, r) and answers with its vouches: for every other member w of
    S, HMAC-SHA256 under a key derived from X25519(w', w) (only w' and w hold it) of (run, u, r, w', w, the
@@ -24,8 +24,11 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
 4. Each w' in S answers the confirmation (``Contributor.reveal``) only if it carries a valid vouch of every other
    member of S for the same S and membership, with its own b_{w'}, its pairwise seeds k_{w',x} with the dropped
    contributors x not in S, and, of every other member w of S, its share of b_w and its shares of k_{w,x} for the
-   dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than two
-   contributors or any stranger, or differs from the set it committed to for the same (u, r); a confirmation
+   dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than a majority of
+   N(u) (two disjoint sets, {a, b} shown to a and b and {c, d} to c and d, would give u two sums; two majorities
+   share a member, which commits to one of them) or, with distributed noise, fewer than all but ``--dp-colluders``
+   of N(u) (whose shares the noise is sized for), names any stranger, or differs from the set it committed to for
+   the same (u, r); a confirmation
    without the vouches is a deviation (``Deviation``: u showed members different sets or memberships, or withheld
    a vouch), refused and reported. Since every honest member of S commits to one set and u cannot forge a vouch,
    all the answers u gets are for one set S that all its members saw: u can never hold both what strips w's
@@ -33,8 +36,8 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    dropped, nor answers for two sets that differ (the attack {a, b} to a, {a, c} to c, which isolated c).
 5. u adds the words of S, removes each member's self-mask and its pairwise masks with the dropped contributors
    (from the member's own answer, or, if it was lost after agreeing, from ``threshold_for(d)`` of the others'
-   shares), and decodes the sum. If fewer than two words arrived, a member of S did not agree, or a mask cannot be
-   removed (too few shares), u unmasks nothing: it keeps its own statistics for the round.
+   shares), and decodes the sum. If fewer words arrived than a request may name, a member of S did not agree, or a
+   mask cannot be removed (too few shares), u unmasks nothing: it keeps its own statistics for the round.
 
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
 under the same sealing key, and never reuses a nonce with it.
@@ -78,6 +81,7 @@ from zmq.utils import z85
 from crc.core.distributed_noise import FIXED_POINT_BITS
 from crc.core.privacy import centre_counts
 from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
+from crc.protocol.neighbourhoods import fewest_survivors
 
 SCALE_BITS = FIXED_POINT_BITS
 PRIME = 2**521 - 1
@@ -89,8 +93,10 @@ class Refused(Exception):
 
 
 class Deviation(Refused):
-    """A refusal that proves the recipient deviated from the protocol: the request set (or the membership) it showed
-    this peer is not the one every other member of the set vouched for, or it withheld a member's vouch."""
+    """A refusal that shows a deviation from the protocol: the request set (or the membership) this peer was shown is
+    not the one every other member of the set vouched for, or a member's vouch is missing. Either the recipient
+    deviated (showed members different sets or memberships, withheld a vouch) or a member sent a false vouch or none:
+    the MACs do not tell which, since the recipient cannot check them."""
 
 
 def threshold_for(contributors: int) -> int:
@@ -160,15 +166,18 @@ def shamir_join(shares: Mapping[int, int]) -> bytes:
 
 
 class Neighbourhood:
-    """What a peer knows of one recipient's neighbourhood: the recipient, its contributors (sorted) and the run.
+    """What a peer knows of one recipient's neighbourhood: the recipient, its contributors (sorted) and the run;
+    ``colluders``: the ``--dp-colluders`` of distributed noise (None without it), which sets ``fewest``, the fewest
+    contributors a request may name (``fewest_survivors``).
 
     ``holder(w, w')`` is w''s Shamir x-coordinate for w's shares: its 1-based position among N(u) without w."""
 
-    def __init__(self, run: str, recipient: str, contributors: list[str]):
+    def __init__(self, run: str, recipient: str, contributors: list[str], *, colluders: int | None = None):
         if not 2 <= len(contributors) <= MAX_ENTRIES or len(set(contributors)) != len(contributors):
             raise ValueError(f"a neighbourhood needs 2 to {MAX_ENTRIES} distinct contributors")
         self.run, self.recipient, self.contributors = run, recipient, sorted(contributors)
         self.threshold = threshold_for(len(contributors))
+        self.fewest = fewest_survivors(len(contributors), colluders)
 
     def others(self, me: str) -> list[str]:
         return [w for w in self.contributors if w != me]
@@ -207,7 +216,9 @@ def vouch_message(hood: Neighbourhood, membership: list, round_: int, sender: st
 class Contributor:
     """A peer's side towards one recipient: masks its statistics and answers the recipient's unmasking request.
 
-    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors.
+    ``secret_key`` is the peer's z85 CURVE secret key, ``public_keys`` the z85 keys of the other contributors;
+    ``resumed``: the round the peer resumed at from its checkpoint (None: a fresh run), which it answers no request
+    for (``agree``).
 
     Answering takes two steps (the consistency round of Bonawitz et al. 2017, with MACs for signatures):
     ``agree`` commits this peer to the request set S of the round, once, and returns its vouches: for every other
@@ -218,10 +229,10 @@ class Contributor:
     honest member reveals anything for a set that not all its members committed to."""
 
     def __init__(self, me: str, neighbourhood: Neighbourhood, secret_key: str, public_keys: Mapping[str, str],
-                 *, window: int = 8):
+                 *, window: int = 8, resumed: int | None = None):
         if me not in neighbourhood.contributors:
             raise ValueError(f"{me} is not a contributor of {neighbourhood.recipient}")
-        self.me, self.hood, self.window = me, neighbourhood, window
+        self.me, self.hood, self.window, self.resumed = me, neighbourhood, window, resumed
         self._pair = {w: shared_secret(secret_key, public_keys[w]) for w in neighbourhood.others(me)}
         own = z85.encode(X25519PrivateKey.from_private_bytes(z85.decode(secret_key.encode())).public_key()
                          .public_bytes_raw()).decode()
@@ -267,16 +278,25 @@ class Contributor:
     def agree(self, round_: int, survivors: list[str], sealed_for_me: Mapping[str, bytes]) -> dict[str, bytes]:
         """Commit to the recipient's request naming ``survivors`` (S) for ``round_``, with the shares the other
         members of S sealed for this peer: this peer's vouches {w': 32-byte MAC for w'} for the other members of S.
-        Raises Refused when S would reveal more than a sum, or differs from the set already committed to."""
+        Raises Refused when S would reveal more than a sum, or differs from the set already committed to, and for the
+        rounds up to the one this peer resumed at: it may have committed to a set for them before it stopped, and
+        masks the round it resumes at again with the same pairwise seeds (a recipient answered {a, b, c} before a and
+        b restarted, so holding c's self-mask seed, then asking them for {a, b}, got their pairwise seeds with c and
+        c's statistics alone)."""
         members = tuple(sorted(survivors))
         if len(set(members)) != len(members) or not set(members) <= set(self.hood.contributors):
             raise Refused("the request names a peer outside the neighbourhood, or one twice")
         if self.me not in members:
             raise Refused("the request leaves this peer out although it asks it to answer")
-        if len(members) < 2:
-            raise Refused("the request names fewer than two contributors: the sum would be one peer's statistics")
+        if len(members) < self.hood.fewest:
+            raise Refused(f"the request names {len(members)} of the {len(self.hood.contributors)} contributors, fewer "
+                          f"than the {self.hood.fewest} a request must name (a majority, and with distributed noise all "
+                          "whose shares the noise is sized for)")
         if round_ not in self._seeds:
             raise Refused("no masked statistics of this round were sent (or they are too old)")
+        if self.resumed is not None and round_ <= self.resumed:
+            raise Refused(f"this peer resumed at round {self.resumed} from its checkpoint and may have answered another "
+                          "request set for it before it stopped")
         if round_ in self._committed:
             if self._committed[round_][0] != members:
                 raise Refused("the request differs from one already answered for this round")
@@ -317,12 +337,14 @@ class Contributor:
             if w == self.me:
                 continue
             if w not in vouches:
-                raise Deviation(f"the recipient withheld {w}'s vouch for the request set {list(members)}")
+                raise Deviation(f"the recipient withheld {w}'s vouch for the request set {list(members)} (or {w} "
+                                "made none)")
             try:
                 self._vouch(w, round_, w, self.me, members).verify(vouches[w])
             except InvalidSignature:
                 raise Deviation(f"{w} did not vouch for the request set {list(members)} and this membership: the "
-                                "recipient showed the members different sets (or memberships)") from None
+                                f"recipient showed the members different sets (or memberships), or {w} sent a false "
+                                "vouch") from None
         dropped = [w for w in self.hood.others(self.me) if w not in members]
         return {"seed": self._seeds[round_], "shares": shares, "pair_shares": pair_shares,
                 "pairs": {w: self._pair_seed(w, round_) for w in dropped}}
@@ -373,9 +395,11 @@ def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveal
 class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
-    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``."""
+    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``, ``colluders`` the ``--dp-colluders`` of
+    distributed noise (None without it), ``resumed`` the round the peer resumed at (``Contributor``)."""
 
-    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys):
+    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, colluders: int | None = None,
+                 resumed: int | None = None):
         missing = [u for u in peers if u not in keys.neighbourhoods]
         if missing:
             raise ValueError(f"secure aggregation needs the neighbourhood of every neighbour; missing: {', '.join(missing)}")
@@ -387,8 +411,9 @@ class SecureNeighbourhoods:
                 raise ValueError(f"the neighbourhood given for {u} does not list this peer ({me})")
             if len(members) >= 2:
                 others = {w: key for w, key in members.items() if w != me}
-                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members)), keys.secret_key, others)
-        self.own = Neighbourhood(run, me, list(peers)) if len(peers) >= 2 else None
+                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), colluders=colluders),
+                                                   keys.secret_key, others, resumed=resumed)
+        self.own = Neighbourhood(run, me, list(peers), colluders=colluders) if len(peers) >= 2 else None
 
     @property
     def protected(self) -> list[str]:
@@ -419,12 +444,13 @@ class SecureNeighbourhoods:
 
     def agree_frame(self, request) -> bytes | None:
         """This peer's vouches for a neighbour's unmasking request (``wire.Unmask``), committing it to the request's
-        set; None for a notice that asks nothing (this peer left out of the survivors, or fewer than two survivors:
-        the recipient unmasks nothing this round); raises Refused when answering would reveal more than a sum."""
+        set; None for a notice that asks nothing (this peer left out of the survivors, or fewer survivors than a
+        request must name: the recipient unmasks nothing this round); raises Refused when answering would reveal
+        more than a sum."""
         contributor = self.contributors.get(request.sender)
         if contributor is None:
             raise Refused("this peer sent that neighbour no masked statistics")
-        if self.me not in request.survivors or len(request.survivors) < 2:
+        if self.me not in request.survivors or len(set(request.survivors)) < contributor.hood.fewest:
             return None
         vouches = contributor.agree(request.round, list(request.survivors), request.shares)
         return encode_secure_aggregation("agree", run=self.run, sender=self.me, round_=request.round, vouches=vouches)

@@ -5,7 +5,7 @@ neighbourhood (``frames``) and answers the neighbours' unmasking requests (``ans
 least two neighbours) it then, after gathering the round's masked statistics:
 
 1. ``open``: names the contributors whose words arrived (the set S) and builds the unmasking request for every
-   neighbour;
+   neighbour (a notice if S is smaller than a request may name, ``fewest_survivors``);
 2. ``take_agreement``: keeps each member of S's agreement (its vouches for the others, committing it to S);
 3. ``confirm``: once every member of S agreed, relays to each the vouches the others made for it;
 4. ``take_reveal``: keeps each contributor's reveal (a reveal or agreement for another round, or from a peer not
@@ -38,12 +38,14 @@ from crc.nodes.wire import Agree, Confirm, Masked, Rejected, Reveal, Unmask
 
 
 class SecureAggregationSession:
-    """Secure aggregation for peer ``me`` of run ``run`` with neighbours ``peers`` over ``rounds`` rounds; refusals
-    are counted in ``metrics`` and logged to ``log``."""
+    """Secure aggregation for peer ``me`` of run ``run`` with neighbours ``peers`` over ``rounds`` rounds
+    (``colluders``: distributed noise's ``--dp-colluders``, None without it; ``resumed``: the round it resumed at from
+    its checkpoint, whose requests it refuses, None for a fresh run); refusals are counted in ``metrics`` and logged
+    to ``log``."""
 
     def __init__(self, me: str, run: str, peers: tuple[str, ...], keys: SecureAggregationKeys, *, rounds: int,
-                 metrics: Metrics, log: logging.Logger):
-        self.neighbourhoods = SecureNeighbourhoods(me, run, peers, keys)
+                 metrics: Metrics, log: logging.Logger, colluders: int | None = None, resumed: int | None = None):
+        self.neighbourhoods = SecureNeighbourhoods(me, run, peers, keys, colluders=colluders, resumed=resumed)
         self.peers, self.rounds, self.metrics, self.log = peers, rounds, metrics, log
         self._unmasking: tuple[int, dict[str, Masked]] | None = None  # (round, survivors' masked statistics)
         self._agreements: dict[str, Agree] = {}
@@ -111,9 +113,11 @@ class SecureAggregationSession:
 
     def open(self, received: Mapping[str, Masked], round_: int) -> dict[str, bytes]:
         """Stage 1: the unmasking request for every neighbour (to one left out of ``received``, a notice); the
-        unmasking of ``round_`` is open if at least two contributors' statistics arrived."""
+        unmasking of ``round_`` is open if as many contributors' statistics arrived as a request must name (a
+        majority, ``fewest_survivors``; with fewer, every request is a notice)."""
         self._agreements, self._reveals, self._confirmed = {}, {}, False
-        self._unmasking = (round_, dict(received)) if len(received) >= 2 else None
+        own = self.neighbourhoods.own
+        self._unmasking = (round_, dict(received)) if len(received) >= own.fewest else None
         return {address: self.neighbourhoods.unmask_frame(address, received, round_) for address in self.peers}
 
     @property
@@ -160,7 +164,7 @@ class SecureAggregationSession:
 
     def close(self, model: GenerativeModel, ess: float, *, noisy: bool = False) -> np.ndarray | None:
         """Stage 5: the sum (size,) of the contributors' statistics (``noisy``: with distributed noise shares, its
-        count noise centred), or None if fewer than two arrived or a mask cannot be removed; the unmasking is closed
+        count noise centred), or None if too few arrived (``open``) or a mask cannot be removed; the unmasking is closed
         either way."""
         if self._unmasking is None:
             return None

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crc.core.loss import dropped, loss_seed
+from crc.protocol.neighbourhoods import fewest_survivors
 
 __all__ = ["loss_seed", "lossy_mixing"]
 
@@ -23,8 +24,9 @@ def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool
     """The mixing of every round (1, 2, ...) after losses: row ``v`` averages ``v`` and the neighbours whose
     message reached it, with equal weights. ``mixing`` is the loss-free closed-neighbourhood averaging (a
     matrix or a function of the round); ``seeds[v]`` is node ``v``'s loss seed. With
-    ``secure_aggregation``, a node with two or more neighbours of which fewer than two messages arrived unmasks
-    nothing and keeps its own statistics, as a real peer does (``crc.nodes.secure_aggregation``)."""
+    ``secure_aggregation``, a node with two or more neighbours of which fewer than a majority of messages (at least
+    two: ``fewest_survivors``) arrived unmasks nothing and keeps its own statistics, as a real peer does
+    (``crc.nodes.secure_aggregation``)."""
 
     def at(round_: int) -> sp.csr_array:
         base = sp.csr_array(mixing(round_) if callable(mixing) else mixing)
@@ -34,7 +36,7 @@ def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool
             neighbours = base.indices[base.indptr[v]:base.indptr[v + 1]]
             neighbours = neighbours[neighbours != v]
             kept = np.append(neighbours[~dropped(seeds[v], round_, len(neighbours), p)], v)
-            if secure_aggregation and len(neighbours) >= 2 and len(kept) < 3:
+            if secure_aggregation and len(neighbours) >= 2 and len(kept) - 1 < fewest_survivors(len(neighbours)):
                 kept = np.array([v])
             rows.append(np.full(len(kept), v))
             cols.append(kept)

@@ -6,6 +6,17 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def fewest_survivors(contributors: int, colluders: int | None = None) -> int:
+    """The fewest of a recipient's ``contributors`` neighbours an unmasking request may name for them to answer: a
+    strict majority (at least two), so that no two disjoint request sets are both answered (a recipient that shows
+    {a, b} to a and b and {c, d} to c and d would unmask two sums, and with a colluder in each pair two peers'
+    statistics; two majorities share a member, which commits to one set). With distributed noise (``colluders``
+    given, ``--dp-colluders``), all but ``colluders`` of them: the shares are sized so that theirs add up to σ², and
+    the sum of fewer would carry less noise than the accountant counts."""
+    fewest = max(2, contributors // 2 + 1)
+    return fewest if colluders is None else max(fewest, contributors - colluders)
+
+
 def secure_aggregation_summary(mixing) -> dict:
     """From a closed-neighbourhood averaging matrix (n, n): the fraction of messages that reach their recipient
     masked (those to recipients with at least two neighbours), how many recipients have a single neighbour (whose

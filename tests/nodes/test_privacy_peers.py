@@ -81,6 +81,24 @@ def test_a_private_peer_resumes_beside_its_own_noise_key_only(tmp_path):
         _peer(privacy, rounds=3, checkpoint_dir=str(tmp_path))
 
 
+def test_a_release_the_neighbours_would_reject_is_not_followed_by_a_second_release_of_the_round(monkeypatch):
+    """A neighbour can walk a peer's statistics to where its noisy release crosses a bound the wire checks. The
+    peer then used to take a second local step, from its own statistics, under fresh noise (the keystream is keyed
+    by the statistics): two releases of the round, of which the accountant counts one, the first one's rejection
+    public (``aggregate_fallbacks``, the log). Under local noise it keeps its last statistics instead (released)."""
+    model = make_model("nb", SCHEMA)
+    privacy = plan_exact(model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=3)
+    peer = _peer(privacy, rounds=3)
+    start = peer.stats.copy()
+    released = []
+    private = peer.release.private
+    monkeypatch.setattr(peer.release, "private", lambda stats, round_: released.append(round_) or private(stats, round_))
+    monkeypatch.setattr(peer, "_own_problem", lambda stats: None if np.array_equal(stats, start) else "magnitude: edge")
+    assert peer.run(Silent())
+    assert released == [0, 1, 2]  # one release a round
+    assert np.array_equal(peer.stats, start) and peer.metrics.rounds_kept == peer.metrics.aggregate_fallbacks == 3
+
+
 def test_a_private_peer_neither_records_nor_logs_its_loss_on_the_raw_data(caplog):
     """The local soft 0-1 loss is computed on the raw private data without noise: under --dp-epsilon it is left out
     of the metrics (so of the model file, the checkpoint and the metrics endpoint) and of the log."""

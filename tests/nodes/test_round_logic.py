@@ -932,6 +932,40 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
 
+def secure_peer(setup, colluders: int | None = None) -> Peer:
+    """This peer with secure aggregation, under distributed noise with ``colluders`` unless None."""
+    from crc.core.distributed_noise import Neighbourhoods
+    from crc.protocol.accountant import plan_distributed
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
+                      for u in NEIGHBOURS}
+    privacy = None if colluders is None else plan_distributed(
+        setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=colluders,
+        neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
+    return setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
+                      privacy=privacy)
+
+
+@pytest.mark.parametrize("colluders, fewest", [(None, 2), (0, 3)])
+def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, colluders, fewest):
+    """This peer's three neighbours: a request set of a majority (two) without distributed noise; under it, all but
+    ``--dp-colluders`` (here none: node 0 has one neighbour) of them, as a member's refusal requires."""
+    assert secure_peer(setup, colluders).session.neighbourhoods.own.fewest == fewest
+
+
+def test_under_distributed_noise_no_value_of_the_raw_statistics_reaches_the_log(setup, monkeypatch, caplog):
+    """Under distributed noise a peer's statistics are never released (only sums carrying everyone's shares are):
+    when its local step would be rejected, the log says why by cause only, never with a value of them."""
+    peer = secure_peer(setup, colluders=0)
+    start = peer.stats.copy()
+    monkeypatch.setattr(peer, "_own_problem", lambda stats: None if np.array_equal(stats, start) else
+                        "magnitude: a value of magnitude 1.234e+07, more than 1e+06 x the ESS")
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        peer._calibrate(start, 0)
+    assert peer.metrics.rounds_kept == 1 and "(magnitude)" in caplog.text and "1.234e+07" not in caplog.text
+
+
 class Recorder:
     """A transport that only records what the peer sends to whom (the peer's replies to a neighbour's frames)."""
 
@@ -998,6 +1032,34 @@ def test_a_resumed_peer_reseals_its_last_rounds_shares_under_fresh_nonces(setup,
         assert masked and all(m.round == 0 for m in masked)
         nonces += [sealed[:NONCE_BYTES] for m in masked for sealed in m.shares.values()]
     assert len(set(nonces)) == len(nonces) and bytes(NONCE_BYTES) not in nonces
+
+
+def test_a_resumed_peer_answers_no_unmasking_request_for_the_round_it_masks_again(setup, tmp_path):
+    """A peer resumed from its checkpoint may have committed to a request set for the round it resumes at before it
+    stopped, and masks that round again with the same pairwise seeds: it refuses every request for it (a second set
+    would give the recipient two answers for one round), where the same peer fresh agrees."""
+    from crc.nodes.secure_aggregation import Contributor, Neighbourhood
+    from crc.nodes.wire import Agree, encode_secure_aggregation
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in GRAPH.neighbors(u)} for u in NEIGHBOURS}
+    secure = SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods)
+    u, me, other = ADDRESS[2], ADDRESS[ME], ADDRESS[3]
+    as_u = replace(setup.peer(FakeClock()).expect, neighbours=frozenset(ADDRESS), secure_aggregation=True)
+    co_member = Contributor(other, Neighbourhood("crc", u, [me, other]), keys[other].secret, {me: keys[me].public})
+    _, sealed = co_member.masked(setup.history[0][3], 0)
+    request = encode_secure_aggregation("unmask", run="crc", sender=u, round_=0, survivors=[me, other],
+                                        shares={other: sealed[me]})
+    replies = []
+    for _start in ("fresh", "resumed from the checkpoint of the first"):
+        peer = setup.peer(FakeClock(), secure_aggregation=secure, checkpoint_dir=str(tmp_path))
+        transport = Recorder()
+        peer._send(transport)
+        peer.checkpoints.save(peer.state, peer.metrics)
+        sent = len(transport.to)
+        peer._accept(request, None, 0, transport)
+        replies.append([type(decode(frame, as_u)) for _, frame in transport.to[sent:]])
+    assert replies == [[Agree], []] and peer.metrics.reveals_refused == 1
 
 
 def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):

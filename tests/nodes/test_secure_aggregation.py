@@ -173,7 +173,8 @@ def test_a_reveal_that_would_unmask_a_message_that_arrived_is_refused():
 
 @pytest.mark.parametrize("survivors, message", [
     (CONTRIBUTORS[1:], "leaves this peer out"),
-    (CONTRIBUTORS[:1], "fewer than two"),
+    (CONTRIBUTORS[:1], "fewer than"),
+    ([CONTRIBUTORS[0], RECIPIENT], "outside the neighbourhood"),  # the recipient names itself
     ([*CONTRIBUTORS[:2], "tcp://127.0.0.1:9999"], "outside the neighbourhood"),
     ([CONTRIBUTORS[0], CONTRIBUTORS[0]], "twice"),
 ])
@@ -208,6 +209,112 @@ def test_a_set_shown_differently_to_two_members_gets_no_reveal_from_either_side_
             peers[c].reveal(0, relayed)
     assert to_ac[c].keys() == {a}
     peers[a].reveal(0, {b: to_ab[b][a]})  # the set a and b both saw: their sum, as it should be
+
+
+def test_the_split_view_attack_unmasks_no_two_disjoint_sums():
+    """Bonawitz et al.'s split view on four members: the recipient asks a and b for {a, b} and c and d for {c, d}.
+    Each set is consistent (its members vouch for each other), so before request sets had to be a majority of the
+    neighbourhood both were answered and the recipient unmasked s_a + s_b and s_c + s_d, two sums instead of one
+    (with one colluder in each pair, two peers' statistics alone). Two majorities share a member, who commits to one."""
+    hood, peers = neighbourhood()
+    a, b, c, d = CONTRIBUTORS
+    _, sent = send(peers)
+    unmasked = []
+    for pair in ([a, b], [c, d]):
+        try:
+            unmasked.append(unmask(hood, {w: sent[w][0] for w in pair}, ask(peers, sent, pair)))
+        except Refused as refusal:
+            assert "fewer than" in str(refusal)
+    assert unmasked == []
+    reveals = ask(peers, sent, [a, b, c])  # a majority is answered, as a dropout before the words arrived needs
+    assert set(reveals) == {a, b, c}
+
+
+@pytest.mark.parametrize("colluders, answered", [(0, [4]), (1, [3, 4]), (2, [3, 4])])
+def test_with_distributed_noise_a_request_names_every_member_the_noise_is_sized_for(colluders, answered):
+    """Distributed noise: shares are sized so that those of all but ``colluders`` members add up to σ². A recipient
+    that names fewer (claiming the others dropped) would unmask a sum with less noise than the accountant counts:
+    with no colluder, three of four members' shares carry 3σ²/4. Such a request is refused."""
+    a, b, c, d = CONTRIBUTORS
+    for size in (3, 4):
+        hood = Neighbourhood("run", RECIPIENT, CONTRIBUTORS, colluders=colluders)
+        peers = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in CONTRIBUTORS if o != w})
+                 for w in CONTRIBUTORS}
+        _, sent = send(peers)
+        named = CONTRIBUTORS[:size]
+        if size in answered:
+            assert set(ask(peers, sent, named)) == set(named)
+        else:
+            with pytest.raises(Refused, match="fewer than"):
+                agree(peers, sent, named)
+
+
+def test_members_resumed_from_their_checkpoint_answer_no_second_set_for_the_round_they_mask_again():
+    """A peer resumed from its checkpoint masks the round it resumes at again (fresh self-mask, the same pairwise
+    seeds) and has forgotten the set it committed to. A recipient answered for {a, b, c} before a and b restarted
+    (so holding c's self-mask seed) asked them for {a, b} after: their pairwise seeds with c stripped c's words to
+    its statistics alone (measured to 4e-7). A resumed contributor answers no request for that round."""
+    a, b, c = CONTRIBUTORS[:3]
+    hood, peers = neighbourhood([a, b, c])
+    stats, sent = send(peers, round_=4)
+    assert set(ask(peers, sent, [a, b, c], round_=4)) == {a, b, c}
+    restarted = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in (a, b, c) if o != w}, resumed=4)
+                 for w in (a, b, c)}
+    resent = {w: restarted[w].masked(stats[w], 4) for w in (a, b, c)}
+    for survivors in ([a, b], [a, b, c]):
+        with pytest.raises(Refused, match="resumed at round 4"):
+            agree(restarted, resent, survivors, round_=4)
+    resent = {w: restarted[w].masked(stats[w], 5) for w in (a, b, c)}  # the rounds after it are answered
+    assert set(ask(restarted, resent, [a, b], round_=5)) == {a, b}
+
+
+def test_a_dropout_claimed_in_a_later_round_strips_no_mask_of_an_earlier_one():
+    """A recipient answered for {a, b, c} in round 0 (so holding c's self-mask seed of round 0) claims c dropped in
+    round 1 to get a's and b's pairwise seeds with c: those are derived per round, and c's round-0 words stripped
+    with them stay uniform."""
+    a, b, c = CONTRIBUTORS[:3]
+    _, peers = neighbourhood([a, b, c])
+    stats, first = send(peers, round_=0)
+    before = ask(peers, first, [a, b, c], round_=0)
+    _, second = send(peers, round_=1)
+    after = ask(peers, second, [a, b], round_=1)
+    words = first[c][0] - mask(before[c]["seed"], SIZE)
+    for w in (a, b):
+        pair = mask(after[w]["pairs"][c], SIZE)
+        words = words + pair if w < c else words - pair
+    assert np.median(np.abs(from_fixed(words) - stats[c])) > 1e9
+
+
+def test_bundles_and_vouches_replayed_from_another_round_or_run_are_refused():
+    """A recipient replaying b's share bundle for a of round 0 in round 1's request (a's shares of an old self-mask
+    instead of the new one), or relaying the vouches of round 0, or of another run on the same keys, for round 1:
+    the sealing and vouching keys are derived per run, recipient and round, so none opens or verifies."""
+    _, peers = neighbourhood()
+    a, b = CONTRIBUTORS[:2]
+    _, old = send(peers, round_=0)
+    _, new = send(peers, round_=1)
+    with pytest.raises(Refused, match=f"share from {b} does not decrypt"):
+        peers[a].agree(1, CONTRIBUTORS, {o: (old if o == b else new)[o][1][a] for o in CONTRIBUTORS if o != a})
+    _, elsewhere = neighbourhood(run="another run")
+    _, sent_elsewhere = send(elsewhere, round_=1)
+    replayed = [agree(peers, old, CONTRIBUTORS, round_=0), agree(elsewhere, sent_elsewhere, CONTRIBUTORS, round_=1)]
+    agree(peers, new, CONTRIBUTORS, round_=1)
+    for vouches in replayed:
+        with pytest.raises(Deviation, match="did not vouch"):
+            peers[a].reveal(1, {o: vouches[o][a] for o in CONTRIBUTORS if o != a})
+
+
+def test_a_member_sending_a_false_vouch_is_not_reported_as_the_recipients_deviation_alone():
+    """A deviating member a agrees to the honest recipient's set but sends c a false vouch (or none): c refuses, as it
+    must, and the deviation it reports names a as a possible source, since the recipient cannot check the vouches
+    it relays and the MACs do not tell who deviated."""
+    _, peers = neighbourhood(CONTRIBUTORS[:3])
+    a, b, c = CONTRIBUTORS[:3]
+    _, sent = send(peers)
+    vouches = agree(peers, sent, [a, b, c])
+    for false in ({a: bytes(32), b: vouches[b][c]}, {b: vouches[b][c]}):
+        with pytest.raises(Deviation, match=f"or {a} (sent a false vouch|made none)"):
+            peers[c].reveal(0, false)
 
 
 def test_vouches_cover_the_membership_a_member_is_shown():

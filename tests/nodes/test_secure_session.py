@@ -27,10 +27,11 @@ def others(me: str) -> tuple[str, ...]:
     return tuple(p for p in PEERS if p != me)
 
 
-def session(me: str) -> SecureAggregationSession:
+def session(me: str, colluders: int | None = None) -> SecureAggregationSession:
     hoods = {u: {w: KEYS[w].public for w in others(u)} for u in others(me)}  # complete graph: N(u) = the others
     return SecureAggregationSession(me, "run", others(me), SecureAggregationKeys(KEYS[me].secret, hoods), rounds=ROUNDS,
-                                    metrics=Metrics.for_neighbours(others(me)), log=logging.getLogger("test.session"))
+                                    metrics=Metrics.for_neighbours(others(me)), log=logging.getLogger("test.session"),
+                                    colluders=colluders)
 
 
 def expect(me: str) -> Expectation:
@@ -106,6 +107,19 @@ def test_with_one_contributor_nothing_is_unmasked_and_the_others_get_a_notice(se
     received = masked_for_recipient(sessions, 2, senders=CONTRIBUTORS[:1])
     assert unmask_round(sessions, 2, received) is None
     assert sum(session.metrics.reveals_refused for session in sessions.values()) == 0
+
+
+@pytest.mark.parametrize("colluders", [0, 1])
+def test_with_distributed_noise_a_member_missing_beyond_the_colluders_costs_the_round(colluders):
+    """Distributed noise sizes the shares for all but ``colluders`` members: with one of three missing, the sum of
+    the two others carries 2/3 of the noise, so it is unmasked only if one colluder (or dropout) is allowed for."""
+    sessions = {p: session(p, colluders) for p in PEERS}
+    received = masked_for_recipient(sessions, 1, senders=CONTRIBUTORS[:2])
+    total = unmask_round(sessions, 1, received)
+    if colluders:
+        np.testing.assert_allclose(total, statistics(1) + statistics(2), rtol=0, atol=1e-5)
+    else:
+        assert total is None and sessions[RECIPIENT].agreements == 0
 
 
 def test_a_contributor_that_does_not_agree_costs_the_round_and_reveals_nothing_of_the_others(sessions):
