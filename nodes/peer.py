@@ -85,7 +85,8 @@ class Peer:
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
-                                           self.links, settings.release_every, private=settings.privacy is not None)
+                                           self.links, settings.release_every, private=settings.privacy is not None,
+                                           guarded=settings.privacy is not None or settings.secure_aggregation is not None)
         resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
@@ -199,7 +200,7 @@ class Peer:
             self.metrics.soft_loss.append(loss)
         self.metrics.round_ms.append(1000 * (time.perf_counter() - started))
         self._count_refused(transport)
-        self.checkpoints.save(self.state, self.metrics)  # before the send: see ``_send``
+        self.checkpoints.save(self.state, self.metrics, before_send=True)  # see ``_send``
         if self.round < self.settings.rounds:
             self._send(transport)
         self.log.info("round %d: %d/%d neighbours%s", self.round, len(received), len(self.settings.peers),
@@ -333,7 +334,7 @@ class Peer:
             self.memory = acceleration.joining_memory(self.settings.acceleration, self.stats)
         if self.average is None and self.settings.acceleration.keeps_average:
             self.average = self.stats.copy()  # as after a first round, so that a checkpoint of it resumes the same
-        self.checkpoints.save(self.state, self.metrics)
+        self.checkpoints.save(self.state, self.metrics, before_send=True)
         self._send(transport)
         return True
 

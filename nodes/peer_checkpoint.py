@@ -164,12 +164,13 @@ def _kept_noise_key(path: Path) -> bytes:
 
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``; a
-    ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``)."""
+    ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``). A ``guarded`` peer (differential privacy or
+    secure aggregation) stops when the checkpoint of a round it is about to send cannot be written (``save``)."""
 
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
-                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False):
+                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, guarded: bool = False):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
-        self.release_every, self.private = release_every, private
+        self.release_every, self.private, self.guarded = release_every, private, guarded
         self._kept_key: bytes | None = None  # the noise key of the checkpoint found by ``load``
         self._failing = False
 
@@ -216,10 +217,14 @@ class PeerCheckpoints:
         self._bind_key(key)
         return key
 
-    def save(self, state: PeerState, metrics: Metrics) -> None:
+    def save(self, state: PeerState, metrics: Metrics, *, before_send: bool = False) -> None:
         """Write the checkpoint; a write that fails (a full disk, no file descriptor left) keeps the previous one,
         which ``checkpoint.save`` replaces only whole, and is counted and logged (an error when the last write
-        succeeded, then quietly until one succeeds again): the run goes on."""
+        succeeded, then quietly until one succeeds again): the run goes on. Except ``before_send`` on a ``guarded``
+        peer, which raises a CRCError: restarted from the previous checkpoint after it sent the round, it would
+        compute and send that round again from other inputs, a second release under fresh noise (privacy) or a
+        second masking under the same pairwise seeds (secure aggregation). Stopped before the send, it resumes from
+        the previous checkpoint and sends the round once."""
         if not self.directory:
             return
         failing = self._failing
@@ -230,6 +235,10 @@ class PeerCheckpoints:
         except OSError as exc:
             self._failing = True
             metrics.checkpoint_failures += 1
+            if before_send and self.guarded:
+                raise CRCError(f"round {state.round}: checkpoint not written ({exc.strerror or exc}): a private or "
+                               f"secure-aggregation peer stops rather than send a round its checkpoint does not hold; "
+                               f"free {self.directory} and start it again: it resumes from its last checkpoint") from None
             self.log.log(logging.DEBUG if failing else logging.ERROR,
                          "round %d: checkpoint not written (%s); the previous one is kept", state.round, exc)
             return

@@ -1351,3 +1351,24 @@ def test_a_peer_under_the_models_default_algorithm_follows_the_simulator(kind, o
     transport = FakeTransport(peer.clock, run.neighbours_answer)
     assert peer.run(transport)
     run.assert_follows_simulator(peer, transport)
+
+
+def test_a_private_peer_stops_before_sending_a_round_its_checkpoint_does_not_hold(setup, tmp_path, monkeypatch):
+    """A private peer whose checkpoint cannot be written stops before the send: restarted from the previous checkpoint
+    after sending, it would send the round again from other inputs, a second release under fresh noise. A
+    secure-aggregation peer is guarded the same way (a second masking under the same pairwise seeds); a plain one
+    goes on (``test_a_checkpoint_that_cannot_be_written_is_logged_and_the_run_goes_on``)."""
+    from crc.protocol.accountant import plan
+
+    privacy = plan(setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS)
+    peer = setup.peer(FakeClock(), checkpoint_dir=str(tmp_path), privacy=privacy)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "save", full_disk)
+    transport = FakeTransport(peer.clock, setup.neighbours_answer)
+    with pytest.raises(CRCError, match="round 1: checkpoint not written .*stops rather than send a round its checkpoint"):
+        peer.run(transport)
+    assert list(transport.sent_stats()) == [0] and peer.metrics.checkpoint_failures >= 1
+    assert secure_peer(setup).checkpoints.guarded and not setup.peer(FakeClock()).checkpoints.guarded
