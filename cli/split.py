@@ -13,7 +13,7 @@ from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.nodes.deployment import node_file, write_deployment, write_vertical_deployment
-from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, make_split, repeat_seeds
@@ -38,7 +38,7 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
                     "data": node_file(".", index).name, "schema": "schema.json",
                     "secret-key": peer_secret_key_file(".", index).as_posix(),
                     "known-peers": peer_known_peers_file(".", index).name,
-                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json"}
+                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": deployment_run_id(directory)}
         path = peer_config_file(directory, index)
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 

@@ -15,6 +15,7 @@ Nothing in these files is trusted: sizes, types and keys are checked before use.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from zmq.utils import z85
 
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
-from crc.nodes.wire import ADDRESS_BYTES, MAX_ENTRIES
+from crc.nodes.wire import ADDRESS_BYTES, DEFAULT_RUN, MAX_ENTRIES
 
 KEY_TEXT_LENGTH = 40
 """z85 characters of a 32-byte CURVE key."""
@@ -207,6 +208,16 @@ def write_known_peers(path, known: Mapping[str, str]) -> None:
 def peer_secret_key_file(directory, index: int) -> Path:
     """Secret key file of peer ``index`` in a deployment directory (its public key is beside it, ``.key``)."""
     return key_files(Path(directory) / "keys", f"node-{index}")[1]
+
+
+def deployment_run_id(directory) -> str:
+    """The run id of the deployment whose keys ``write_peer_keys`` wrote into ``directory``: named after peer 0's
+    public key, so that each new set of keys (a launch, a split) is a run of its own, as secure aggregation needs
+    (``crc.nodes.settings.check_masking_run``); the default run id without keys (plaintext peers)."""
+    public = key_files(Path(directory) / "keys", "node-0")[0]
+    if not public.exists():
+        return DEFAULT_RUN
+    return "crc-" + hashlib.sha256(public.read_bytes()).hexdigest()[:16]
 
 
 def peer_known_peers_file(directory, index: int) -> Path:

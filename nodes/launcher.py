@@ -29,7 +29,7 @@ from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
-from crc.nodes.keys import peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
@@ -73,7 +73,7 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     # -I: the installed crc, never a checkout that happens to be the working directory.
-    return [sys.executable, "-I", "-m", "crc", "node", "--bind", addresses[index],
+    return [sys.executable, "-I", "-m", "crc", "node", "--run-id", deployment_run_id(workdir), "--bind", addresses[index],
             "--peers", ",".join(addresses[j] for j in neighbours), "--data", str(node_file(workdir, index)),
             "--schema", str(workdir / "schema.json"), "--model", config.model, *model, "--rounds", str(config.rounds),
             "--algorithm", config.algorithm, "--iters", str(config.iters), "--momentum", repr(config.momentum), "--start", config.start,

@@ -30,7 +30,7 @@ from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neigh
 from crc.nodes.local_data import load_local
 from crc.nodes.metrics import MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
-from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from crc.nodes.settings import PeerSettings, SecureAggregationKeys, check_masking_run
 from crc.nodes.transport import Transport
 from crc.protocol.rules import check_release_every, check_secure_aggregation
 
@@ -365,6 +365,7 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
         return None
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods")
+    check_masking_run(options.run)
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
     return SecureAggregationKeys(keys.own.secret, vouched_neighbourhoods(hoods, options.bind, keys.own.public,
                                                                          load_known_peers(options.known_peers), neighbours,

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from crc.core.acceleration import PAPER, Acceleration
 from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import PEER_ATTACKS
+from crc.core.errors import OptionConflict
 from crc.core.privacy import Privacy
+from crc.nodes.wire import DEFAULT_RUN
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,9 @@ class PeerSettings:
     """Milliseconds queued statistics may take to leave after the last round (a stop closes at once)."""
     poll_slice_s: float = 0.1
     """Longest single wait for frames, in seconds: a stop request is seen within this time."""
-    run: str = "crc"
-    """Run id: peers of other runs are ignored."""
+    run: str = DEFAULT_RUN
+    """Run id: peers of other runs are ignored. Secure aggregation derives its pairwise masks from it
+    (``check_masking_run``)."""
     checkpoint_dir: str | None = None
     """Directory of the per-round checkpoint (none: no checkpoint, no resume)."""
     aggregate: str = "mean"
@@ -125,3 +128,14 @@ class PeerSettings:
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
         if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
             raise ValueError("every neighbour needs a known key")
+
+
+def check_masking_run(run: str) -> None:
+    """Refuse the default run id for a peer that masks (secure aggregation, a vertical group's score masks): the
+    pairwise masks derive from the run id, the round and the peers' long-term keys, so two runs of the same peers
+    under one id mask alike, and a recipient that kept both learns the difference of a member's statistics."""
+    if run == DEFAULT_RUN:
+        raise OptionConflict(f"--secure-aggregation needs --run-id NAME, a name no earlier run of these peers used, the "
+                             f"same on every peer (not the default {run!r}): the masks derive from it and the peers' keys, "
+                             "so two runs under one name mask alike and a recipient that kept both learns the difference "
+                             "of a member's statistics")

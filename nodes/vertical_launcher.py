@@ -24,7 +24,7 @@ from crc.nodes.alignment import require_psi
 from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
-from crc.nodes.keys import peer_known_peers_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.launcher import PeerProcesses, free_ports, run_deadline_s
 from crc.nodes.settings import PeerSettings
 from crc.protocol import SimulationConfig
@@ -64,7 +64,7 @@ def vertical_node_command(peer: int, addresses: list[str], config: SimulationCon
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
     hybrid = ["--block-peers", ",".join(addresses[q] for q in block_peers)] if fp.kind == "hybrid" else []
-    return [sys.executable, "-I", "-m", "crc", "node", "--partition", fp.spec,
+    return [sys.executable, "-I", "-m", "crc", "node", "--run-id", deployment_run_id(workdir), "--partition", fp.spec,
             "--blocks", str(blocks_file(workdir)), "--block", str(peer % fp.blocks), "--id-column", ID_COLUMN,
             "--bind", addresses[peer], "--peers", ",".join(addresses[q] for q in members), *hybrid,
             "--data", str(node_file(workdir, peer)), "--schema", str(workdir / "schema.json"), "--model", config.model,

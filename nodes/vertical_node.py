@@ -29,7 +29,7 @@ from crc.nodes.label_holder import LabelHolder
 from crc.nodes.local_data import feature_map
 from crc.nodes.node import NodeOptions, NodeOutcome
 from crc.nodes.score_masks import ScoreMasks
-from crc.nodes.settings import PeerSettings
+from crc.nodes.settings import PeerSettings, check_masking_run
 from crc.nodes.transport import Transport
 from crc.nodes.vertical_peer import BlockData, GroupStopped, VerticalPeer
 from crc.protocol.rules import check_secure_aggregation
@@ -116,6 +116,7 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
         if hybrid or partition.blocks < 3:
             raise OptionConflict(f"--secure-aggregation: not with --partition {partition.spec}: the label holder learns "
                                  "only the sum of its members' scores, which needs a vertical group of three peers or more")
+        check_masking_run(options.run)
     if options.blocks is None or options.block is None:
         raise OptionConflict(f"--partition {partition.spec} needs --blocks FILE (every block's feature names, the same "
                              "file on every peer; `crc split` writes blocks.json) and --block B (the one this peer holds)")

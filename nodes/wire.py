@@ -74,6 +74,8 @@ from crc.core.plausibility import (  # noqa: F401 (re-exported)
 PROTOCOL_VERSION = 2
 """2: secure aggregation's consistency round (agree, confirm) and random nonces in sealed shares."""
 MESSAGE_TYPE = "stats"
+DEFAULT_RUN = "crc"
+"""The run id of peers not told one (``--run-id``): every frame names its run, and peers of other runs are ignored."""
 DTYPE = "<f8"
 FIELDS = frozenset({"v", "type", "run", "from", "round", "schema", "ess", "dtype", "n", "data"})
 MAX_TEXT = 512

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 from crc.cli.config_file import MAX_CONFIG_BYTES, ConfigFileCommand, configurable, toml_value
 from crc.cli.main import main
 from crc.cli.peer import node
+from crc.nodes.keys import deployment_run_id
+from crc.nodes.settings import PeerSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,6 +54,7 @@ def test_split_writes_one_config_file_per_peer_that_crc_node_reads(deploy):
         assert got["secret-key"] == str(deploy / "keys" / f"node-{index}.key_secret")
         assert got["known-peers"] == str(deploy / f"known-peers-{index}.json")
         assert got["out"] == str(deploy / f"model-{index}.json") and got["checkpoint"] == str(deploy / f"checkpoint-{index}")
+        assert got["run-id"] == deployment_run_id(deploy) != PeerSettings.run  # a run of its own: its keys are new
 
 
 def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy, tmp_path):
@@ -62,7 +65,7 @@ def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy
     got = settings(result.stdout)
     assert got["timeout"] == 5.0 and got["model"] == "qda"  # the file over the defaults
     assert got["rounds"] == 9 and got["peers"] == ["tcp://127.0.0.1:7105"]  # the command line over the file
-    assert got["down-after"] == 3 and got["run-id"] == "crc"  # defaults where neither says
+    assert got["down-after"] == 3 and got["aggregate"] == "mean"  # defaults where neither says
     lines = result.stdout.splitlines()
     assert f"timeout = 5.0  # from {config}" in lines and "rounds = 9  # from the command line" in lines
     assert "down-after = 3" in lines and "# ess: not set" in lines
