@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crc.core.columns import MISSING_NAMED, Column, as_column
+from crc.core.columns import MISSING_NAMED, Column, as_column, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
@@ -54,7 +54,7 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
     allowed = set(schema.feature_names) | {schema.label}
     missing_cols = [c for c in schema.feature_names + ([schema.label] if labels else []) if c not in columns]
     if missing_cols:
-        raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}")
+        raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}{headerless_hint(columns)}")
     extra = [c for c in columns if c not in allowed]
     if extra:
         raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}")
@@ -152,7 +152,7 @@ def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndar
     if hasattr(columns, "keys"):  # a dict or a DataFrame
         missing = [name for name in names if name not in columns]
         if missing:
-            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}{headerless_hint(columns)}")
         cells = {name: columns[name] for name in names}
     else:
         rows = np.asarray(columns)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crc.core import fields
-from crc.core.columns import MISSING_NAMED, as_column, as_number
+from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 
@@ -193,11 +193,14 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
-def _separator_hint(columns: dict) -> str:
-    """A hint when the header is one column whose name holds a semicolon or a tab: not a comma-separated file."""
+def _header_hint(columns: dict) -> str:
+    """A hint when the header is one column whose name holds a semicolon or a tab (not a comma-separated file), or
+    names that are all numbers (a file without a header)."""
     names = list(columns)
     separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
-    return "" if separator is None else f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+    if separator is not None:
+        return f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+    return headerless_hint(names)
 
 
 def _refuse_stray_text(name: str, column) -> None:
@@ -270,7 +273,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
-        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_separator_hint(columns)}")
+        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_header_hint(columns)}")
     unknown = [name for name in categorical if name not in columns or name == label]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column
+from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column, headerless_hint
 from crc.core.errors import CRCError
 
 MAX_TABLE_BYTES = 2 * 2**30
@@ -194,7 +194,7 @@ def _header(path, line: bytes) -> list[str]:
         raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}")
     repeated = next((name for k, name in enumerate(names) if name in names[:k]), None)
     if repeated is not None:
-        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns")
+        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns{headerless_hint(names)}")
     return names
 
 

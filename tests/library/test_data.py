@@ -54,6 +54,16 @@ def test_encode_rejects_unknown_category_class_and_columns():
         encode(continuous, {"a": ["1", "n.a."], "cls": ["p", "q"]}, source="d.csv")
 
 
+def test_a_file_without_a_header_is_named_as_such():
+    """Its first row read as names: every missing-column error says to add a header, and only then."""
+    schema = infer_schema({"b": ["1.5", "2.5"], "cls": ["p", "q"]}, "cls")
+    for columns, hinted in (({"0.5": ["1.5"], "3": ["2"]}, True), ({"0.5": ["1.5"], "p": ["q"]}, False)):
+        for call in (encode, encode_features):
+            with pytest.raises(CRCError, match="^d.csv: missing column") as raised:
+                call(schema, columns, source="d.csv")
+            assert ("first line looks like data, not column names: add a header row" in str(raised.value)) == hinted
+
+
 def test_read_csv_errors(tmp_path):
     with pytest.raises(CRCError, match="no such file"):
         read_csv(tmp_path / "absent.csv")

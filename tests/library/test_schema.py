@@ -135,6 +135,9 @@ def test_label_problems():
         infer_schema({"a;y": ["1;p", "2;q"]}, "y")
     with pytest.raises(CRCError, match=r"columns are a, b$"):
         infer_schema(table(a=["1"], b=["x"]), "y")
+    with pytest.raises(CRCError, match=r"columns are 5.1, 0 \(its first line looks like data, not column names: add a "
+                                       r"header row naming the columns\)$"):
+        infer_schema({"5.1": ["4.9"], "0": ["1"]}, "class")
     with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
     with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\)"):
