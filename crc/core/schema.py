@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from dataclasses import dataclass, field, replace
 
@@ -239,6 +240,20 @@ def _refuse_identifier(name: str, column) -> None:
                        f"not a feature; drop the column")
 
 
+def _warn_row_number(name: str, column) -> None:
+    """Warn (on the ``crc.data`` logger) if ``column`` holds the consecutive integers lo, lo + 1, ..., hi, one per row,
+    in more than ``MAX_DISCRETE_DISTINCT`` rows: a row number, which tells the class of a file sorted by class."""
+    rows = column.number_rows()[0]
+    present = rows[~np.isnan(rows)]
+    if present.size <= MAX_DISCRETE_DISTINCT or not np.array_equal(present, np.round(present)):
+        return
+    low, high = present.min(), present.max()
+    if high - low + 1 == present.size and np.unique(present).size == present.size:
+        logging.getLogger("crc.data").warning(
+            f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
+            f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
+
+
 def _seen_once(column) -> int:
     """How many of ``column``'s classes (canonical values) occur in one row only."""
     rows = np.bincount(column.codes, minlength=len(column.canonical))
@@ -300,6 +315,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             _refuse_stray_text(name, column)
             _refuse_comma_numbers(name, column)
             _refuse_identifier(name, column)
+        elif name not in categorical:
+            _warn_row_number(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
         else:

@@ -115,6 +115,25 @@ def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
     assert len(infer_schema(repeated, "y").features[0].categories) == 11
 
 
+def test_a_row_number_column_is_named_in_a_warning(caplog):
+    """Consecutive integers, one per row (a shuffled file's too): a continuous feature that tells the class of a file
+    sorted by class, so a warning names it; integers with a gap or a repeat, or ten rows, are not warned about."""
+    order = [3, 0, 11, 5, 1, 2, 4, 6, 7, 8, 9, 10]
+    cols = table(row=[str(i + 1001) for i in order] + [""], y=list("pq" * 6) + ["p"])
+    with caplog.at_level("WARNING", logger="crc.data"):
+        assert infer_schema(cols, "y").features[0].kind == CONTINUOUS
+    assert caplog.messages == ["feature column 'row' holds the integers 1001 to 1012, one per row: a row number or an "
+                               "identifier? It is a feature like any other (in a file sorted by class it gives the "
+                               "class away); drop it"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        for cells in ([str(i) for i in range(11)] + ["12"], [str(i) for i in range(11)] + ["10"], [str(i) for i in range(10)],
+                      [f"{i}.5" for i in range(12)]):
+            infer_schema(table(a=cells, y=list("pq" * 6)[:len(cells)]), "y")
+        infer_schema(cols, "y", categorical=["row"])
+    assert caplog.messages == []
+
+
 def test_numbers_written_with_a_comma_are_refused_not_made_categories():
     """A decimal comma (3,11) or a thousands separator (1,234): read as text, each value would be a category."""
     commas = [f"{i},{i % 7}5" for i in range(12)] + ["", "3", "1,234,5"]
