@@ -198,7 +198,8 @@ def split_counts(m: int, n_train: int, test_size: float) -> tuple[int, int]:
     n_test = min(wanted, m - n_train) if fraction else wanted
     if n_test < 1 or n_train + n_test > m:
         raise CRCError(f"data set has {m} instances, fewer than the {n_train} training (nodes x local size) plus "
-                       f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed")
+                       f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed: at "
+                       f"most {m - max(n_test, 1)} training instances fit, so give fewer peers or fewer instances each")
     return n_test, wanted
 
 

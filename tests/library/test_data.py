@@ -90,8 +90,13 @@ def test_a_test_fraction_too_large_for_the_data_gets_the_instances_the_training_
     assert len(train) == 80 and len(test) == 20 and not set(train) & set(test)
     assert sorted(np.concatenate([train, test])) == list(range(100))
     assert split_counts(3196, 2500, 0.25) == (696, 799)  # chess in the default setting
-    with pytest.raises(CRCError, match="fewer than the 100 training .* plus at least 1 test instance needed"):
+    with pytest.raises(CRCError, match=r"fewer than the 100 training .* plus at least 1 test instance needed: at most 99 "
+                                       r"training instances fit, so give fewer peers or fewer instances each$"):
         split_indices(100, 100, 0.25, seed=0)
+    with pytest.raises(CRCError, match=r"^data set has 12 instances, fewer than the 2500 training \(nodes x local size\) plus "
+                                       r"at least 1 test instance needed: at most 11 training instances fit, so give fewer peers or "
+                                       r"fewer instances each$"):
+        split_counts(12, 2500, 0.25)
     with pytest.raises(CRCError, match="test size 0.001 leaves no test instance out of 100"):
         split_indices(100, 10, 0.001, seed=0)
 
