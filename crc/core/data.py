@@ -19,6 +19,9 @@ from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
 
+MAX_LISTED = 12
+"""Known categories or classes an error names at most."""
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -65,7 +68,8 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
         if feature.kind == CONTINUOUS:
             x[:, j] = _numbers(column, feature.name, source)
         else:
-            x[:, j] = column.gather(_codes(column, feature.categories, source, f"column {feature.name!r} has unknown category"))
+            x[:, j] = column.gather(_codes(column, feature.categories, source, f"column {feature.name!r} has unknown category",
+                                           "correct the cell, or leave it empty (a missing value, which the model goes without)"))
     if not labels:
         return x, None
     column = as_column(columns[schema.label])
@@ -85,15 +89,17 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     return rows
 
 
-def _codes(column: Column, known: tuple[str, ...], source: str, what: str) -> np.ndarray:
-    """(u,) the index in ``known`` of each of the column's values (by canonical spelling); an unknown one is an error."""
+def _codes(column: Column, known: tuple[str, ...], source: str, what: str, fix: str = "") -> np.ndarray:
+    """(u,) the index in ``known`` of each of the column's values (by canonical spelling); an unknown one is an error
+    naming at most ``MAX_LISTED`` known values, then ``fix`` (what to do)."""
     index = {value: k for k, value in enumerate(known)}
     codes = np.empty(len(column.values))
     for i, spelling in enumerate(column.canonical):
         code = index.get(spelling)
         if code is None:
-            raise CRCError(f"{source}: {what} {column.shown(i)} in data row {column.first_row(i) + 1}; "
-                           f"known: {', '.join(known)}")
+            listed = ", ".join(known[:MAX_LISTED]) + (f", ... ({len(known)} in all)" if len(known) > MAX_LISTED else "")
+            raise CRCError(f"{source}: {what} {column.shown(i)} in data row {column.first_row(i) + 1}; known: {listed}"
+                           + (f": {fix}" if fix else ""))
         codes[i] = code
     return codes
 

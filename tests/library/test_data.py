@@ -54,6 +54,21 @@ def test_encode_rejects_unknown_category_class_and_columns():
         encode(continuous, {"a": ["1", "n.a."], "cls": ["p", "q"]}, source="d.csv")
 
 
+def test_an_unknown_category_says_what_to_do_and_lists_a_dozen_known_ones():
+    """A category the training data never had (a new city at prediction time): one line that lists at most twelve known
+    categories and says to leave the cell empty, which every model goes without."""
+    cities = [f"c{k:02d}" for k in range(60)]
+    schema = infer_schema({"city": cities * 2, "cls": list("pq" * 60)}, "cls")
+    message = (r"^d.csv: column 'city' has unknown category 'atlantis' in data row 2; known: c00, c01, c02, c03, c04, c05, "
+               r"c06, c07, c08, c09, c10, c11, \.\.\. \(60 in all\): correct the cell, or leave it empty \(a missing "
+               r"value, which the model goes without\)$")
+    for call in (lambda cells: encode(schema, {"city": cells, "cls": ["p", "q"]}, source="d.csv")[0],
+                 lambda cells: encode_features(schema, {"city": cells}, source="d.csv")):
+        with pytest.raises(CRCError, match=message):
+            call(["c01", "atlantis"])
+        assert np.isnan(call(["c01", ""])[1, 0])
+
+
 def test_a_file_without_a_header_is_named_as_such():
     """Its first row read as names: every missing-column error says to add a header, and only then."""
     schema = infer_schema({"b": ["1.5", "2.5"], "cls": ["p", "q"]}, "cls")
