@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, field, replace
 
@@ -163,16 +164,34 @@ class Schema:
         for col, j in enumerate(self.continuous):
             values = x_continuous[:, col]
             values = values[~np.isnan(values)]
+            mean, std = moments(values) if values.size else (0.0, 0.0)
+            std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
             with np.errstate(over="ignore", invalid="ignore"):
-                mean = float(values.mean()) if values.size else 0.0
-                std = float(values.std()) if values.size else 0.0
-                std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
                 standardized = (values - mean) / std
             if not (np.isfinite(std) and np.isfinite(standardized).all()):
                 raise CRCError(f"feature column {features[j].name!r} holds numbers too large to standardize (up to "
                                f"{np.abs(values).max():.3g}): rescale it")
             features[j] = replace(features[j], mean=mean, std=std)
         return replace(self, features=tuple(features))
+
+
+def moments(values: np.ndarray, weight: np.ndarray | None = None) -> tuple[float, float]:
+    """Mean and standard deviation of ``values`` (n,) (weighted by ``weight`` (n,) if given); computed on
+    ``values / max |values|`` when the squares underflow to a deviation of 0 or overflow (units of 1e-200 or 1e200)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        mean, std = _plain_moments(values, weight)
+        if not np.isfinite(std) or (std == 0 and values.min() != values.max()):
+            scale = float(np.abs(values).max())
+            mean, std = _plain_moments(values / scale, weight)
+            mean, std = mean * scale, std * scale
+    return mean, std
+
+
+def _plain_moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
+    if weight is None:
+        return float(values.mean()), float(values.std())
+    mean = float(np.average(values, weights=weight))
+    return mean, math.sqrt(np.average((values - mean) ** 2, weights=weight))
 
 
 def _feature_from_json(obj, name: str) -> Feature:

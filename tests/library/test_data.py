@@ -150,8 +150,21 @@ def test_a_value_whose_square_would_overflow_is_refused_not_a_nan_probability():
         encode_features(schema, {"a": ["0.5", "1.7e308"]}, source="t.csv")
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e-300, 1e200, 1e300])
+def test_numbers_of_any_finite_scale_standardize_as_the_same_numbers_at_scale_one(scale):
+    """A column in units far from 1 (1e-200: squares underflow to 0; 1e200: they overflow) carries the same
+    information: its standard deviation was 0 (the column dropped as constant) or infinite (the column refused)."""
+    values = np.array([[5.1], [4.9], [6.3], [5.8], [7.1], [np.nan]])
+    schema = infer_schema({"a": [str(i) for i in range(12)], "cls": list("pq" * 6)}, "cls")
+    plain = schema.standardized(values).features[0]
+    with np.errstate(all="raise"):
+        scaled = schema.standardized(values * scale).features[0]
+    assert scaled.mean == pytest.approx(plain.mean * scale, rel=1e-12) and scaled.std == pytest.approx(plain.std * scale, rel=1e-12)
+    assert plain.std != 1.0
+
+
 def test_numbers_too_large_to_standardize_are_refused_without_numpy_warnings():
     """crc simulate on a column of values near 1e308: numpy's overflow warnings, then a schema with std Infinity."""
     schema = infer_schema({"a": [str(i) for i in range(12)], "cls": list("pq" * 6)}, "cls")
     with np.errstate(all="raise"), pytest.raises(CRCError, match=r"'a' holds numbers too large to standardize \(up to 1.7e\+308"):
-        schema.standardized(np.array([[1.7e308], [-1.7e308], [1.0]]))
+        schema.standardized(np.array([[1.7e308], [-1.7e308], [-1.7e308]]))  # 1.7e308 - mean overflows
