@@ -157,6 +157,6 @@ def test_padding_rows_add_nothing():
 
 def test_a_one_feature_table_is_refused_naming_the_circuit_that_takes_it():
     schema = infer_schema({"x": [str(i / 10) for i in range(12)], "y": list("pq" * 6)}, "y")
-    with pytest.raises(CRCError, match=r"^a region-graph circuit needs at least two features, got 1: the mixture circuit "
-                                       r"\(--structure mixture\) or naive Bayes takes one$"):
+    with pytest.raises(CRCError, match=r"^a region-graph circuit needs at least two features, got n_features=1: the "
+                                       r"mixture circuit \(--structure mixture\) or naive Bayes takes one$"):
         make_model("pc", schema, structure="region-graph")
