@@ -10,6 +10,7 @@ that every network message carries.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -213,6 +214,13 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
+def _close_name(label: str, columns: dict) -> str:
+    """`` (did you mean 'class'?)`` for a column name like ``label`` (another case, spaces, a typo), else ""."""
+    names = {name.strip().lower(): name for name in columns}
+    close = difflib.get_close_matches(label.strip().lower(), list(names), n=1)
+    return f" (did you mean {names[close[0]]!r}?)" if close else ""
+
+
 def _header_hint(columns: dict) -> str:
     """A hint when the header is one column whose name holds a semicolon or a tab (not a comma-separated file), or
     names that are all numbers (a file without a header)."""
@@ -307,7 +315,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
-        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_header_hint(columns)}")
+        raise CRCError(f"label column {label!r} not found{_close_name(label, columns)}; columns are {', '.join(columns)}"
+                       f"{_header_hint(columns)}")
     unknown = [name for name in categorical if name not in columns or name == label]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")

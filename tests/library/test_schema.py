@@ -154,6 +154,9 @@ def test_label_problems():
         infer_schema({"a;y": ["1;p", "2;q"]}, "y")
     with pytest.raises(CRCError, match=r"columns are a, b$"):
         infer_schema(table(a=["1"], b=["x"]), "y")
+    for given in ("Class ", "clas", " class"):
+        with pytest.raises(CRCError, match=r"^label column .* not found \(did you mean 'class'\?\); columns are sepal, class$"):
+            infer_schema(table(sepal=["1"], **{"class": ["x"]}), given)
     with pytest.raises(CRCError, match=r"columns are 5.1, 0 \(its first line looks like data, not column names: add a "
                                        r"header row naming the columns\)$"):
         infer_schema({"5.1": ["4.9"], "0": ["1"]}, "class")
