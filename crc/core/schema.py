@@ -227,7 +227,8 @@ def _header_hint(columns: dict) -> str:
     names = list(columns)
     separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
     if separator is not None:
-        return f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+        return (f" (the file looks separated by {separator!r}: crc reads comma-separated files; save it with commas "
+                f"between cells and points in numbers)")
     return headerless_hint(names)
 
 

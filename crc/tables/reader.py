@@ -194,7 +194,8 @@ def _header(path, line: bytes) -> list[str]:
         raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}")
     repeated = next((name for k, name in enumerate(names) if name in names[:k]), None)
     if repeated is not None:
-        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns{headerless_hint(names)}")
+        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns"
+                       f"{headerless_hint(names) or ': give each column a name of its own'}")
     return names
 
 

@@ -92,7 +92,7 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
     (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2"),
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),
-    (b"a,a\n1,2\n", "repeated column names: 'a' names two columns$"),
+    (b"a,a\n1,2\n", "repeated column names: 'a' names two columns: give each column a name of its own$"),
     (b"0,1.5,0\n1,2,3\n", "repeated column names: '0' names two columns \\(its first line looks like data, not column "
                          "names: add a header row naming the columns\\)$"),
     (b"a,b\n1,\xff\xfe\n", r"not UTF-8 text \(.*\): save the file as UTF-8"),

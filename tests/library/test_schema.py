@@ -150,7 +150,8 @@ def test_numbers_written_with_a_comma_are_refused_not_made_categories():
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
-    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated"):
+    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated "
+                                       r"files; save it with commas between cells and points in numbers\)$"):
         infer_schema({"a;y": ["1;p", "2;q"]}, "y")
     with pytest.raises(CRCError, match=r"columns are a, b$"):
         infer_schema(table(a=["1"], b=["x"]), "y")
