@@ -325,7 +325,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
         raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1}; "
-                       f"{MISSING_NAMED})")
+                       f"{MISSING_NAMED}): drop those rows, or write their class")
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")

@@ -161,7 +161,8 @@ def test_label_problems():
     with pytest.raises(CRCError, match=r"columns are 5.1, 0 \(its first line looks like data, not column names: add a "
                                        r"header row naming the columns\)$"):
         infer_schema({"5.1": ["4.9"], "0": ["1"]}, "class")
-    with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells"):
+    with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells are "
+                                       r"missing values\): drop those rows, or write their class$"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
     with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\)"):
         infer_schema(table(a=["1"] * 22, y=[str(i / 3) for i in range(12)] + ["0"] * 10), "y")
