@@ -33,6 +33,9 @@ COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
 """Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
+ROWS_PER_CATEGORY = 10
+"""Fewer values per category of a discrete column than this, on average, and more than ``MAX_DISCRETE_DISTINCT``
+categories: a warning."""
 SCHEMA_FORMAT = "crc-schema/1"
 MAX_SCHEMA_BYTES = 16 * 2**20
 
@@ -282,6 +285,17 @@ def _warn_row_number(name: str, column) -> None:
             f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
 
 
+def _warn_rare_categories(name: str, categories: int, values: int) -> None:
+    """Warn (``crc.data`` logger) if a discrete column has more than ``MAX_DISCRETE_DISTINCT`` categories, seen fewer
+    than ``ROWS_PER_CATEGORY`` times each on average: naive Bayes' unsmoothed category frequencies of such a column
+    outweigh the other features."""
+    if categories > MAX_DISCRETE_DISTINCT and values < ROWS_PER_CATEGORY * categories:
+        logging.getLogger("crc.data").warning(
+            f"feature column {name!r} has {categories} categories for {values} values ({values / categories:.1f} each on "
+            f"average): its frequencies, estimated per class from so few, can outweigh every other feature; merge its "
+            f"rare categories or drop it")
+
+
 def _seen_once(column) -> int:
     """How many of ``column``'s classes (canonical values) occur in one row only."""
     rows = np.bincount(column.codes, minlength=len(column.canonical))
@@ -348,6 +362,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             _warn_row_number(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
+            _warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:
