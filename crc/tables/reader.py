@@ -191,7 +191,8 @@ def _header(path, line: bytes) -> list[str]:
         raise CRCError(f"{path}: unreadable header ({exc})") from None
     if "" in names:
         index = " (a row index, as pandas' DataFrame.to_csv writes without index=False?)" if names[0] == "" else ""
-        raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}")
+        raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}: name that "
+                       f"column, or delete it")
     repeated = next((name for k, name in enumerate(names) if name in names[:k]), None)
     if repeated is not None:
         raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns"
@@ -253,7 +254,10 @@ def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[st
     for i, row in enumerate(rows):
         if len(row) != len(names):
             line = i + 2 if header else i + 1
-            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}")
+            comment = header and names[0].startswith("#")
+            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}"
+                           + (" (the first line starts with '#': crc reads no comment lines; delete it)" if comment
+                              else ": give every row one cell per column name"))
     if not rows:
         raise CRCError(f"{path}: header but no data rows")
     return {name: as_column([row[j].strip() for row in rows]) for j, name in enumerate(names)}

@@ -89,7 +89,10 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2"),
+    (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2: give every row one cell per column name$"),
+    (b"# iris\na,b\n1,2\n", "line 2 has 2 cells, expected 1 \\(the first line starts with '#': crc reads no comment lines; "
+                          "delete it\\)$"),
+    (b"a,b,\n1,2,\n", "header has empty column names: column 3 has none: name that column, or delete it$"),
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),
     (b"a,a\n1,2\n", "repeated column names: 'a' names two columns: give each column a name of its own$"),
