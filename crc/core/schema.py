@@ -346,7 +346,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
-                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one)")
+                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one); "
+                       f"--label names the class column, and a numeric target cut into ranges makes one")
     features = []
     for name, cells in columns.items():
         if name == label:

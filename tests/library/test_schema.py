@@ -182,7 +182,9 @@ def test_label_problems():
     with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells are "
                                        r"missing values\): drop those rows, or write their class$"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
-    with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\)"):
+    with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\): a class column "
+                                       r"repeats its classes \(a numeric target or an identifier is not one\); --label names "
+                                       r"the class column, and a numeric target cut into ranges makes one$"):
         infer_schema(table(a=["1"] * 22, y=[str(i / 3) for i in range(12)] + ["0"] * 10), "y")
     with pytest.raises(CRCError, match=r"has 12 classes in 22 rows \(2 seen once\)"):  # 10 classes seen twice
         infer_schema(table(a=["1"] * 22, y=[str(i) for i in range(10)] * 2 + ["x", "z"]), "y")
