@@ -60,7 +60,8 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
         raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}{headerless_hint(columns)}")
     extra = [c for c in columns if c not in allowed]
     if extra:
-        raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}")
+        raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}: drop them, or make the "
+                       f"schema from a table that has them")
     m = len(as_column(columns[schema.features[0].name if schema.features else schema.label]))
     x = np.empty((m, len(schema.features)))
     for j, feature in enumerate(schema.features):
