@@ -101,7 +101,10 @@ def _open(path):
     waited for: it is read twice (counted, then parsed), which a pipe or a FIFO cannot be."""
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise CRCError(f"{path}: a directory, not a CSV file: name a file in it")
+        if not stat.S_ISREG(mode):
             raise CRCError(f"{path}: not a regular file (a pipe, FIFO or device), which cannot be read twice, counted "
                            "then parsed: save it to a file")
         return opener(path, "rb")

@@ -220,6 +220,8 @@ def test_a_pipe_or_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(fifo)
     with fails_if_blocked(), pytest.raises(CRCError, match="fifo.csv: not a regular file .* save it to a file"):
         read_csv(fifo)
+    with pytest.raises(CRCError, match=f"^{tmp_path}: a directory, not a CSV file: name a file in it$"):
+        read_csv(tmp_path)
 
 
 @pytest.mark.parametrize("quote", ["", '"'])
