@@ -296,6 +296,28 @@ def _warn_rare_categories(name: str, categories: int, values: int) -> None:
             f"rare categories or drop it")
 
 
+def _canonical_codes(column) -> np.ndarray:
+    """(m,) each row's index among the column's distinct canonical spellings, -1 where missing."""
+    index: dict[str, int] = {}
+    per_value = np.array([index.setdefault(spelling, len(index)) for spelling in column.canonical] + [-1], dtype=np.int64)
+    return per_value[column.codes]
+
+
+def _warn_label_copy(name: str, column, label: str, label_column) -> None:
+    """Warn (``crc.data`` logger) if the discrete ``column`` matches the classes one to one in more than
+    ``MAX_DISCRETE_DISTINCT`` rows: the label again (a class code), which gives the class away."""
+    values, classes = _canonical_codes(column), _canonical_codes(label_column)
+    both = (values >= 0) & (classes >= 0)
+    if both.sum() <= MAX_DISCRETE_DISTINCT:
+        return
+    values, classes = values[both], classes[both]
+    pairs = np.unique(values * (classes.max() + 1) + classes).size
+    if pairs == np.unique(values).size == np.unique(classes).size >= 2:
+        logging.getLogger("crc.data").warning(
+            f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
+            f"of the label column {label!r}? It gives the class away; drop it")
+
+
 def _seen_once(column) -> int:
     """How many of ``column``'s classes (canonical values) occur in one row only."""
     rows = np.bincount(column.codes, minlength=len(column.canonical))
@@ -364,6 +386,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             _warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
+            _warn_label_copy(name, column, label, label_column)
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:

@@ -152,6 +152,22 @@ def test_a_discrete_column_of_many_rare_categories_is_named_in_a_warning(caplog)
     assert caplog.messages == []
 
 
+def test_a_copy_of_the_label_among_the_features_is_named_in_a_warning(caplog):
+    """A discrete column whose values match the classes one to one (the class again, as a code): it gives the class
+    away (test error 0), so a warning names it; a column that fails to match in one row is not warned about."""
+    species = ["setosa", "versicolor", "virginica"] * 4
+    codes = [{"setosa": "1", "versicolor": "2", "virginica": "3"}[name] for name in species]
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(code=codes + [""], y=species + ["setosa"]), "y")
+    assert caplog.messages == ["feature column 'code' matches the classes one to one (each of its values goes with "
+                               "one class): a copy of the label column 'y'? It gives the class away; drop it"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(code=codes[:-1] + ["1"], y=species), "y")
+        infer_schema(table(code=codes[:10], y=species[:10]), "y")  # ten rows: too few to tell
+    assert caplog.messages == []
+
+
 def test_numbers_written_with_a_comma_are_refused_not_made_categories():
     """A decimal comma (3,11) or a thousands separator (1,234): read as text, each value would be a category."""
     commas = [f"{i},{i % 7}5" for i in range(12)] + ["", "3", "1,234,5"]
