@@ -210,3 +210,14 @@ def test_a_class_missing_from_the_training_split_is_a_warning_not_an_error(tmp_p
     result = run("simulate", *SMALL, "--data", path, "--label", "cls", "--test-size", "0.5", "--seed", "1")
     assert result.exit_code == 0, result.output
     assert "Warning: class(es) 'maybe' had no training instance" in result.stderr
+
+
+def test_a_warning_about_a_column_is_printed_once_though_the_table_is_read_twice(tmp_path):
+    """The defaults read the table to fit the local size, then the run reads it again: the warning came twice."""
+    rows = ["row,x,cls"] + [f"{i},{i % 7 / 3:.4f},{'pq'[i % 2]}" for i in range(300)]
+    (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
+    result = run("simulate", "--data", str(tmp_path / "rows.csv"), "--label", "cls", "--rounds", "2", "--rc-iterations", "2",
+                 "--no-rc-converged")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning: feature column 'row'")]
+    assert len(warnings) == 1, result.stderr
