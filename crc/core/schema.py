@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import logging
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from crc.core import fields
 from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
+from crc.core.suspect_columns import warn_label_copy, warn_rare_categories, warn_row_number
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
@@ -33,9 +33,6 @@ COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
 """Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
-ROWS_PER_CATEGORY = 10
-"""Fewer values per category of a discrete column than this, on average, and more than ``MAX_DISCRETE_DISTINCT``
-categories: a warning."""
 SCHEMA_FORMAT = "crc-schema/1"
 MAX_SCHEMA_BYTES = 16 * 2**20
 
@@ -271,53 +268,6 @@ def _refuse_identifier(name: str, column) -> None:
                        f"not a feature; drop the column")
 
 
-def _warn_row_number(name: str, column) -> None:
-    """Warn (on the ``crc.data`` logger) if ``column`` holds the consecutive integers lo, lo + 1, ..., hi, one per row,
-    in more than ``MAX_DISCRETE_DISTINCT`` rows: a row number, which tells the class of a file sorted by class."""
-    rows = column.number_rows()[0]
-    present = rows[~np.isnan(rows)]
-    if present.size <= MAX_DISCRETE_DISTINCT or not np.array_equal(present, np.round(present)):
-        return
-    low, high = present.min(), present.max()
-    if high - low + 1 == present.size and np.unique(present).size == present.size:
-        logging.getLogger("crc.data").warning(
-            f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
-            f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
-
-
-def _warn_rare_categories(name: str, categories: int, values: int) -> None:
-    """Warn (``crc.data`` logger) if a discrete column has more than ``MAX_DISCRETE_DISTINCT`` categories, seen fewer
-    than ``ROWS_PER_CATEGORY`` times each on average: naive Bayes' unsmoothed category frequencies of such a column
-    outweigh the other features."""
-    if categories > MAX_DISCRETE_DISTINCT and values < ROWS_PER_CATEGORY * categories:
-        logging.getLogger("crc.data").warning(
-            f"feature column {name!r} has {categories} categories for {values} values ({values / categories:.1f} each on "
-            f"average): its frequencies, estimated per class from so few, can outweigh every other feature; merge its "
-            f"rare categories or drop it")
-
-
-def _canonical_codes(column) -> np.ndarray:
-    """(m,) each row's index among the column's distinct canonical spellings, -1 where missing."""
-    index: dict[str, int] = {}
-    per_value = np.array([index.setdefault(spelling, len(index)) for spelling in column.canonical] + [-1], dtype=np.int64)
-    return per_value[column.codes]
-
-
-def _warn_label_copy(name: str, column, label: str, label_column) -> None:
-    """Warn (``crc.data`` logger) if the discrete ``column`` matches the classes one to one in more than
-    ``MAX_DISCRETE_DISTINCT`` rows: the label again (a class code), which gives the class away."""
-    values, classes = _canonical_codes(column), _canonical_codes(label_column)
-    both = (values >= 0) & (classes >= 0)
-    if both.sum() <= MAX_DISCRETE_DISTINCT:
-        return
-    values, classes = values[both], classes[both]
-    pairs = np.unique(values * (classes.max() + 1) + classes).size
-    if pairs == np.unique(values).size == np.unique(classes).size >= 2:
-        logging.getLogger("crc.data").warning(
-            f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
-            f"of the label column {label!r}? It gives the class away; drop it")
-
-
 def _seen_once(column) -> int:
     """How many of ``column``'s classes (canonical values) occur in one row only."""
     rows = np.bincount(column.codes, minlength=len(column.canonical))
@@ -382,11 +332,11 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             _refuse_comma_numbers(name, column)
             _refuse_identifier(name, column)
         elif name not in categorical:
-            _warn_row_number(name, column)
+            warn_row_number(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
-            _warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
-            _warn_label_copy(name, column, label, label_column)
+            warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
+            warn_label_copy(name, column, label, label_column)
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:
