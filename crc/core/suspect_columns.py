@@ -54,11 +54,12 @@ def warn_label_copy(name: str, column, label: str, label_column) -> None:
     ``TOO_FEW`` rows: the label again (a class code), which gives the class away."""
     values, classes = _canonical_codes(column), _canonical_codes(label_column)
     both = (values >= 0) & (classes >= 0)
-    if both.sum() <= TOO_FEW:
+    n_values, n_classes = int(values.max()) + 1, int(classes.max()) + 1
+    if both.sum() <= TOO_FEW or n_values != n_classes:  # each value of a column is present in some row
         return
-    values, classes = values[both], classes[both]
-    pairs = np.unique(values * (classes.max() + 1) + classes).size
-    if pairs == np.unique(values).size == np.unique(classes).size >= 2:
+    seen = np.bincount(values[both] * n_classes + classes[both], minlength=n_values * n_classes).reshape(n_values, n_classes)
+    seen = seen[seen.any(axis=1)][:, seen.any(axis=0)] > 0  # (values present, classes present): seen together
+    if seen.shape[1] >= 2 and (seen.sum(axis=0) == 1).all() and (seen.sum(axis=1) == 1).all():
         LOG.warning(
             f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
             f"of the label column {label!r}? It gives the class away; drop it")
