@@ -63,6 +63,11 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
     return columns
 
 
+def column_names(path) -> list[str]:
+    """The names in the header of the CSV file ``path``; a CRCError if it cannot be read."""
+    return _header(path, _scan(path, MAX_TABLE_BYTES).first_line)
+
+
 @dataclass(frozen=True)
 class _Scan:
     """What one streaming pass over a file finds: its first non-blank line, its commas and line ends, whether it

@@ -131,8 +131,11 @@ def test_load_dataset_errors(tmp_path):
     with pytest.raises(CRCError, match=r"lettr: no such file, and not a bundled data set \(did you mean 'letter'\?\)"):
         load_dataset("lettr")
     path = write(tmp_path / "t.csv", "a,cls\n1,p\n2,q\n")
-    with pytest.raises(CRCError, match="needs --label"):
+    with pytest.raises(CRCError, match="needs --label naming its class column, one of a, cls$"):
         load_dataset(str(path))
+    wide = write(tmp_path / "w.csv", ",".join(f"f{j}" for j in range(20)) + "\n" + ",".join(["1"] * 20) + "\n")
+    with pytest.raises(CRCError, match=r"one of f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, \.\.\. \(20 in all\)$"):
+        load_dataset(str(wide))
 
 
 def test_synthetic_is_seeded():
