@@ -44,9 +44,29 @@ def log_level(default: str = "info") -> str:
 def configure_logging(level: int) -> None:
     """Send the ``crc`` loggers (but the peers', which ``crc node`` configures itself) to standard error."""
     logger = logging.getLogger("crc")
-    logger.handlers[:] = [_ClickHandler()]
+    handler = _ClickHandler()
+    handler.addFilter(_OncePerCommand("crc.data"))
+    logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+
+
+class _OncePerCommand(logging.Filter):
+    """Lets a record of the logger ``name`` through once per message: a command may read its table twice (to fit the
+    local size, then to run), and each read warns about the same columns."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.logger, self.seen = name, set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != self.logger:
+            return True
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
 
 
 class _ClickHandler(logging.Handler):

@@ -314,6 +314,7 @@ def _labels(column: Column, trained, source: str, label: str) -> np.ndarray:
         if name not in index:
             listed = ", ".join(known[:MAX_CLASSES_LISTED]) + (", ..." if len(known) > MAX_CLASSES_LISTED else "")
             raise CRCError(f"{source}: data row {column.first_row(i) + 1}: label {plain(column.values[i])} in column {label!r} "
-                           f"is not a class of the model ({listed})")
+                           f"is not a class of the model ({listed}): the model never saw that class and cannot predict it; "
+                           f"drop those rows, or the column {label!r} to predict without scoring")
         codes[i] = index[name]
     return np.append(codes, -1)[column.codes]

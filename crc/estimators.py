@@ -38,7 +38,7 @@ from crc.core.model_file import TrainedModel, label_dtype_of, load_model
 from crc.core.models import GenerativeModel, make_model, model_kind, model_options
 from crc.core.numeric import logsumexp
 from crc.core.partition import local_sizes
-from crc.core.schema import Schema, infer_schema
+from crc.core.schema import Schema, infer_schema, moments
 from crc.topologies import Schedule
 
 LEARNING = ("ml", "rc")
@@ -610,9 +610,7 @@ def _standardized(schema: Schema, x: np.ndarray, weight: np.ndarray | None) -> S
     features = list(schema.features)
     for j in schema.continuous:
         present = ~np.isnan(x[:, j])
-        values, w = x[present, j], weight[present]
-        mean = float(np.average(values, weights=w))
-        std = math.sqrt(np.average((values - mean) ** 2, weights=w))
+        mean, std = moments(x[present, j], weight[present])
         features[j] = replace(features[j], mean=mean, std=std if std > 0 else 1.0)
     return replace(schema, features=tuple(features))
 

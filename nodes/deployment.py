@@ -52,7 +52,8 @@ def write_vertical_deployment(dataset: Dataset, split: Split, directory, *, seed
     directory.mkdir(parents=True, exist_ok=True)
     schema, model = dataset.schema, split.model
     if ID_COLUMN in (*schema.feature_names, schema.label):
-        raise CRCError(f"the data set has a column named {ID_COLUMN!r}, the id column of a vertical deployment")
+        raise CRCError(f"the data set has a column named {ID_COLUMN!r}, the name of the column into which a vertical "
+                       f"deployment writes its instance ids: rename or drop that column")
     # by position among the groups' instances, group after group: unique, and sorted in each group's own order
     ids = np.array(instance_ids(sum(map(len, split.parts))), dtype=object)
     offsets = np.cumsum([0, *map(len, split.parts)])

@@ -36,6 +36,15 @@ def as_number(cell: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def headerless_hint(names) -> str:
+    """A hint for an error about a header whose names are all numbers written as text (a file written without a
+    header), else ""."""
+    names = list(names)
+    if not names or not all(isinstance(name, str) and as_number(name) is not None for name in names):
+        return ""
+    return " (its first line looks like data, not column names: add a header row naming the columns)"
+
+
 def canonical_number(value: float) -> str:
     """One spelling per finite number: ``1.0`` becomes ``"1"``."""
     return repr(int(value)) if value.is_integer() else repr(value)

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crc.core.columns import MISSING_NAMED, Column, as_column
+from crc.core.columns import MISSING_NAMED, Column, as_column, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Schema, infer_schema
+
+MAX_LISTED = 12
+"""Known categories or classes an error names at most."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,11 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
     allowed = set(schema.feature_names) | {schema.label}
     missing_cols = [c for c in schema.feature_names + ([schema.label] if labels else []) if c not in columns]
     if missing_cols:
-        raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}")
+        raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing_cols))}{headerless_hint(columns)}")
     extra = [c for c in columns if c not in allowed]
     if extra:
-        raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}")
+        raise CRCError(f"{source}: column(s) not in the schema: {', '.join(map(repr, extra))}: drop them, or make the "
+                       f"schema from a table that has them")
     m = len(as_column(columns[schema.features[0].name if schema.features else schema.label]))
     x = np.empty((m, len(schema.features)))
     for j, feature in enumerate(schema.features):
@@ -65,7 +69,8 @@ def encode(schema: Schema, columns: dict, *, labels: bool = True,
         if feature.kind == CONTINUOUS:
             x[:, j] = _numbers(column, feature.name, source)
         else:
-            x[:, j] = column.gather(_codes(column, feature.categories, source, f"column {feature.name!r} has unknown category"))
+            x[:, j] = column.gather(_codes(column, feature.categories, source, f"column {feature.name!r} has unknown category",
+                                           "correct the cell, or leave it empty (a missing value, which the model goes without)"))
     if not labels:
         return x, None
     column = as_column(columns[schema.label])
@@ -85,15 +90,17 @@ def _numbers(column: Column, name: str, source: str) -> np.ndarray:
     return rows
 
 
-def _codes(column: Column, known: tuple[str, ...], source: str, what: str) -> np.ndarray:
-    """(u,) the index in ``known`` of each of the column's values (by canonical spelling); an unknown one is an error."""
+def _codes(column: Column, known: tuple[str, ...], source: str, what: str, fix: str = "") -> np.ndarray:
+    """(u,) the index in ``known`` of each of the column's values (by canonical spelling); an unknown one is an error
+    naming at most ``MAX_LISTED`` known values, then ``fix`` (what to do)."""
     index = {value: k for k, value in enumerate(known)}
     codes = np.empty(len(column.values))
     for i, spelling in enumerate(column.canonical):
         code = index.get(spelling)
         if code is None:
-            raise CRCError(f"{source}: {what} {column.shown(i)} in data row {column.first_row(i) + 1}; "
-                           f"known: {', '.join(known)}")
+            listed = ", ".join(known[:MAX_LISTED]) + (f", ... ({len(known)} in all)" if len(known) > MAX_LISTED else "")
+            raise CRCError(f"{source}: {what} {column.shown(i)} in data row {column.first_row(i) + 1}; known: {listed}"
+                           + (f": {fix}" if fix else ""))
         codes[i] = code
     return codes
 
@@ -152,7 +159,7 @@ def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndar
     if hasattr(columns, "keys"):  # a dict or a DataFrame
         missing = [name for name in names if name not in columns]
         if missing:
-            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+            raise CRCError(f"{source}: missing column(s) {', '.join(map(repr, missing))}{headerless_hint(columns)}")
         cells = {name: columns[name] for name in names}
     else:
         rows = np.asarray(columns)
@@ -198,7 +205,8 @@ def split_counts(m: int, n_train: int, test_size: float) -> tuple[int, int]:
     n_test = min(wanted, m - n_train) if fraction else wanted
     if n_test < 1 or n_train + n_test > m:
         raise CRCError(f"data set has {m} instances, fewer than the {n_train} training (nodes x local size) plus "
-                       f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed")
+                       f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed: at "
+                       f"most {m - max(n_test, 1)} training instances fit, so give fewer peers or fewer instances each")
     return n_test, wanted
 
 

@@ -86,7 +86,8 @@ def feature_blocks(n_features: int, blocks: int, *, seed=None) -> list[list[int]
     """A seeded cut of features 0 .. n_features - 1 into ``blocks`` disjoint blocks of near-equal sizes, each
     sorted; a CRCError when there are fewer features than blocks."""
     if blocks > n_features:
-        raise CRCError(f"cannot cut {n_features} features into {blocks} blocks of at least one feature")
+        raise CRCError(f"cannot cut {n_features} features into {blocks} blocks of at least one feature: give at most "
+                       f"{n_features} block{'s' if n_features > 1 else ''}")
     order = np.random.default_rng(seed).permutation(n_features)
     return [sorted(part.tolist()) for part in np.array_split(order, blocks)]
 

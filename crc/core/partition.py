@@ -30,7 +30,8 @@ def local_sizes(total: int, nodes: int, *, skew: float = 0.0, rng: np.random.Gen
     proportional to log-normal weights ``exp(N(0, skew^2))``.
     """
     if nodes < 1 or total < nodes:
-        raise CRCError(f"cannot share {total} training instances over {nodes} nodes with at least one each")
+        raise CRCError(f"cannot share {total} training instances over {nodes} nodes with at least one each: give at most "
+                       f"{total} nodes, or more training instances")
     if skew < 0 or not np.isfinite(skew):
         raise CRCError(f"size skew must be a finite number >= 0, got {skew}")
     if skew == 0:

@@ -10,17 +10,20 @@ that every network message carries.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from crc.core import fields
-from crc.core.columns import MISSING_NAMED, as_column, as_number
+from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
+from crc.core.suspect_columns import warn_label_copy, warn_rare_categories, warn_row_number
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
@@ -162,16 +165,34 @@ class Schema:
         for col, j in enumerate(self.continuous):
             values = x_continuous[:, col]
             values = values[~np.isnan(values)]
+            mean, std = moments(values) if values.size else (0.0, 0.0)
+            std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
             with np.errstate(over="ignore", invalid="ignore"):
-                mean = float(values.mean()) if values.size else 0.0
-                std = float(values.std()) if values.size else 0.0
-                std = std if std > 0 else 1.0  # a constant column carries no information; std 1 keeps it finite
                 standardized = (values - mean) / std
             if not (np.isfinite(std) and np.isfinite(standardized).all()):
                 raise CRCError(f"feature column {features[j].name!r} holds numbers too large to standardize (up to "
                                f"{np.abs(values).max():.3g}): rescale it")
             features[j] = replace(features[j], mean=mean, std=std)
         return replace(self, features=tuple(features))
+
+
+def moments(values: np.ndarray, weight: np.ndarray | None = None) -> tuple[float, float]:
+    """Mean and standard deviation of ``values`` (n,) (weighted by ``weight`` (n,) if given); computed on
+    ``values / max |values|`` when the squares underflow to a deviation of 0 or overflow (units of 1e-200 or 1e200)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        mean, std = _plain_moments(values, weight)
+        if not np.isfinite(std) or (std == 0 and values.min() != values.max()):
+            scale = float(np.abs(values).max())
+            mean, std = _plain_moments(values / scale, weight)
+            mean, std = mean * scale, std * scale
+    return mean, std
+
+
+def _plain_moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
+    if weight is None:
+        return float(values.mean()), float(values.std())
+    mean = float(np.average(values, weights=weight))
+    return mean, math.sqrt(np.average((values - mean) ** 2, weights=weight))
 
 
 def _feature_from_json(obj, name: str) -> Feature:
@@ -193,11 +214,22 @@ def _feature_from_json(obj, name: str) -> Feature:
     raise CRCError(f"{name}.kind: the feature kind must be {CONTINUOUS!r} or {DISCRETE!r}, got {fields.shown(kind)}")
 
 
-def _separator_hint(columns: dict) -> str:
-    """A hint when the header is one column whose name holds a semicolon or a tab: not a comma-separated file."""
+def _close_name(label: str, columns: dict) -> str:
+    """`` (did you mean 'class'?)`` for a column name like ``label`` (another case, spaces, a typo), else ""."""
+    names = {name.strip().lower(): name for name in columns}
+    close = difflib.get_close_matches(label.strip().lower(), list(names), n=1)
+    return f" (did you mean {names[close[0]]!r}?)" if close else ""
+
+
+def _header_hint(columns: dict) -> str:
+    """A hint when the header is one column whose name holds a semicolon or a tab (not a comma-separated file), or
+    names that are all numbers (a file without a header)."""
     names = list(columns)
     separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
-    return "" if separator is None else f" (the file looks separated by {separator!r}: crc reads comma-separated files)"
+    if separator is not None:
+        return (f" (the file looks separated by {separator!r}: crc reads comma-separated files; save it with commas "
+                f"between cells and points in numbers)")
+    return headerless_hint(names)
 
 
 def _refuse_stray_text(name: str, column) -> None:
@@ -270,7 +302,8 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     `Schema.standardized` with the training data to set it.
     """
     if label not in columns:
-        raise CRCError(f"label column {label!r} not found; columns are {', '.join(columns)}{_separator_hint(columns)}")
+        raise CRCError(f"label column {label!r} not found{_close_name(label, columns)}; columns are {', '.join(columns)}"
+                       f"{_header_hint(columns)}")
     unknown = [name for name in categorical if name not in columns or name == label]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")
@@ -278,14 +311,15 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
         raise CRCError(f"label column {label!r} has {missing.size} missing values (first at data row {missing[0] + 1}; "
-                       f"{MISSING_NAMED})")
+                       f"{MISSING_NAMED}): drop those rows, or write their class")
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
-                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one)")
+                       f"seen once): a class column repeats its classes (a numeric target or an identifier is not one); "
+                       f"--label names the class column, and a numeric target cut into ranges makes one")
     features = []
     for name, cells in columns.items():
         if name == label:
@@ -297,8 +331,12 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
             _refuse_stray_text(name, column)
             _refuse_comma_numbers(name, column)
             _refuse_identifier(name, column)
+        elif name not in categorical:
+            warn_row_number(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
+            warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
+            warn_label_copy(name, column, label, label_column)
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:

@@ -9,6 +9,7 @@ measured on the *global* training set and on the test set. The simulator,
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -57,6 +58,17 @@ def load_for(config: SimulationConfig) -> Dataset:
     return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
 
 
+def _warn_singular_qda(schema, y_train: np.ndarray) -> None:
+    """Warn (``crc.data`` logger) if a class present in ``y_train`` (m,) has no more instances than the schema has
+    continuous features: QDA's covariance of that class is singular, its eigenvalues floored at 1e-9."""
+    counts = np.bincount(y_train, minlength=schema.n_classes)
+    dims = len(schema.continuous)
+    if dims and counts[counts > 0].min() <= dims:
+        logging.getLogger("crc.data").warning(
+            f"QDA: a class has no more training instances than the {dims} continuous features, so its covariance is "
+            f"singular and QDA may do little better than chance: naive Bayes (--model nb), or more training instances")
+
+
 def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     """Draw the training and test sets and share the training set out over the nodes.
 
@@ -79,6 +91,8 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
+    if config.model == "qda":
+        _warn_singular_qda(schema, dataset.y[train])
     return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent, wanted)
 
 

@@ -8,10 +8,10 @@ from importlib import resources
 
 import numpy as np
 
-from crc.core.data import Dataset, dataset_from_columns
+from crc.core.data import MAX_LISTED, Dataset, dataset_from_columns
 from crc.core.errors import CRCError
 from crc.core.schema import CONTINUOUS, Feature, Schema
-from crc.tables.reader import read_csv
+from crc.tables.reader import column_names, read_csv
 
 BUNDLED = (
     "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",
@@ -74,5 +74,14 @@ def load_dataset(source: str, *, label: str | None = None, synthetic_size: int =
         raise CRCError(f"{source}: no such file, and not a bundled data set "
                        + (f"(did you mean {close[0]!r}?)" if close else f"({', '.join(BUNDLED)}, {SYNTHETIC})"))
     if label is None:
-        raise CRCError(f"{source}: a CSV file needs --label naming its class column")
+        raise CRCError(f"{source}: a CSV file needs --label naming its class column{_one_of(source)}")
     return dataset_from_columns(read_csv(source), label, os.path.basename(source))
+
+
+def _one_of(path) -> str:
+    """``, one of a, b, ...`` naming the file's columns (at most ``MAX_LISTED``), or "" if its header is unreadable."""
+    try:
+        names = column_names(path)
+    except CRCError:
+        return ""
+    return ", one of " + ", ".join(names[:MAX_LISTED]) + (f", ... ({len(names)} in all)" if len(names) > MAX_LISTED else "")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column
+from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column, headerless_hint
 from crc.core.errors import CRCError
 
 MAX_TABLE_BYTES = 2 * 2**30
@@ -63,6 +63,11 @@ def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
     return columns
 
 
+def column_names(path) -> list[str]:
+    """The names in the header of the CSV file ``path``; a CRCError if it cannot be read."""
+    return _header(path, _scan(path, MAX_TABLE_BYTES).first_line)
+
+
 @dataclass(frozen=True)
 class _Scan:
     """What one streaming pass over a file finds: its first non-blank line, its commas and line ends, whether it
@@ -101,7 +106,10 @@ def _open(path):
     waited for: it is read twice (counted, then parsed), which a pipe or a FIFO cannot be."""
     opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise CRCError(f"{path}: a directory, not a CSV file: name a file in it")
+        if not stat.S_ISREG(mode):
             raise CRCError(f"{path}: not a regular file (a pipe, FIFO or device), which cannot be read twice, counted "
                            "then parsed: save it to a file")
         return opener(path, "rb")
@@ -191,10 +199,12 @@ def _header(path, line: bytes) -> list[str]:
         raise CRCError(f"{path}: unreadable header ({exc})") from None
     if "" in names:
         index = " (a row index, as pandas' DataFrame.to_csv writes without index=False?)" if names[0] == "" else ""
-        raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}")
+        raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}: name that "
+                       f"column, or delete it")
     repeated = next((name for k, name in enumerate(names) if name in names[:k]), None)
     if repeated is not None:
-        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns")
+        raise CRCError(f"{path}: header has repeated column names: {repeated!r} names two columns"
+                       f"{headerless_hint(names) or ': give each column a name of its own'}")
     return names
 
 
@@ -252,7 +262,10 @@ def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[st
     for i, row in enumerate(rows):
         if len(row) != len(names):
             line = i + 2 if header else i + 1
-            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}")
+            comment = header and names[0].startswith("#")
+            raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}"
+                           + (" (the first line starts with '#': crc reads no comment lines; delete it)" if comment
+                              else ": give every row one cell per column name"))
     if not rows:
         raise CRCError(f"{path}: header but no data rows")
     return {name: as_column([row[j].strip() for row in rows]) for j, name in enumerate(names)}

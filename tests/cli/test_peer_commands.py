@@ -129,7 +129,9 @@ def test_predict_refuses_labels_that_are_not_the_models_classes(deployment, unif
     (deployment / "odd.csv").write_text("\n".join(lines) + "\n")
     result = run("predict", "--model-file", uniform_model, "--data", deployment / "odd.csv")
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert f"{deployment / 'odd.csv'}: data row 3: label 'martian' in column 'class' is not a class of the model" in result.output
+    assert (f"{deployment / 'odd.csv'}: data row 3: label 'martian' in column 'class' is not a class of the model (") in result.output
+    assert result.output.rstrip().endswith("): the model never saw that class and cannot predict it; drop those rows, or "
+                                           "the column 'class' to predict without scoring")
     assert "accuracy" not in result.output
 
 

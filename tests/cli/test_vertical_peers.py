@@ -69,6 +69,14 @@ def test_split_can_leave_rows_out_for_a_trial_of_the_alignment(tmp_path):
              "--drop-ids is for a vertical or hybrid --partition")
 
 
+def test_split_of_a_table_with_its_own_id_column_says_to_rename_it(tmp_path):
+    rows = ["id,x,cls"] + [f"r{i % 7},{i / 10},{'pq'[i % 2]}" for i in range(40)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    one_line(run("split", "--data", tmp_path / "t.csv", "--label", "cls", "--partition", "vertical:2", "--out", tmp_path / "v"), 1,
+             "the data set has a column named 'id', the name of the column into which a vertical deployment writes its "
+             "instance ids: rename or drop that column")
+
+
 def test_real_peers_refuse_what_a_group_of_blocks_does_not_take():
     for extra, message in [
         (["--secure-aggregation"], "--secure-aggregation: not with --partition vertical:2 on real peers (the label "

@@ -174,6 +174,17 @@ def test_sample_weight_is_repetition(estimator):
     np.testing.assert_allclose(halved.predict_proba(X), weighted.predict_proba(X), rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_a_feature_in_far_units_learns_as_at_scale_one_weighted_or_not(scale):
+    """Its squares underflow or overflow: the standard deviation was 0 (the feature dropped) or infinite (refused)."""
+    X, y = load_iris(return_X_y=True)
+    weight = np.random.default_rng(0).integers(1, 4, size=len(y))
+    for sample_weight in (None, weight):
+        plain = NaiveBayesClassifier().fit(X, y, sample_weight=sample_weight)
+        far = NaiveBayesClassifier().fit(X * scale, y, sample_weight=sample_weight)
+        np.testing.assert_allclose(far.predict_proba(X * scale), plain.predict_proba(X), rtol=0, atol=1e-9)
+
+
 def test_rc_sample_weight_is_repetition_and_none_is_unweighted(mixed):
     schema, x, y = mixed
     model = make_model("pc", schema)

@@ -35,7 +35,8 @@ def test_every_partition_uses_each_instance_once_with_the_asked_sizes(kind, skew
 @given(total=st.integers(1, 500), nodes=st.integers(1, 60), skew=st.sampled_from([0.0, 0.5, 2.0]))
 def test_local_sizes_sum_to_the_pooled_size_and_are_positive(total, nodes, skew):
     if total < nodes:
-        with pytest.raises(CRCError):
+        with pytest.raises(CRCError, match=f"^cannot share {total} training instances over {nodes} nodes with at least one "
+                                           f"each: give at most {total} nodes, or more training instances$"):
             local_sizes(total, nodes, skew=skew)
         return
     sizes = local_sizes(total, nodes, skew=skew, rng=np.random.default_rng(0))

@@ -89,10 +89,15 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2"),
+    (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2: give every row one cell per column name$"),
+    (b"# iris\na,b\n1,2\n", "line 2 has 2 cells, expected 1 \\(the first line starts with '#': crc reads no comment lines; "
+                          "delete it\\)$"),
+    (b"a,b,\n1,2,\n", "header has empty column names: column 3 has none: name that column, or delete it$"),
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),
-    (b"a,a\n1,2\n", "repeated column names"),
+    (b"a,a\n1,2\n", "repeated column names: 'a' names two columns: give each column a name of its own$"),
+    (b"0,1.5,0\n1,2,3\n", "repeated column names: '0' names two columns \\(its first line looks like data, not column "
+                         "names: add a header row naming the columns\\)$"),
     (b"a,b\n1,\xff\xfe\n", r"not UTF-8 text \(.*\): save the file as UTF-8"),
     ("a,b\n1,grün\n".encode("latin-1"), r"not UTF-8 text \(.*\): save the file as UTF-8"),
     ("a,grün\n1,2\n".encode("latin-1"), r"not UTF-8 text \(.*\): save the file as UTF-8"),  # in the header
@@ -215,6 +220,8 @@ def test_a_pipe_or_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(fifo)
     with fails_if_blocked(), pytest.raises(CRCError, match="fifo.csv: not a regular file .* save it to a file"):
         read_csv(fifo)
+    with pytest.raises(CRCError, match=f"^{tmp_path}: a directory, not a CSV file: name a file in it$"):
+        read_csv(tmp_path)
 
 
 @pytest.mark.parametrize("quote", ["", '"'])

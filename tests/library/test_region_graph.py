@@ -5,9 +5,11 @@ import pytest
 
 import crc.core.models.region_graph as region_graph_module
 from crc.core import threads
+from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.core.models.base import labelled_weights
 from crc.core.numeric import normalise_exp
+from crc.core.schema import infer_schema
 from support.tables import mixed_columns, prepared
 
 
@@ -151,3 +153,10 @@ def test_padding_rows_add_nothing():
     padded_weights = np.concatenate([weights, np.zeros((5, model.n_classes))])
     np.testing.assert_allclose(model.residual(theta, padded_phi, padded_weights), model.residual(theta, phi, weights),
                                rtol=0, atol=1e-12 * len(y))
+
+
+def test_a_one_feature_table_is_refused_naming_the_circuit_that_takes_it():
+    schema = infer_schema({"x": [str(i / 10) for i in range(12)], "y": list("pq" * 6)}, "y")
+    with pytest.raises(CRCError, match=r"^a region-graph circuit needs at least two features, got n_features=1: the "
+                                       r"mixture circuit \(--structure mixture\) or naive Bayes takes one$"):
+        make_model("pc", schema, structure="region-graph")

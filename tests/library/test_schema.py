@@ -115,6 +115,59 @@ def test_a_text_column_different_in_every_row_is_refused_as_an_identifier():
     assert len(infer_schema(repeated, "y").features[0].categories) == 11
 
 
+def test_a_row_number_column_is_named_in_a_warning(caplog):
+    """Consecutive integers, one per row (a shuffled file's too): a continuous feature that tells the class of a file
+    sorted by class, so a warning names it; integers with a gap or a repeat, or ten rows, are not warned about."""
+    order = [3, 0, 11, 5, 1, 2, 4, 6, 7, 8, 9, 10]
+    cols = table(row=[str(i + 1001) for i in order] + [""], y=list("pq" * 6) + ["p"])
+    with caplog.at_level("WARNING", logger="crc.data"):
+        assert infer_schema(cols, "y").features[0].kind == CONTINUOUS
+    assert caplog.messages == ["feature column 'row' holds the integers 1001 to 1012, one per row: a row number or an "
+                               "identifier? It is a feature like any other (in a file sorted by class it gives the "
+                               "class away); drop it"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        for cells in ([str(i) for i in range(11)] + ["12"], [str(i) for i in range(11)] + ["10"], [str(i) for i in range(10)],
+                      [f"{i}.5" for i in range(12)]):
+            infer_schema(table(a=cells, y=list("pq" * 6)[:len(cells)]), "y")
+        infer_schema(cols, "y", categorical=["row"])  # 12 categories seen once: the rare-categories warning only
+    assert [message for message in caplog.messages if "row number" in message] == []
+
+
+def test_a_discrete_column_of_many_rare_categories_is_named_in_a_warning(caplog):
+    """Eleven categories or more, seen fewer than ten times each on average (a city, a zip code): unsmoothed category
+    frequencies let such a column outweigh the others (iris with a 60-level column of noise: test error 0.27 against
+    0.04), so a warning names it; ten categories, or ten rows each, are not warned about."""
+    rows = 109
+    levels = table(city=[f"c{i % 11}" for i in range(rows)] + [""], y=list("pq" * 55))
+    with caplog.at_level("WARNING", logger="crc.data"):
+        assert infer_schema(levels, "y").features[0].kind == DISCRETE
+    assert caplog.messages == [f"feature column 'city' has 11 categories for {rows} values ({rows / 11:.1f} each on "
+                               "average): its frequencies, estimated per class from so few, can outweigh every other "
+                               "feature; merge its rare categories or drop it"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(city=[f"c{i % 11}" for i in range(110)], y=list("pq" * 55)), "y")
+        infer_schema(table(city=[f"c{i % 10}" for i in range(20)], y=list("pq" * 10)), "y")
+    assert caplog.messages == []
+
+
+def test_a_copy_of_the_label_among_the_features_is_named_in_a_warning(caplog):
+    """A discrete column whose values match the classes one to one (the class again, as a code): it gives the class
+    away (test error 0), so a warning names it; a column that fails to match in one row is not warned about."""
+    species = ["setosa", "versicolor", "virginica"] * 4
+    codes = [{"setosa": "1", "versicolor": "2", "virginica": "3"}[name] for name in species]
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(code=codes + [""], y=species + ["setosa"]), "y")
+    assert caplog.messages == ["feature column 'code' matches the classes one to one (each of its values goes with "
+                               "one class): a copy of the label column 'y'? It gives the class away; drop it"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(code=codes[:-1] + ["1"], y=species), "y")
+        infer_schema(table(code=codes[:10], y=species[:10]), "y")  # ten rows: too few to tell
+    assert caplog.messages == []
+
+
 def test_numbers_written_with_a_comma_are_refused_not_made_categories():
     """A decimal comma (3,11) or a thousands separator (1,234): read as text, each value would be a category."""
     commas = [f"{i},{i % 7}5" for i in range(12)] + ["", "3", "1,234,5"]
@@ -131,13 +184,23 @@ def test_numbers_written_with_a_comma_are_refused_not_made_categories():
 def test_label_problems():
     with pytest.raises(CRCError, match="label column 'z' not found"):
         infer_schema(table(a=["1"], y=["a"]), "z")
-    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated"):
+    with pytest.raises(CRCError, match=r"columns are a;y \(the file looks separated by ';': crc reads comma-separated "
+                                       r"files; save it with commas between cells and points in numbers\)$"):
         infer_schema({"a;y": ["1;p", "2;q"]}, "y")
     with pytest.raises(CRCError, match=r"columns are a, b$"):
         infer_schema(table(a=["1"], b=["x"]), "y")
-    with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells"):
+    for given in ("Class ", "clas", " class"):
+        with pytest.raises(CRCError, match=r"^label column .* not found \(did you mean 'class'\?\); columns are sepal, class$"):
+            infer_schema(table(sepal=["1"], **{"class": ["x"]}), given)
+    with pytest.raises(CRCError, match=r"columns are 5.1, 0 \(its first line looks like data, not column names: add a "
+                                       r"header row naming the columns\)$"):
+        infer_schema({"5.1": ["4.9"], "0": ["1"]}, "class")
+    with pytest.raises(CRCError, match=r"2 missing values \(first at data row 2; empty, \?, nan, NA, N/A and null cells are "
+                                       r"missing values\): drop those rows, or write their class$"):
         infer_schema(table(a=["1", "2", "3"], y=["a", "", "nan"]), "y")
-    with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\)"):
+    with pytest.raises(CRCError, match=r"label column 'y' has 12 classes in 22 rows \(11 seen once\): a class column "
+                                       r"repeats its classes \(a numeric target or an identifier is not one\); --label names "
+                                       r"the class column, and a numeric target cut into ranges makes one$"):
         infer_schema(table(a=["1"] * 22, y=[str(i / 3) for i in range(12)] + ["0"] * 10), "y")
     with pytest.raises(CRCError, match=r"has 12 classes in 22 rows \(2 seen once\)"):  # 10 classes seen twice
         infer_schema(table(a=["1"] * 22, y=[str(i) for i in range(10)] * 2 + ["x", "z"]), "y")

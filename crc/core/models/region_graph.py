@@ -193,7 +193,9 @@ class RegionGraphCircuit(GenerativeModel):
     def __init__(self, schema: Schema, *, depth: int = DEPTH.default, repetitions: int = REPETITIONS.default,
                  sums: int = SUMS.default, structure_seed: int = STRUCTURE_SEED.default):
         if len(schema.features) < 2:
-            raise CRCError(f"a region-graph circuit needs at least two features, got n_features={len(schema.features)}")
+            # 'n_features=1' is what scikit-learn's check_fit2d_1feature looks for
+            raise CRCError(f"a region-graph circuit needs at least two features, got n_features={len(schema.features)}: "
+                           f"the mixture circuit (--structure mixture) or naive Bayes takes one")
         self.depth, self.repetitions, self.sums = DEPTH.check(depth), REPETITIONS.check(repetitions), SUMS.check(sums)
         self.structure_seed = STRUCTURE_SEED.check(structure_seed)
         rng = np.random.default_rng(structure_seed)
