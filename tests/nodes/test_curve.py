@@ -13,7 +13,7 @@ import zmq
 from crc.core.model_file import load_model
 from crc.core.models import make_model
 from crc.core.schema import Schema
-from crc.nodes.keys import KeyPair, PeerKeys, load_key_pair, new_key_pair, peer_secret_key_file
+from crc.nodes.keys import KeyPair, PeerKeys, deployment_run_id, load_key_pair, new_key_pair, peer_secret_key_file
 from crc.nodes.launcher import free_ports
 from crc.nodes.transport import REFUSAL_CAUSES, Transport
 from crc.nodes.wire import encode
@@ -164,7 +164,7 @@ def test_attackers_without_the_right_key_change_nothing_and_are_counted(tmp_path
         schema_id = make_model(config.model, Schema.load(tmp_path / "schema.json")).schema_id
 
         def poison(sender: int, round_: int) -> bytes:
-            return encode(run="crc", sender=net.addresses[sender], round_=round_, schema_id=schema_id,
+            return encode(run=deployment_run_id(tmp_path), sender=net.addresses[sender], round_=round_, schema_id=schema_id,
                           ess=ess_for(config), stats=np.full(size, 1e6))
 
         context = zmq.Context()
