@@ -320,9 +320,11 @@ def test_the_first_round_waits_its_own_timeout_for_the_start_up(setup):
     np.testing.assert_allclose(transport.sent_stats()[1], expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
 
 
-def test_a_start_time_holds_the_first_statistics_back_and_keeps_what_arrives_meanwhile(setup):
+def test_a_start_time_holds_the_first_statistics_back_and_keeps_what_arrives_meanwhile(setup, monkeypatch):
+    wall = 1.8e9  # the wall clock stands still (at a whole second, so that the start is exactly 30 s ahead)
+    monkeypatch.setattr(time, "time", lambda: wall)
     clock = FakeClock()
-    peer = setup.peer(clock, start_at=time.time() + 30.0)
+    peer = setup.peer(clock, start_at=wall + 30.0)
     transport = FakeTransport(clock, lambda round_: setup.neighbours_answer(round_) if round_ > 0 else [])
     for u in NEIGHBOURS:  # neighbours that started earlier: their first statistics are there before ours leave
         heapq.heappush(transport._pending, (1.0, next(transport._order), setup.frame(u, 0)))
