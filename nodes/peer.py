@@ -363,12 +363,14 @@ class Peer:
     def _averaged(self, received: dict, lost: list[str]) -> list[np.ndarray]:
         """The neighbours' statistics this round's average takes: those received and, on the kept links
         (``peer_checkpoint.kept_links``), the last heard from each sender whose message the injected loss dropped
-        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``)."""
-        stats = [message.stats for message in received.values()]
-        if not self.links:
-            return stats
-        self.heard.update({peer: message.stats for peer, message in received.items()})
-        return stats + [self.heard.get(peer, self.stats) for peer in lost]
+        (this peer's own if none yet), as in the simulator (``crc.core.last_heard``). In the order of
+        ``settings.peers``, not the arrival order: the sum is then the same bits whatever the network's timing."""
+        stand_ins = {}
+        if self.links:
+            self.heard.update({peer: message.stats for peer, message in received.items()})
+            stand_ins = {peer: self.heard.get(peer, self.stats) for peer in lost}
+        return [received[peer].stats if peer in received else stand_ins[peer]
+                for peer in self.settings.peers if peer in received or peer in stand_ins]
 
     # -------------------------------------------------------------------------------------- the closed neighbourhood
 

@@ -12,8 +12,9 @@ independent until their results are added up. ``ordered_map`` runs such blocks o
 threads (numpy releases the GIL inside its array operations) and hands the
 results back in block order, so that whoever adds them up does so in the same
 order as a serial run: results do not depend on the thread count. While blocks
-run on several threads BLAS is limited to one thread, so that the two kinds of
-threads do not multiply.
+run, on one thread or several, BLAS is limited to one thread: the two kinds of
+threads do not multiply, and a block's bits do not depend on BLAS's thread count
+(which BLAS does not promise: a threaded kernel may split a sum).
 
 The thread count is ``CRC_THREADS`` from the environment when set (1 runs
 every block in the calling thread), else the usable CPUs, at most
@@ -142,17 +143,19 @@ if hasattr(os, "register_at_fork"):
 
 
 def ordered_map(work: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
-    """``[work(item) for item in items]``, computed on up to ``threads()`` threads.
+    """``[work(item) for item in items]``, computed on up to ``threads()`` threads, BLAS on one thread meanwhile.
 
-    With one thread or one item, and inside a block (no nesting), everything runs in the calling thread.
+    With one thread or one item, and inside a block (no nesting), everything runs in the calling thread; BLAS is
+    limited whenever there are blocks, on one thread as on several, so that their results are the same bits.
     ``work`` must not depend on another item's call (each may write its own disjoint part of a shared array).
     """
     items = list(items)
-    if threads() == 1 or len(items) < 2 or threading.current_thread().name.startswith(_PREFIX):
+    if len(items) < 2 or threading.current_thread().name.startswith(_PREFIX):
         return [work(item) for item in items]
-    pool = _executor()
     with single_threaded_blas():
-        futures = [pool.submit(work, item) for item in items]
+        if threads() == 1:
+            return [work(item) for item in items]
+        futures = [_executor().submit(work, item) for item in items]
         try:
             return [future.result() for future in futures]
         finally:

@@ -3,6 +3,7 @@
 import threading
 
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from crc.core import threads
 from crc.core.errors import CRCError
@@ -47,6 +48,20 @@ def test_ordered_map_keeps_the_order_and_runs_on_the_pool(count):
 
     assert threads.ordered_map(work, range(40)) == [i * i for i in range(40)]
     assert all(name.startswith("crc-block") for name in names) == (count > 1)
+
+
+@pytest.mark.usefixtures("restore_threads")
+@pytest.mark.parametrize("count", [1, 2])
+def test_blocks_run_with_blas_on_one_thread_on_any_thread_count(count):
+    """BLAS's bits may depend on its thread count: blocks see one BLAS thread whether they run inline or on the pool."""
+    threads.set_threads(count)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert threads.ordered_map(lambda _: _blas_threads_now(), range(4)) == [1] * 4
+        assert threads.ordered_map(lambda _: _blas_threads_now(), range(1)) == [2]  # one item: no blocks, no limit
+
+
+def _blas_threads_now() -> int:
+    return max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
 
 
 @pytest.mark.usefixtures("restore_threads")

@@ -118,8 +118,9 @@ def test_a_receive_returns_at_most_max_frames_and_never_waits_past_its_deadline(
             batches.append(a.receive(time.monotonic() + 1.0))
         assert max(map(len, batches)) == 1
         assert [frame for batch in batches for frame in batch] == [(b"%d" % i, None) for i in range(10)]  # no keys
-        started = time.monotonic()
-        assert a.receive(started - 1.0) == [] and time.monotonic() - started < 0.05  # past its deadline: no wait
+        timeouts, poll = [], a.poller.poll  # past its deadline: no wait, i.e. a poll with timeout 0
+        a.poller.poll = lambda timeout: timeouts.append(timeout) or poll(timeout=timeout)
+        assert a.receive(time.monotonic() - 1.0) == [] and timeouts == [0.0]
         b.send(b"late")
         time.sleep(0.1)
         assert a.receive(time.monotonic() - 1.0) == [(b"late", None)]  # ... but what is already there is taken
