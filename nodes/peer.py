@@ -472,18 +472,16 @@ class Peer:
             stats = self.release.private(stats, self.round)
         except CRCError as exc:
             return None, None, "no local step" if self.release.distributed else str(exc)
-        problem = self._own_problem(stats)
-        if problem is not None and self.release.distributed:
-            problem = problem.partition(":")[0]
-        return stats, memory, problem
+        return stats, memory, self._own_problem(stats, detail=not self.release.distributed)
 
-    def _own_problem(self, stats: np.ndarray) -> str | None:
-        """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""
+    def _own_problem(self, stats: np.ndarray, *, detail: bool = True) -> str | None:
+        """Why the neighbours would reject ``stats`` (size,) from this peer, or None: the cause, and with ``detail``
+        what was wrong (which may quote a value of ``stats``)."""
         try:
             check_statistics(stats, self.model, self.ess, secure_aggregation=self.expect.secure_aggregation,
                              slack=self.expect.count_slack)
         except Rejected as rejection:
-            return f"{rejection.cause}: {rejection.detail}"
+            return f"{rejection.cause}: {rejection.detail}" if detail else rejection.cause
         return None
 
     # ----------------------------------------------------------------------------------------- sending, checkpoints

@@ -93,7 +93,7 @@ def test_a_release_the_neighbours_would_reject_is_not_followed_by_a_second_relea
     released = []
     private = peer.release.private
     monkeypatch.setattr(peer.release, "private", lambda stats, round_: released.append(round_) or private(stats, round_))
-    monkeypatch.setattr(peer, "_own_problem", lambda stats: None if np.array_equal(stats, start) else "magnitude: edge")
+    monkeypatch.setattr(peer, "_own_problem", lambda stats, detail=True: None if np.array_equal(stats, start) else "magnitude: edge")
     assert peer.run(Silent())
     assert released == [0, 1, 2]  # one release a round
     assert np.array_equal(peer.stats, start) and peer.metrics.rounds_kept == peer.metrics.aggregate_fallbacks == 3
