@@ -33,12 +33,13 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
     """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are all the others, with
     the node files, schema and keys written there (relative paths), and its checkpoint and model file beside them."""
     directory = Path(directory)
+    run = deployment_run_id(directory)  # one run for all the peers of these keys
     for index, address in enumerate(addresses):
         settings = {"bind": address, "peers": [other for other in addresses if other != address],
                     "data": node_file(".", index).name, "schema": "schema.json",
                     "secret-key": peer_secret_key_file(".", index).as_posix(),
                     "known-peers": peer_known_peers_file(".", index).name,
-                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": deployment_run_id(directory)}
+                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": run}
         path = peer_config_file(directory, index)
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 
