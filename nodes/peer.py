@@ -86,7 +86,7 @@ class Peer:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None,
-                                           guarded=settings.privacy is not None or settings.secure_aggregation is not None)
+                                           masked=settings.secure_aggregation is not None)
         resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),

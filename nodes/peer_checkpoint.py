@@ -164,13 +164,14 @@ def _kept_noise_key(path: Path) -> bytes:
 
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``; a
-    ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``). A ``guarded`` peer (differential privacy or
-    secure aggregation) stops when the checkpoint of a round it is about to send cannot be written (``save``)."""
+    ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``). A ``guarded`` peer (``private``, or
+    ``masked`` by secure aggregation) stops when the checkpoint of a round it is about to send cannot be written
+    (``save``)."""
 
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
-                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, guarded: bool = False):
+                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, masked: bool = False):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
-        self.release_every, self.private, self.guarded = release_every, private, guarded
+        self.release_every, self.private, self.guarded = release_every, private, private or masked
         self._kept_key: bytes | None = None  # the noise key of the checkpoint found by ``load``
         self._failing = False
 
