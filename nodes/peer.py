@@ -435,6 +435,8 @@ class Peer:
         neighbour can stall this peer's learning, as it can poison it, but neither stop it nor get it rejected.
         Under local noise a round that released (a noisy local step) is not stepped again: a second step, under
         fresh noise, would release the round twice, the accountant counting once; the peer keeps its last statistics.
+        Under distributed noise every choice here is taken on this peer's aggregates, sums released to it, never on
+        the statistics of its local step (``_checked_step``).
         """
         stats, memory, problem = self._checked_step(aggregated, restart)
         if problem is None:
@@ -460,28 +462,36 @@ class Peer:
     def _checked_step(self, start: np.ndarray, restart: np.ndarray | None = None
                       ) -> tuple[np.ndarray | None, acceleration.Memory | None, str | None]:
         """The local step from ``start`` and why the neighbours would reject its statistics (None: they would not); in
-        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is. Under
-        distributed noise the statistics are the raw ones, never released, so the reason is only its cause: no value
-        of them reaches the log."""
+        a round without a release (``PeerSettings.release_every``), ``start`` itself and the memory as it is.
+
+        Under distributed noise the step's statistics are never released on their own, only inside sums carrying
+        everyone's shares, so no decision looks at them: the reason is ``start``'s (this peer's aggregate, a sum
+        released to it), and the statistics go into the sums as they are, held within what secure aggregation
+        encodes (``Release.contributed``); the recipients check the noisy sums."""
         if not is_release(self.round, self.settings.release_every):
             return start.copy(), self.memory, self._own_problem(start)
+        if self.release.distributed:
+            problem = self._own_problem(start)
+            if problem is not None:
+                return None, None, f"the aggregate itself: {problem}"
         try:
             stats, memory = acceleration.step(self.model, self.settings.acceleration, start, self.memory, self.phi,
                                               self.weights, iterations=self.settings.iters, own=self.stats,
                                               restart=restart)
             stats = self.release.private(stats, self.round)
         except CRCError as exc:
-            return None, None, "no local step" if self.release.distributed else str(exc)
-        return stats, memory, self._own_problem(stats, detail=not self.release.distributed)
+            return None, None, str(exc)
+        if self.release.distributed:
+            return self.release.contributed(stats), memory, None
+        return stats, memory, self._own_problem(stats)
 
-    def _own_problem(self, stats: np.ndarray, *, detail: bool = True) -> str | None:
-        """Why the neighbours would reject ``stats`` (size,) from this peer, or None: the cause, and with ``detail``
-        what was wrong (which may quote a value of ``stats``)."""
+    def _own_problem(self, stats: np.ndarray) -> str | None:
+        """Why the neighbours would reject ``stats`` (size,) from this peer, or None."""
         try:
             check_statistics(stats, self.model, self.ess, secure_aggregation=self.expect.secure_aggregation,
                              slack=self.expect.count_slack)
         except Rejected as rejection:
-            return f"{rejection.cause}: {rejection.detail}" if detail else rejection.cause
+            return f"{rejection.cause}: {rejection.detail}"
         return None
 
     # ----------------------------------------------------------------------------------------- sending, checkpoints

@@ -29,7 +29,11 @@ from crc.core.attacks import poison
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
 from crc.core.distributed_noise import FIXED_POINT_BITS, exact_release, fixed_point, noise_in_statistics, share_variance
 from crc.core.models.base import GenerativeModel
+from crc.core.plausibility import SECURE_AGGREGATION_TERM_LIMIT
 from crc.core.privacy import Privacy
+
+_ENCODABLE = float(np.nextafter(SECURE_AGGREGATION_TERM_LIMIT, 0.0))
+"""The largest |value| secure aggregation's fixed point encodes (``to_fixed`` takes values strictly within the limit)."""
 
 
 class Release:
@@ -70,6 +74,16 @@ class Release:
             return stats
         rng = self._keystream(round_, fixed_point(stats).tobytes())
         return exact_release(self.model, stats, self.privacy.sigma, rng)
+
+    def contributed(self, stats: np.ndarray) -> np.ndarray:
+        """Distributed noise: the statistics (size,) a local step gave, as this peer puts them into its recipients'
+        sums, held coordinate by coordinate within what secure aggregation encodes. Nothing looks at them to decide
+        whether to send them (that decision would depend on the private data without noise): the recipients check
+        the noisy sums instead. Holding them in a box is a projection, so one instance still moves them by at most
+        the sensitivity. Without distributed noise, ``stats`` as they are."""
+        if not self.distributed:
+            return stats
+        return np.clip(stats, -_ENCODABLE, _ENCODABLE)
 
     def on_the_wire(self, stats: np.ndarray) -> np.ndarray:
         """What the peer sends for its statistics: the statistics, or a Byzantine peer's poisoned ones."""

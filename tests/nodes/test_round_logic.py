@@ -975,19 +975,58 @@ def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_siz
     assert secure_peer(setup, colluders).session.neighbourhoods.own.fewest == fewest
 
 
-def test_under_distributed_noise_no_value_of_the_raw_statistics_reaches_the_log(setup, monkeypatch, caplog):
-    """Under distributed noise a peer's statistics are never released (only sums carrying everyone's shares are):
-    when its local step would be rejected, the log says why by cause only, never with a value of them."""
+def test_under_distributed_noise_no_decision_looks_at_the_statistics_of_the_local_step(setup, monkeypatch, caplog):
+    """Under distributed noise a peer's statistics are released only inside sums carrying everyone's shares. A check
+    that would reject every local step's statistics (before: the peer fell back and then kept its last statistics,
+    a choice taken on them without noise) changes nothing: the step's statistics are contributed as they are, and
+    the log stays silent. Only the aggregate, a sum released to this peer, is checked."""
     peer = secure_peer(setup, colluders=0)
     start = peer.stats.copy()
+    checked = []
+
     def check(stats, *args, **kwargs):
+        checked.append(stats.copy())
         if not np.array_equal(stats, start):
             raise Rejected("magnitude", "a value of magnitude 1.234e+07, more than 1e+06 x the ESS")
 
     monkeypatch.setattr(peer_module, "check_statistics", check)
     with caplog.at_level(logging.WARNING, logger="crc.node"):
-        peer._calibrate(start, 0)
-    assert peer.metrics.rounds_kept == 1 and "(magnitude)" in caplog.text and "1.234e+07" not in caplog.text
+        aggregated, stats, _ = peer._calibrate(start, 0)
+    assert peer.metrics.aggregate_fallbacks == peer.metrics.rounds_kept == 0 and not caplog.records
+    np.testing.assert_array_equal(aggregated, start)
+    np.testing.assert_array_equal(stats, lrc_of(setup, start, []))
+    assert len(checked) == 1 and np.array_equal(checked[0], start)
+
+
+def test_under_distributed_noise_an_implausible_aggregate_is_the_reason_for_a_fallback(setup):
+    """The decision taken on the aggregate (released to this peer): an aggregate whose class counts miss the ESS is
+    not stepped from; the round starts from the peer's last aggregate (here none yet: its start)."""
+    peer = secure_peer(setup, colluders=0)
+    own = peer.stats.copy()
+    broken = own.copy()
+    setup.model.table(broken)[0, setup.model.layout.columns("count")] += 0.5 * setup.ess
+    aggregated, stats, _ = peer._calibrate(broken, 0)
+    assert peer.metrics.aggregate_fallbacks == 1 and peer.metrics.rounds_kept == 0
+    np.testing.assert_array_equal(aggregated, own)
+    np.testing.assert_array_equal(stats, lrc_of(setup, own, []))
+
+
+def test_under_distributed_noise_a_local_step_beyond_the_encoding_is_held_within_it(setup, monkeypatch):
+    """Statistics beyond what secure aggregation encodes (before: the check on them made the peer fall back) are
+    clipped into it, coordinate by coordinate, and go into the masked sums; the values within it are unchanged."""
+    peer = secure_peer(setup, colluders=0)
+    start = peer.stats.copy()
+    huge = start.copy()
+    huge[-1] = 1e40
+
+    monkeypatch.setattr(crc_acceleration, "step", lambda *args, **kwargs: (huge.copy(), None))
+    _, stats, _ = peer._calibrate(start, 0)
+    assert peer.metrics.aggregate_fallbacks == 0
+    assert 0 < plausibility.SECURE_AGGREGATION_TERM_LIMIT - stats[-1] < 1e-4
+    np.testing.assert_array_equal(stats[:-1], start[:-1])
+    peer.stats = stats
+    assert len(peer.session.frames(stats, 1, schema_id=setup.model.schema_id, ess=setup.ess,
+                                   shares=peer.release.shares(1), plain=lambda address: b"")) == len(NEIGHBOURS)
 
 
 class Recorder:
