@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from crc.cli.entry import INTERRUPTED
 from crc.cli.output import VERBOSITY_KEY, configure_logging
 from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.threads import threads
@@ -30,8 +31,6 @@ COMMANDS = {
     "keys": "crc.cli.keys:keys",
     "status": "crc.cli.status:status",
 }
-INTERRUPTED = 130
-"""Exit status after Ctrl-C (128 + SIGINT), as a shell reports it."""
 READER_GONE = 141
 """Exit status when standard output's reader left early (``crc simulate | head -1``): 128 + SIGPIPE, as a shell reports
 a command that signal ended."""

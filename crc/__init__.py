@@ -19,11 +19,14 @@ Layers, each importing only those before it (``tests/architecture`` checks it):
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crc.core.errors import CRCError
-from crc.core.model_file import TrainedModel, load_model
-from crc.core.schema import Schema
 from crc.source_tree import find_folders
+
+if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for type checkers and the API reference
+    from crc.core.model_file import TrainedModel, load_model
+    from crc.core.schema import Schema
 
 find_folders(Path(__file__).parent)
 
@@ -33,13 +36,17 @@ __all__ = ["CRCError", "Schema", "TrainedModel", "__version__", "load_model"]
 
 ESTIMATORS = ("CircuitClassifier", "FederatedClassifier", "NaiveBayesClassifier", "QDAClassifier", "from_model")
 """Names of ``crc.estimators`` available here; importing them needs scikit-learn (``pip install 'crc-p2p[sklearn]'``)."""
+LAZY = {"Schema": "crc.core.schema", "TrainedModel": "crc.core.model_file", "load_model": "crc.core.model_file",
+        **dict.fromkeys(ESTIMATORS, "crc.estimators")}
+"""Names available here, each imported from its module on first use: importing ``crc`` itself loads no numpy, so the
+``crc`` command can handle Ctrl-C from its first moment (``crc.cli.entry``)."""
 
 
 def __getattr__(name: str):
-    if name in ESTIMATORS:
-        return getattr(importlib.import_module("crc.estimators"), name)
+    if name in LAZY:
+        return getattr(importlib.import_module(LAZY[name]), name)
     raise AttributeError(f"module 'crc' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(ESTIMATORS))
+    return sorted(set(globals()) | set(LAZY))

@@ -1,5 +1,5 @@
 """``python -m crc`` runs the ``crc`` command (``crc launch`` starts its peers this way)."""
 
-from crc.cli.main import main
+from crc.cli.entry import main
 
 main()

@@ -1,6 +1,5 @@
-"""The one exception family of the project, and how its messages show a value."""
-
-import numpy as np
+"""The one exception family of the project, and how its messages show a value. Imports nothing heavy: ``crc`` imports
+it, and the ``crc`` command's entry point imports ``crc`` before it can handle Ctrl-C (``crc.cli.entry``)."""
 
 
 class CRCError(ValueError):
@@ -23,6 +22,8 @@ class MalformedOption(CRCError):
 def plain(value) -> str:
     """``repr(value)`` as a message shows it: a numpy scalar as the Python value it holds (``0.35``, not
     ``np.float64(0.35)``), and a list or tuple of them likewise."""
+    import numpy as np  # here: loaded anyway by the time a message shows a value
+
     if isinstance(value, np.generic):
         return repr(value.item())
     if isinstance(value, (list, tuple)):

@@ -4,12 +4,13 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from crc.cli import output, summary
+from crc.cli import entry, output, summary
 from crc.cli.main import COMMANDS, main
 from crc.cli.output import Progress
 from crc.cli.summary import summary_lines
@@ -288,6 +289,26 @@ def test_ctrl_c_in_any_command_is_one_line_and_exit_status_130(monkeypatch):
     monkeypatch.setattr("crc.cli.simulate.run_simulation", interrupted)
     result = run("simulate", *SMALL)
     assert result.exit_code == 130 and result.stderr.strip().endswith("Interrupted.") and "Traceback" not in result.output
+
+
+def test_ctrl_c_while_the_command_line_is_still_importing_is_one_line_and_exit_status_130(monkeypatch, capsys):
+    """Ctrl-C in the first half second of ``crc``, while it imports numpy, scipy and click, printed a traceback."""
+    class Importing(types.ModuleType):
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "crc.cli.main", Importing("crc.cli.main"))
+    with pytest.raises(SystemExit) as ended:
+        entry.main()
+    assert ended.value.code == 130 and capsys.readouterr().err == "Interrupted.\n"
+
+
+def test_the_entry_point_can_handle_ctrl_c_before_numpy_is_imported():
+    """What runs before the entry point's guard (``import crc.cli.entry``, hence ``crc``) loads no numpy: a few
+    milliseconds, not the command line's half second."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, crc.cli.entry; print(sorted({'numpy', 'click', "
+                             "'scipy'} & set(sys.modules)))"], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_a_second_ctrl_c_while_the_first_is_reported_still_exits_130(monkeypatch):
