@@ -9,7 +9,7 @@ import numpy as np
 from crc.core.data import Dataset, to_columns, write_csv
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json
-from crc.protocol.repeat import Split
+from crc.protocol.split import Split
 
 ID_COLUMN = "id"
 """The column of instance ids in a vertical deployment's files."""

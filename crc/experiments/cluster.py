@@ -1,15 +1,14 @@
 """A grid's cells on a Dask distributed cluster the user already runs (``crc experiment --cluster ADDRESS``).
 
-Only the dispatch differs from ``--jobs``: each worker runs ``compute_cell`` (what a cell computes is the
-runner's), and this process, the client, writes each finished cell's file with ``write_cell``, so workers need
-no shared file system and no access to ``out``. A bundled data set is read on the worker, from the crc it
-installed (the same version as the client's: checked on connecting); a CSV data set is read here and sent with
-each of its cells, so that no data lives only on a worker that may die; 'synthetic' cells draw their data on
-the worker, as locally. Centralized errors are cached in each worker
-process's memory instead of ``out/.cache``. A worker that dies takes its cells with it and the scheduler runs
-them again on another worker (Dask's rescheduling; a cell that has killed ``distributed.scheduler.allowed-failures``
-workers fails the run). Cells already done were left out by the runner before they got here, so a run resumes
-as a local one does.
+Only the dispatch differs from ``--jobs``: each worker runs ``compute_cell`` (``crc.experiments.cells``), and this
+process, the client, writes each finished cell's file with ``write_cell``, so workers need no shared file system
+and no access to ``out``. A bundled data set is read on the worker, from the crc it installed (the same version as
+the client's: checked on connecting); a CSV data set is read here and sent with each of its cells, so that no data
+lives only on a worker that may die; 'synthetic' cells draw their data on the worker, as locally. Centralized
+errors are cached in each worker process's memory instead of ``out/.cache``. A worker that dies takes its cells with
+it and the scheduler runs them again on another worker (Dask's rescheduling; a cell that has killed
+``distributed.scheduler.allowed-failures`` workers fails the run). Cells already done were left out by the runner
+before they got here, so a run resumes as a local one does.
 
 Dask distributed is the optional extra ``cluster`` and is imported only here, only when ``--cluster`` is given.
 Dask pickles the tasks and results it sends between the client and its workers: the cluster must be the user's own.
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from crc.core.errors import CRCError
 from crc.core.threads import set_threads, use_single_threaded_blas
-from crc.experiments.runner import Cell, _stored_dataset, compute_cell, write_cell
+from crc.experiments.cells import Cell, compute_cell, stored_dataset, write_cell
 from crc.tables.datasets import BUNDLED, SYNTHETIC
 
 MISSING = "--cluster needs Dask distributed, the 'cluster' extra: pip install 'crc-p2p[cluster]'"
@@ -113,7 +112,7 @@ def execute_on_cluster(cells: list[Cell], out: Path, network_factory: Callable, 
         try:
             for rank, cell in enumerate(cells):
                 data = cell.config.data
-                sent = None if data in BUNDLED or data == SYNTHETIC else _stored_dataset(data, cell.config.label)
+                sent = None if data in BUNDLED or data == SYNTHETIC else stored_dataset(data, cell.config.label)
                 future = client.submit(_on_worker, cell, network_factory, sent,
                                        key=f"crc-{cell.table}-{cell.data}-{cell.column}-{run}",
                                        priority=len(cells) - rank, pure=False)

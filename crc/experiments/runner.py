@@ -14,62 +14,25 @@ this package needs no graph library.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import multiprocessing
 import os
 import re
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-from crc.core.data import Dataset
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, atomic_write_text, read_json
-from crc.core.models import all_options
+from crc.experiments.cells import Cell, DirectoryCache, compute_cell, dataset_for, stored_dataset, write_cell
 from crc.experiments.grids import REFERENCE_SIZE, TABLES, Table
 from crc.experiments.summary import assemble
-from crc.protocol import SimulationConfig, simulate, simulate_central
-from crc.protocol.repeat import load_for
+from crc.protocol import SimulationConfig
 from crc.protocol.vertical import held_out_count, resolve_partition
 from crc.report.tables import table_csv, table_markdown
-from crc.tables.datasets import BUNDLED, SYNTHETIC, load_dataset
+from crc.tables.datasets import BUNDLED, SYNTHETIC
 
 SINGLE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CRC_THREADS")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One (table, data set, column) simulation; ``data`` is the data set's short name."""
-
-    table: str
-    data: str
-    column: str
-    config: SimulationConfig
-    skip: str = ""
-
-    def matches(self, stored: dict) -> bool:
-        """Whether a stored cell's configuration is this cell's.
-
-        A field the stored configuration lacks (it was written before the field
-        existed) counts as its value in the paper's algorithm, which is how that
-        cell was computed; without ``algorithm`` the settings it stands for decide.
-        """
-        defaults = _jsonable({**{option.name: option.default for option in all_options()},
-                              **SimulationConfig(algorithm="paper").to_json()})
-        wanted = _jsonable(self.config.to_json())
-        if wanted["ess"] is None:  # results record the ESS Eq. 5 gave, not the absent option
-            del wanted["ess"]
-        if "algorithm" not in stored:
-            del wanted["algorithm"]
-        return all(stored.get(key, defaults.get(key)) == value for key, value in wanted.items())
-
-    def path(self, out: Path) -> Path:
-        return out / "cells" / self.table / self.data / f"{self.column}.json"
 
 
 def short_name(source: str) -> str:
@@ -78,39 +41,6 @@ def short_name(source: str) -> str:
         return source
     stem = Path(source).name.split(".")[0]
     return re.sub(r"[^A-Za-z0-9_-]+", "_", stem) or "data"
-
-
-def _jsonable(config: dict) -> dict:
-    return {key: (None if isinstance(value, float) and math.isinf(value) else value) for key, value in config.items()}
-
-
-class DirectoryCache:
-    """Centralized errors as small JSON files named by the hash of their key; safe across processes."""
-
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
-
-    def _path(self, key: dict) -> Path:
-        return self.directory / (hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest() + ".json")
-
-    def get(self, key: dict) -> dict | None:
-        path = self._path(key)
-        if not path.exists():
-            return None
-        stored = read_json(path)
-        return stored["value"] if stored.get("key") == key else None
-
-    def put(self, key: dict, value: dict) -> None:
-        atomic_write_json(self._path(key), {"key": key, "value": value})
-
-
-@cache  # a process keeps every data set it has read: they are small, parsing is not
-def _stored_dataset(source: str, label: str | None) -> Dataset:
-    return load_dataset(source, label=label)
-
-
-def _dataset_for(config: SimulationConfig) -> Dataset:
-    return load_for(config) if config.data == SYNTHETIC else _stored_dataset(config.data, config.label)
 
 
 def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", label: str | None = None,
@@ -125,7 +55,7 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
     cells = []
     for data in datasets if datasets is not None else table.datasets:
         csv_label = None if data in BUNDLED or data == SYNTHETIC else label
-        size = math.inf if data == SYNTHETIC else len(_stored_dataset(data, csv_label))
+        size = math.inf if data == SYNTHETIC else len(stored_dataset(data, csv_label))
         n_test = held_out_count(size, table.test_size) if size != math.inf else table.test_size
         available = size - n_test
         for column in table.columns:
@@ -140,7 +70,7 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
                                                     test_size=table.test_size, curve=table.needs_curve, **settings)
             config.validate()
             if config.feature_partition is not None:  # its cell files record the resolved configuration
-                config = resolve_partition(config, _dataset_for(config))
+                config = resolve_partition(config, dataset_for(config))
             skip = ""
             if config.train_size > available:
                 skip = f"needs {config.train_size} training + {n_test} test instances, has {available + n_test}"
@@ -166,40 +96,6 @@ def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:
     record = compute_cell(cell, network_factory, cache=DirectoryCache(out / ".cache" / "central"))
     write_cell(cell, out, record)
     return record
-
-
-def write_cell(cell: Cell, out: Path, record: dict) -> None:
-    """Save a finished cell's record (what ``compute_cell`` returned) as its file, atomically."""
-    atomic_write_json(cell.path(out), record)
-
-
-def compute_cell(cell: Cell, network_factory: Callable, *, cache, dataset: Dataset | None = None) -> dict:
-    """Simulate one cell: the record its file holds (``seconds`` is its only timing field).
-
-    ``cache`` keeps the centralized errors (``DirectoryCache`` or anything with its ``get`` and ``put``);
-    ``dataset`` is the cell's stored data set when the caller has it (a cluster worker is sent a CSV file's),
-    else it is read here (or drawn, for 'synthetic').
-    """
-    config = cell.config
-    if dataset is None or config.data == SYNTHETIC:
-        dataset = _dataset_for(config)
-    started = time.perf_counter()
-    try:
-        if TABLES[cell.table].central_only:
-            results = simulate_central(config, dataset=dataset, cache=cache)
-        else:
-            network = network_factory(config.topology, config.period or math.inf)
-            results = simulate(config, network, dataset=dataset, cache=cache)
-    except ValueError as exc:  # CRCError, or a topology that cannot be drawn at this size
-        raise CRCError(f"{cell.table} {cell.data} {cell.column}: {exc}") from None
-    return {"table": cell.table, "data": cell.data, "column": cell.column,
-            "seconds": time.perf_counter() - started, "results": _strip_inf(results)}
-
-
-def _strip_inf(results: dict) -> dict:
-    results = dict(results)
-    results["config"] = _jsonable(results["config"])
-    return results
 
 
 def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out, network_factory: Callable,

@@ -18,36 +18,12 @@ import numpy as np
 from crc.core import metrics
 from crc.core.data import Dataset, split_counts, split_indices, standardize
 from crc.core.engine import default_ess
-from crc.core.models import GenerativeModel, make_model
+from crc.core.models import make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
+from crc.protocol.split import Split
 from crc.protocol.vertical import make_feature_split
 from crc.tables.datasets import load_dataset
-
-
-@dataclass
-class Split:
-    """One repeat's standardized training and test data and the nodes' parts.
-
-    ``train_rows`` and ``test_rows`` index the data set; ``parts`` index the training set.
-    """
-
-    model: GenerativeModel
-    phi_train: np.ndarray
-    y_train: np.ndarray
-    phi_test: np.ndarray
-    y_test: np.ndarray
-    parts: list
-    x_train: np.ndarray
-    """Standardized training instances (m, d), for a feature map the peers compute otherwise (clipped data)."""
-    train_rows: np.ndarray
-    test_rows: np.ndarray
-    absent: tuple = ()
-    """Labels of the classes with no training instance: the schema keeps them, their counts stay at the floor
-    and their test instances count as errors."""
-    test_wanted: int = 0
-    """The test instances ``test_size`` asked for: more than ``len(test_rows)`` when the data set was too small
-    for a test fraction beside the training set, which then left its remaining instances for testing."""
 
 
 def load_for(config: SimulationConfig) -> Dataset:

@@ -31,6 +31,7 @@ from crc.core.feature_partition import blocks_from_names, feature_blocks
 from crc.core.models.blocks import block_model
 from crc.core.partition import local_sizes, partition
 from crc.protocol.config import SimulationConfig
+from crc.protocol.split import Split
 
 BLOCKS_STREAM = 0xB10C
 """Seeds the cut of the features into blocks apart from every other stream (the same cut in every repeat)."""
@@ -72,7 +73,6 @@ def blocks_for(config: SimulationConfig, feature_names: list[str]) -> list[list[
 def make_feature_split(dataset: Dataset, config: SimulationConfig, seed):
     """``crc.protocol.repeat.make_split`` for a vertical or hybrid partition: the block product over the run's
     feature blocks, and the training set cut at random into the groups' instances."""
-    from crc.protocol.repeat import Split  # repeat dispatches here
 
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)

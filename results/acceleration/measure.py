@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from crc.core.acceleration import MOMENTUM_PRESET
-from crc.experiments.runner import DirectoryCache
+from crc.experiments.cells import DirectoryCache
 from crc.protocol import SimulationConfig, simulate
 from crc.tables.datasets import BUNDLED
 from crc.topologies import network_factory

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from crc.experiments.runner import DirectoryCache
+from crc.experiments.cells import DirectoryCache
 from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
 
