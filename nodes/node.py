@@ -365,7 +365,7 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
         return None
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods")
-    check_masking_run(options.run)
+    check_masking_run(options.run, options.checkpoint)
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
     return SecureAggregationKeys(keys.own.secret, vouched_neighbourhoods(hoods, options.bind, keys.own.public,
                                                                          load_known_peers(options.known_peers), neighbours,

@@ -130,12 +130,18 @@ class PeerSettings:
             raise ValueError("every neighbour needs a known key")
 
 
-def check_masking_run(run: str) -> None:
-    """Refuse the default run id for a peer that masks (secure aggregation, a vertical group's score masks): the
-    pairwise masks derive from the run id, the round and the peers' long-term keys, so two runs of the same peers
-    under one id mask alike, and a recipient that kept both learns the difference of a member's statistics."""
+def check_masking_run(run: str, checkpoint_dir: str | None) -> None:
+    """Refuse a masking peer (secure aggregation, a vertical group's score masks) the default run id, or a run without
+    a checkpoint directory: the pairwise masks derive from the run id, the round and the peers' long-term keys, so
+    two runs of the same peers under one id mask alike, as does a peer that restarts without its checkpoint (at round
+    0, masking rounds it sent before with other statistics), and a recipient that kept both learns the difference of
+    a member's statistics."""
     if run == DEFAULT_RUN:
         raise OptionConflict(f"--secure-aggregation needs --run-id NAME, a name no earlier run of these peers used, the "
                              f"same on every peer (not the default {run!r}): the masks derive from it and the peers' keys, "
                              "so two runs under one name mask alike and a recipient that kept both learns the difference "
                              "of a member's statistics")
+    if not checkpoint_dir:
+        raise OptionConflict("--secure-aggregation needs --checkpoint DIR: a peer restarted without its checkpoint would "
+                             "begin at round 0 and mask rounds it already sent with the same masks (a recipient that kept "
+                             "both would learn the difference of its statistics); with it, a restarted peer resumes")

@@ -116,7 +116,7 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
         if hybrid or partition.blocks < 3:
             raise OptionConflict(f"--secure-aggregation: not with --partition {partition.spec}: the label holder learns "
                                  "only the sum of its members' scores, which needs a vertical group of three peers or more")
-        check_masking_run(options.run)
+        check_masking_run(options.run, options.checkpoint)
     if options.blocks is None or options.block is None:
         raise OptionConflict(f"--partition {partition.spec} needs --blocks FILE (every block's feature names, the same "
                              "file on every peer; `crc split` writes blocks.json) and --block B (the one this peer holds)")

@@ -65,10 +65,12 @@ def test_options_that_cannot_go_together_are_a_conflict(deployment, given, messa
         prepare(options(deployment, **given), LOG)
 
 
-def test_secure_aggregation_needs_the_mean_neighbourhoods_and_a_run_id_of_its_own(tmp_path, deployment):
+def test_secure_aggregation_needs_the_mean_neighbourhoods_a_run_id_of_its_own_and_a_checkpoint(tmp_path, deployment):
     """The pairwise masks derive from the run id and the peers' keys: under the default id, two runs of the same peers
-    would mask alike, and a recipient that kept both would learn the difference of a member's statistics."""
-    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-2")
+    would mask alike, and so would a peer restarted without its checkpoint (at round 0): a recipient that kept both
+    would learn the difference of a member's statistics."""
+    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-2",
+                    checkpoint=str(tmp_path / "checkpoint"))
     write_peer_keys(tmp_path, [given.bind, given.peers[0]], [[1], [0]])
     keyed = replace(given, secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
                     known_peers=str(tmp_path / "known-peers-0.json"))
@@ -79,6 +81,8 @@ def test_secure_aggregation_needs_the_mean_neighbourhoods_and_a_run_id_of_its_ow
     hoods = str(tmp_path / "neighbourhoods-0.json")
     with pytest.raises(OptionConflict, match="--secure-aggregation needs --run-id NAME, a name no earlier run"):
         prepare(replace(keyed, neighbourhoods=hoods, run=PeerSettings.run), LOG)
+    with pytest.raises(OptionConflict, match="--secure-aggregation needs --checkpoint DIR: a peer restarted without"):
+        prepare(replace(keyed, neighbourhoods=hoods, checkpoint=None), LOG)
     masked = prepare(replace(keyed, neighbourhoods=hoods), LOG).peer.settings
     assert masked.secure_aggregation is not None and set(masked.known_keys) == {given.peers[0]}
 
@@ -88,7 +92,8 @@ def test_a_neighbourhood_padded_with_identities_the_recipient_controls_is_refuse
     a neighbourhoods file listing members whose secret keys it holds, to subtract their values from the sum and
     isolate peer 0's. Peer 0 takes only members whose keys its known-peers file holds (known out of band), so it
     refuses the file, whether the sybils come under new addresses or under the real peer 2's address."""
-    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-2")
+    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-2",
+                    checkpoint=str(tmp_path / "checkpoint"))
     third = f"tcp://127.0.0.1:{free_ports(1)[0]}"
     write_peer_keys(tmp_path, [given.bind, given.peers[0], third], [[1], [0, 2], [1]])
     keyed = replace(given, secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
