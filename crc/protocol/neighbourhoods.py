@@ -12,9 +12,13 @@ def fewest_survivors(contributors: int, colluders: int | None = None) -> int:
     {a, b} to a and b and {c, d} to c and d would unmask two sums, and with a colluder in each pair two peers'
     statistics; two majorities share a member, which commits to one set). With distributed noise (``colluders``
     given, ``--dp-colluders``), all but ``colluders`` of them: the shares are sized so that theirs add up to σ², and
-    the sum of fewer would carry less noise than the accountant counts."""
+    the sum of fewer would carry less noise than the accountant counts; and more than (n + ``colluders``) / 2, so
+    that two sets share more members than collude, an honest one among them, who commits to one set (colluders can
+    vouch for two: of four with two colluding, {x, y, a} and {x, y, b} would give a and b each under σ²/2)."""
     fewest = max(2, contributors // 2 + 1)
-    return fewest if colluders is None else max(fewest, contributors - colluders)
+    if colluders is None:
+        return fewest
+    return max(fewest, contributors - colluders, (contributors + colluders) // 2 + 1)
 
 
 def secure_aggregation_summary(mixing) -> dict:
