@@ -132,8 +132,10 @@ def answer_request(ids: list[str], request: bytes, holder_size: int, holder: str
 
 def rows_in_order(ids: list[str], group_ids: list[str], what: str) -> list[int]:
     """The row of each of the group's ids in a member's ``ids`` (the member's rows in the group's order); a CRCError
-    when the group names an id the member does not hold (a label holder that lies) or repeats one."""
+    when the group names an id the member does not hold (a label holder that lies), repeats one or names none."""
     position = {value: row for row, value in enumerate(ids)}
+    if not group_ids:
+        raise AlignmentError(f"{what}: the group's id list names no id (the label holder finds at least one, or stops)")
     if len(set(group_ids)) != len(group_ids):
         raise AlignmentError(f"{what}: the group's id list repeats an id")
     missing = [value for value in group_ids if value not in position]

@@ -133,18 +133,25 @@ class GroupMember(VerticalPeer):
             if not responsibility_rows(weights, self.steps.components):
                 raise Rejected("malformed", "EM weights that cannot be responsibilities (an entry beyond [0, 1], a row "
                                             "that does not sum to 1, or one spread over two classes)", message.sender)
-            self.advance(t, weights, False)
+            self._advance(t, weights, False, message.sender)
         else:
             if weights is not None and not residual_rows(weights):
                 raise Rejected("malformed", "weights that cannot be Y - P (an entry beyond [-1, 1] or a row that does "
                                             "not sum to 0)", message.sender)
-            self.advance(t, weights, message.best)
+            self._advance(t, weights, message.best, message.sender)
         self.liveness.end_round({self.holder})
         self.passed(t)
         self.group_deadline = math.inf  # until the scores of the next pass are sent
         if self.done:
             return []
         return self.next_round() + self.proceed()
+
+    def _advance(self, t: int, weights: np.ndarray, best: bool, sender: str) -> None:
+        """``advance``, its refusal (statistics out of bounds) naming the label holder whose weights they were."""
+        try:
+            self.advance(t, weights, best)
+        except Rejected as rejection:
+            raise Rejected(rejection.cause, rejection.detail, sender) from None
 
     def proceed(self) -> Outgoing:
         """The scores of the next pass, once what it starts from is known (once)."""

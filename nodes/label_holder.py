@@ -180,7 +180,11 @@ class LabelHolder(VerticalPeer):
             self.metrics.soft_loss.append(loss)
         if t == self.passes and not self.hybrid:
             weights = None  # the last pass only scores
-        self.advance(t, weights, best)
+        try:
+            self.advance(t, weights, best)
+        except Rejected as rejection:
+            raise CRCError(f"{rejection.detail}: the members' scores of pass {t} are hostile or broken, and the group "
+                           "stops rather than send weights that make them so") from None
         self.last = (best, weights)
         self.liveness.end_round(received)
         self.passed(t)

@@ -1,0 +1,89 @@
+"""Deviating members of a vertical group, in-process (tests/support/vertical.py): well-formed frames chosen to harm
+or to learn. A deviation is refused, or stops the group in one line; it never leaves an honest peer with statistics
+it would refuse from anyone else, nor gives the label holder one member's scores under secure aggregation."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+from crc.core.errors import CRCError
+from crc.core.plausibility import problem
+from crc.nodes.alignment import AlignmentError
+from crc.nodes.vertical_peer import GroupStopped
+from support.vertical import Bus, FakeClock, addresses, group, reference
+
+
+@pytest.fixture(scope="module")
+def wdbc3():
+    return reference("wdbc", "nb", 3, rounds=8)
+
+
+def run(ref, tamper, **options):
+    """The group on ``ref``'s split with ``tamper``; its ESS m (not m / lr), so that a few passes can walk a class count
+    beyond -m0."""
+    clock = FakeClock()
+    options.setdefault("ess", float(len(ref.rep.split.y_train)))
+    bus = Bus(group(ref, clock=clock, **options), clock, tamper=tamper)
+    bus.start()
+    bus.run()
+    return bus
+
+
+def rewritten(kind, change):
+    """A tamper that rewrites every frame of ``kind`` with ``change(obj, address)`` (which returns the new map)."""
+    def tamper(sender, address, each):
+        obj = msgpack.unpackb(each)
+        return [msgpack.packb(change(obj, address))] if obj["type"] == kind else [each]
+    return tamper
+
+
+def plausible(peer) -> bool:
+    return all(problem(stats, peer.steps.part, peer.ess) is None for stats in (peer.stats, peer.best))
+
+
+def test_weights_that_walk_a_members_class_counts_out_of_bounds_are_rejected(wdbc3):
+    """Each pass's weights are valid Y - P rows (class 0 -1, class 1 +1), but together they take class 0's count
+    below -m0: the members refuse the pass that would, keep what they had, and the group stops."""
+    def down(obj, address):
+        if obj["round"] >= 1 and obj["n"]:
+            weights = np.tile([-1.0, 1.0], obj["n"] // 2)
+            obj["data"] = weights.tobytes()
+        return obj
+
+    bus = run(wdbc3, rewritten("weights", down))
+    members = addresses(3)[1:]
+    for address in members:
+        peer = bus.peers[address]
+        assert isinstance(bus.errors[address], GroupStopped) and not peer.done
+        assert peer.metrics.rejected["counts"] >= 1 and plausible(peer)
+
+
+def test_scores_that_walk_the_label_holders_class_counts_out_of_bounds_stop_the_group(wdbc3):
+    """The members' scores say class 0 for every instance, every pass: the label holder's own step would take class 1's
+    count below -m0, so it stops in one line instead of sending such weights."""
+    def class_0(obj, address):
+        if address == addresses(3)[0] and obj["round"] >= 1:
+            scores = np.tile([0.0, -1e90], obj["n"] // 2)
+            obj["data"] = scores.tobytes()
+        return obj
+
+    bus = run(wdbc3, rewritten("scores", class_0))
+    holder = bus.peers[addresses(3)[0]]
+    error = bus.errors[addresses(3)[0]]
+    assert isinstance(error, CRCError) and not isinstance(error, GroupStopped)
+    assert "implausible" in str(error) and "scores" in str(error) and plausible(holder)
+    assert all(plausible(bus.peers[address]) for address in addresses(3)[1:])
+
+
+def test_an_empty_group_list_stops_the_member_in_one_line():
+    ref = reference("wdbc", "nb", 3, rounds=2)
+
+    def empty(obj, address):
+        obj["ids"] = []
+        return obj
+
+    bus = run(ref, rewritten("psi-ids", empty), ess=None)
+    for address in addresses(3)[1:]:
+        assert isinstance(bus.errors[address], AlignmentError) and "no id" in str(bus.errors[address])
