@@ -16,6 +16,7 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.nodes.alignment import AlignmentError, answer_request
 from crc.nodes.block_steps import one_hot_rows, residual_rows, responsibility_rows
+from crc.nodes.score_masks import TRANSCRIPT_BYTES
 from crc.nodes.vertical_peer import GroupStopped, Outgoing, VerticalPeer
 from crc.nodes.vertical_wire import PSIIds, PSIRequest, Weights
 from crc.nodes.wire import Rejected
@@ -102,6 +103,8 @@ class GroupMember(VerticalPeer):
         if any(a >= b for a, b in zip(ids, ids[1:])):
             raise AlignmentError(f"{self.data.source}: the group's id list from {message.sender} is not sorted")
         self.align(ids)
+        if self.masks is not None:
+            self.masks.took("psi-ids", message.round, ids)
         self.wait_from_now()
         return []
 
@@ -139,6 +142,8 @@ class GroupMember(VerticalPeer):
                 raise Rejected("malformed", "weights that cannot be Y - P (an entry beyond [-1, 1] or a row that does "
                                             "not sum to 0)", message.sender)
             self._advance(t, weights, message.best, message.sender)
+        if self.masks is not None:
+            self.masks.took("weights", t, message.best, message.values.tobytes())
         self.liveness.end_round({self.holder})
         self.passed(t)
         self.group_deadline = math.inf  # until the scores of the next pass are sent
@@ -171,13 +176,19 @@ class GroupMember(VerticalPeer):
     # ------------------------------------------------------------------------------------------------ checkpoint
 
     def _role_size(self) -> int:
-        return 1
+        return 1 + (0 if self.masks is None else TRANSCRIPT_BYTES)
 
     def _role_vector(self) -> list:
-        return [[float(self.settings.peers.index(self.holder))]]
+        """The label holder's index in the peers; with secure aggregation, the transcript's bytes."""
+        transcript = [] if self.masks is None else list(self.masks.transcript)
+        return [[float(self.settings.peers.index(self.holder))], np.array(transcript, dtype=np.float64)]
 
     def _restore_role(self, vector: np.ndarray) -> None:
-        index = vector[0]
+        index, transcript = vector[0], vector[1:]
         if not (index == round(index) and 0 <= index < len(self.settings.peers)):
             raise CRCError(f"label holder {index!r} is not one of the peers")
+        if not np.all((transcript == np.round(transcript)) & (transcript >= 0) & (transcript <= 255)):
+            raise CRCError("the transcript of what the label holder sent is not bytes")
         self.holder = self.settings.peers[int(index)]
+        if self.masks is not None:
+            self.masks.transcript = bytes(transcript.astype(np.uint8))

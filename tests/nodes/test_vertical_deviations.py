@@ -11,6 +11,7 @@ import pytest
 from crc.core.errors import CRCError
 from crc.core.plausibility import problem
 from crc.nodes.alignment import AlignmentError
+from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped
 from support.vertical import Bus, FakeClock, addresses, group, reference
 
@@ -87,3 +88,36 @@ def test_an_empty_group_list_stops_the_member_in_one_line():
     bus = run(ref, rewritten("psi-ids", empty), ess=None)
     for address in addresses(3)[1:]:
         assert isinstance(bus.errors[address], AlignmentError) and "no id" in str(bus.errors[address])
+
+
+def test_a_label_holder_that_shows_members_different_weights_learns_no_members_scores():
+    """Secure aggregation: the label holder decodes only the sum of its members' scores. Deviating, it sends the
+    second member zero weights (valid Y - P rows) from pass 1 on, so that member's scores stay fixed and the change of
+    the sum from one pass to the next would be the first member's change alone. The masks are keyed by what each
+    member was sent, so they no longer cancel: the sum does not unmask, and the group stops."""
+    ref = reference("wdbc", "nb", 3, rounds=4)
+    holder, first, second = addresses(3)
+    words, scores = {}, {}
+
+    def deviate(sender, address, each):
+        obj = msgpack.unpackb(each)
+        if obj["type"] == "masked-scores":
+            words.setdefault(obj["round"], {})[sender] = np.frombuffer(obj["data"], dtype="<u8")
+        if obj["type"] == "weights" and address == second and obj["round"] >= 1 and obj["n"]:
+            obj["data"] = bytes(len(obj["data"]))
+            return [msgpack.packb(obj)]
+        return [each]
+
+    def scored(address, peer):
+        if address == first:
+            scores[peer.pass_ + 1] = peer.steps.scores(peer.stats, peer.phi).reshape(-1)
+
+    clock = FakeClock()
+    bus = Bus(group(ref, clock=clock, secure=True), clock, tamper=deviate, on_pass=scored)
+    bus.start()
+    bus.run()
+    assert isinstance(bus.errors[holder], CRCError) and "do not unmask" in str(bus.errors[holder])
+    sums = {t: unmasked_sum(list(each.values())) for t, each in words.items() if len(each) == 2}
+    assert 1 in sums and 2 in sums  # pass 2's scores are the first after the deviating weights
+    leaked, change = sums[2] - sums[1], scores[2] - scores[1]
+    assert np.abs(change).max() > 1e-3 and not np.allclose(leaked, change, atol=1e-3)
