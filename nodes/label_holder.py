@@ -115,7 +115,8 @@ class LabelHolder(VerticalPeer):
         group = self.psi.intersection([self.overlaps[peer] for peer in self.settings.peers])
         if not group:
             raise CRCError(f"no instance id is held by every member of the group (this peer holds {len(self.data.ids)}): "
-                           "nothing to learn from; are the files of the same instances, with the same --id-column?")
+                           "nothing to learn from; are the files of the same instances, with the same --id-column and ids written "
+                           "alike (they are compared as written: 007 is not 7)?")
         self.align(group)
         labels = one_hot(self.y, self.model.n_classes)
         self.start(labels)
