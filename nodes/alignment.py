@@ -7,10 +7,17 @@ sends the group's ids, sorted, to every member. Then every member orders its row
 
 What is revealed: each member learns the size of the label holder's id set and the group's intersection (ids it
 holds itself); the label holder learns, for every member, which of its own ids that member holds (with three or
-more members this can be more than the group's intersection). Nobody learns an id it does not hold.
+more members this can be more than the group's intersection). Nobody learns an id it does not hold, as long as
+everyone follows the protocol. PSI cannot tell an id guessed from an id held: a deviating label holder can put
+guesses in its request (as many as it announces, at most ``ID_RATIO`` times the member's ids,
+``crc.nodes.vertical_wire``) and learn which of them a member holds, and so can a member whose PSI request reaches
+another member before the label holder's (the group then stops: two label holders); a deviating member can answer
+for guessed ids and learn which of them the group holds.
 
-The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, and a message that does
-not parse or does not fit is a ``Rejected`` with cause ``psi``.
+The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, must be about no more
+ids than their sender announced, and a member's setup must be the raw set (a filter can be filled to match every
+id). A message that does not parse or does not fit is an ``AlignmentError``: one line, and the peer stops (the group
+cannot align).
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from dataclasses import dataclass
 from crc.core.errors import CRCError
 
 PSI_FALSE_POSITIVE_RATE = 0.0
-"""The server's setup is sent raw (no Bloom or Golomb filter): the intersection is exact."""
+"""The server's setup is sent raw (no Bloom or Golomb filter): the intersection is exact. The label holder takes no
+other: a filter can be filled to match every id, which would make a member look as if it held them all."""
 BYTES_PER_ID = 80
 """Bound on a PSI message's bytes per id (a compressed curve point is 33 bytes; protobuf adds a few)."""
 MESSAGE_OVERHEAD = 4096
@@ -70,7 +78,9 @@ def _limit(n_ids: int) -> int:
     return MESSAGE_OVERHEAD + BYTES_PER_ID * n_ids
 
 
-def _parse(kind, raw: bytes, n_ids: int, what: str):
+def _parse(kind, raw: bytes, n_ids: int, what: str, elements=lambda message: message.encrypted_elements):
+    """The PSI message ``kind`` from ``raw``, about at most ``n_ids`` ids (the sender's announced count): its bytes
+    bound before parsing, its ``elements`` (the blinded ids) after."""
     if not isinstance(raw, bytes) or len(raw) > _limit(n_ids):
         raise AlignmentError(f"{what}: a PSI message of {len(raw) if isinstance(raw, bytes) else '?'} bytes, more than "
                              f"{n_ids} ids need")
@@ -79,6 +89,9 @@ def _parse(kind, raw: bytes, n_ids: int, what: str):
         message.ParseFromString(raw)
     except Exception as exc:  # protobuf's DecodeError and its kin: anything that does not parse
         raise AlignmentError(f"{what}: a PSI message that does not parse ({type(exc).__name__})") from None
+    held = len(elements(message))
+    if held > n_ids:
+        raise AlignmentError(f"{what}: a PSI message about {held} ids, more than the {n_ids} announced")
     return message
 
 
@@ -99,7 +112,10 @@ class LabelHolderPSI:
 
     def overlap(self, setup: bytes, response: bytes, member_size: int, member: str) -> set[str]:
         psi = self._psi
-        parsed_setup = _parse(psi.ServerSetup, setup, member_size, f"PSI setup from {member}")
+        parsed_setup = _parse(psi.ServerSetup, setup, member_size, f"PSI setup from {member}",
+                              lambda message: message.raw.encrypted_elements)
+        if parsed_setup.WhichOneof("data_structure") != "raw":  # a filter of all ones would match every id
+            raise AlignmentError(f"PSI setup from {member} is not the raw set of blinded ids this group aligns with")
         parsed_response = _parse(psi.Response, response, len(self.ids), f"PSI response from {member}")
         try:
             indices = self._client.GetIntersection(parsed_setup, parsed_response)

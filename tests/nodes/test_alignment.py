@@ -52,3 +52,30 @@ def test_a_request_that_does_not_parse_is_refused_and_a_lying_group_list_is_caug
         rows_in_order(["a", "b"], ["a", "c"], "peer")
     with pytest.raises(AlignmentError, match="repeats"):
         rows_in_order(["a", "b"], ["a", "a"], "peer")
+
+
+def test_a_psi_message_about_more_ids_than_announced_is_refused():
+    """The announced counts bound what a PSI message may ask or tell: a label holder announcing 2 ids asks about 40
+    (the bytes of 2 ids and the overhead hold them), a member announcing 1 id answers with 3."""
+    crafted = LabelHolderPSI([f"guess-{i}" for i in range(40)])
+    with pytest.raises(AlignmentError, match="40 ids, more than the 2 announced"):
+        answer_request(["a", "b"], crafted.request, 2, "holder")
+    holder = LabelHolderPSI(["a", "b", "c"])
+    setup, response = answer_request(["a", "b", "c"], holder.request, 3, "holder")
+    with pytest.raises(AlignmentError, match="3 ids, more than the 1 announced"):
+        holder.overlap(setup, response, 1, "member")
+
+
+def test_a_filter_setup_that_would_match_every_id_is_refused():
+    """A member holding one id answered with a Bloom filter of all ones: the label holder took it as holding every id
+    of its own, and would send them all, in the clear, as the group's ids (with one member, every id it has). The group
+    aligns with the raw set only (exact, and unforgeable without the ids)."""
+    import private_set_intersection.python as psi
+
+    holder = LabelHolderPSI(["alice", "bob", "carol", "dave"])
+    _, response = answer_request(["zed"], holder.request, 4, "holder")
+    filled = psi.ServerSetup()
+    filled.bloom_filter.num_hash_functions = 1
+    filled.bloom_filter.bits = b"\xff" * 64
+    with pytest.raises(AlignmentError, match="not the raw set"):
+        holder.overlap(filled.SerializeToString(), response, 1, "member")
