@@ -203,7 +203,10 @@ class VerticalPeer:
                 self.log.warning("queue to %s full: a frame was not sent", address)
 
     def receive(self, frame: bytes, key: str | None) -> Outgoing:
-        """Decode a frame and take it; a rejection is counted by cause (and logged once per cause)."""
+        """Decode a frame and take it; a rejection is counted by cause (and logged once per cause). Only a frame that
+        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, or a
+        peer that asks for the same weights forever would hold the group forever."""
+        repeats = self.metrics.repeats_ignored + self.metrics.weights_resent
         try:
             try:
                 message = decode_group(frame, self.expect, key)
@@ -215,7 +218,8 @@ class VerticalPeer:
         except Rejected as rejection:
             self._reject(rejection)
             return []
-        if self.liveness is not None and message.sender in self.liveness.peers:
+        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats
+        if news and self.liveness is not None and message.sender in self.liveness.peers:
             self.liveness.heard(message.sender)  # alive: a member is marked down only after rounds of silence
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)

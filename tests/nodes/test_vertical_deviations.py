@@ -121,3 +121,26 @@ def test_a_label_holder_that_shows_members_different_weights_learns_no_members_s
     assert 1 in sums and 2 in sums  # pass 2's scores are the first after the deviating weights
     leaked, change = sums[2] - sums[1], scores[2] - scores[1]
     assert np.abs(change).max() > 1e-3 and not np.allclose(leaked, change, atol=1e-3)
+
+
+def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
+    """From pass 3 on, the first member sends its scores of pass 2 again whenever it would send new ones (as a member
+    restarted from its checkpoint of pass 1 would, once): the label holder sends pass 2's weights again each time, but
+    a frame that only repeats is no sign of progress, so the member is marked down and the group stops, rather than
+    wait for it forever."""
+    holder, first, _ = addresses(3)
+    sent = {}
+
+    def replay(sender, address, each):
+        obj = msgpack.unpackb(each)
+        if sender == first and obj["type"] == "scores":
+            sent.setdefault(obj["round"], each)
+            return [sent[2]] if obj["round"] >= 3 else [each]
+        return [each]
+
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, clock=clock), clock, tamper=replay)
+    bus.start()
+    bus.run(until=lambda: clock.now > 60.0)
+    assert isinstance(bus.errors.get(holder), GroupStopped) and first in str(bus.errors[holder])
+    assert bus.peers[holder].pass_ == 2 and bus.peers[holder].metrics.weights_resent >= 1
