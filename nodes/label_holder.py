@@ -119,6 +119,10 @@ class LabelHolder(VerticalPeer):
                            "alike (they are compared as written: 007 is not 7)?")
         self.align(group)
         labels = one_hot(self.y, self.model.n_classes)
+        absent = [name for name, count in zip(self.model.schema.classes, labels.sum(axis=0)) if not count]
+        if absent:
+            self.log.warning("class(es) %s have no instance among the group's: they keep the count floor and are never "
+                             "predicted", ", ".join(map(repr, absent)))
         self.start(labels)
         self.last = (False, labels)
         self.liveness.end_round(set(self.overlaps))
@@ -184,8 +188,9 @@ class LabelHolder(VerticalPeer):
         try:
             self.advance(t, weights, best)
         except Rejected as rejection:
-            raise CRCError(f"{rejection.detail}: the members' scores of pass {t} are hostile or broken, and the group "
-                           "stops rather than send weights that make them so") from None
+            source = " (or the block neighbours' statistics it started from)" if self.hybrid else ""
+            raise CRCError(f"{rejection.detail}: the members' scores of pass {t}{source} are hostile or broken, and the "
+                           "group stops rather than send weights that make them so") from None
         self.last = (best, weights)
         self.liveness.end_round(received)
         self.passed(t)

@@ -144,3 +144,16 @@ def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
     bus.run(until=lambda: clock.now > 60.0)
     assert isinstance(bus.errors.get(holder), GroupStopped) and first in str(bus.errors[holder])
     assert bus.peers[holder].pass_ == 2 and bus.peers[holder].metrics.weights_resent >= 1
+
+
+def test_a_class_with_no_instance_in_the_group_is_warned_of(wdbc3, caplog):
+    """The member that would hold class 1's instances holds none of them: the group learns without that class (never
+    predicted, as in the simulator, which warns too), and the label holder says so."""
+    y = wdbc3.rep.split.y_train
+    datas = [wdbc3.block_data(b, drop=np.flatnonzero(y == 1).tolist() if b == 2 else ()) for b in range(3)]
+    caplog.set_level("WARNING")
+    bus = run(wdbc3, None, blocks_data=datas, ess=None)
+    assert not bus.errors and all(peer.done for peer in bus.peers.values())
+    label = wdbc3.model.schema.classes[1]
+    assert any(f"class(es) {label!r} have no instance among the group's" in record.getMessage()
+               for record in caplog.records)
