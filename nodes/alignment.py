@@ -15,17 +15,20 @@ another member before the label holder's (the group then stops: two label holder
 for guessed ids and learn which of them the group holds.
 
 The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, must be about no more
-ids than their sender announced, and a member's setup must be the raw set (a filter can be filled to match every
-id). A message that does not parse or does not fit is an ``AlignmentError``: one line, and the peer stops (the group
+ids than their sender announced, a member's setup must be the raw set (a filter can be filled to match every id),
+and its response in order (``LabelHolderPSI`` blinds every id twice to check it). A message that does not parse or does not fit is an ``AlignmentError``: one line, and the peer stops (the group
 cannot align).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from crc.core.errors import CRCError
 
+BLINDINGS = 2
+"""Times the label holder's request blinds each id (with a key and in an order of each time's own)."""
 PSI_FALSE_POSITIVE_RATE = 0.0
 """The server's setup is sent raw (no Bloom or Golomb filter): the intersection is exact. The label holder takes no
 other: a filter can be filled to match every id, which would make a member look as if it held them all."""
@@ -78,10 +81,11 @@ def _limit(n_ids: int) -> int:
     return MESSAGE_OVERHEAD + BYTES_PER_ID * n_ids
 
 
-def _parse(kind, raw: bytes, n_ids: int, what: str, elements=lambda message: message.encrypted_elements):
-    """The PSI message ``kind`` from ``raw``, about at most ``n_ids`` ids (the sender's announced count): its bytes
-    bound before parsing, its ``elements`` (the blinded ids) after."""
-    if not isinstance(raw, bytes) or len(raw) > _limit(n_ids):
+def _parse(kind, raw: bytes, n_ids: int, what: str, elements=lambda message: message.encrypted_elements,
+           blindings: int = 1):
+    """The PSI message ``kind`` from ``raw``, about at most ``n_ids`` ids (the sender's announced count), each
+    ``blindings`` times: its bytes bound before parsing, its ``elements`` (the blinded ids) after."""
+    if not isinstance(raw, bytes) or len(raw) > _limit(blindings * n_ids):
         raise AlignmentError(f"{what}: a PSI message of {len(raw) if isinstance(raw, bytes) else '?'} bytes, more than "
                              f"{n_ids} ids need")
     message = kind()
@@ -90,14 +94,19 @@ def _parse(kind, raw: bytes, n_ids: int, what: str, elements=lambda message: mes
     except Exception as exc:  # protobuf's DecodeError and its kin: anything that does not parse
         raise AlignmentError(f"{what}: a PSI message that does not parse ({type(exc).__name__})") from None
     held = len(elements(message))
-    if held > n_ids:
-        raise AlignmentError(f"{what}: a PSI message about {held} ids, more than the {n_ids} announced")
+    if held > blindings * n_ids:
+        raise AlignmentError(f"{what}: a PSI message about {held / blindings:g} ids, more than the {n_ids} announced")
     return message
 
 
 @dataclass
 class LabelHolderPSI:
-    """The label holder's side: one PSI client (a fresh secret key) and its request, sent to every member.
+    """The label holder's side: ``BLINDINGS`` PSI clients (fresh secret keys), each blinding every id, in an order of
+    its own (the first the ids' order, the others shuffled), and one request of all their blinded ids, sent to every
+    member. A member's response is the request's elements blinded again, in the request's order, and the order is what
+    maps a match to an id: a member answering out of order would be taken as holding ids it does not hold (which the
+    group's id list would then name to it). It cannot tell which elements of the blindings are the same id, so such
+    an answer gives the blindings different overlaps, which is refused.
 
     ``request`` -> bytes for each member; ``overlap(setup, response, member_size, member)`` -> the label holder's
     ids that member holds; ``intersection(overlaps)`` -> the group's ids, sorted.
@@ -107,23 +116,40 @@ class LabelHolderPSI:
 
     def __post_init__(self):
         self._psi = _psi()
-        self._client = self._psi.client.CreateWithNewKey(True)
-        self.request = self._client.CreateRequest(self.ids).SerializeToString()
+        self._clients = [self._psi.client.CreateWithNewKey(True) for _ in range(BLINDINGS)]
+        self._orders = [list(range(len(self.ids)))]
+        for _ in range(BLINDINGS - 1):
+            self._orders.append(random.SystemRandom().sample(range(len(self.ids)), len(self.ids)))
+        request = self._psi.Request(reveal_intersection=True)
+        for client, order in zip(self._clients, self._orders):
+            request.encrypted_elements.extend(client.CreateRequest([self.ids[i] for i in order]).encrypted_elements)
+        self.request = request.SerializeToString()
 
     def overlap(self, setup: bytes, response: bytes, member_size: int, member: str) -> set[str]:
-        psi = self._psi
+        psi, n = self._psi, len(self.ids)
         parsed_setup = _parse(psi.ServerSetup, setup, member_size, f"PSI setup from {member}",
                               lambda message: message.raw.encrypted_elements)
         if parsed_setup.WhichOneof("data_structure") != "raw":  # a filter of all ones would match every id
             raise AlignmentError(f"PSI setup from {member} is not the raw set of blinded ids this group aligns with")
-        parsed_response = _parse(psi.Response, response, len(self.ids), f"PSI response from {member}")
-        try:
-            indices = self._client.GetIntersection(parsed_setup, parsed_response)
-        except Exception as exc:  # the library raises its own errors on inconsistent messages
-            raise AlignmentError(f"PSI answer from {member} is inconsistent ({type(exc).__name__})") from None
-        if any(not 0 <= i < len(self.ids) for i in indices):
-            raise AlignmentError(f"PSI answer from {member} names rows the label holder does not have")
-        return {self.ids[i] for i in indices}
+        elements = _parse(psi.Response, response, n, f"PSI response from {member}", blindings=BLINDINGS).encrypted_elements
+        if len(elements) != BLINDINGS * n:
+            raise AlignmentError(f"PSI response from {member} answers {len(elements)} blinded ids, the request has "
+                                 f"{BLINDINGS * n}")
+        found = []
+        for k, (client, order) in enumerate(zip(self._clients, self._orders)):
+            part = psi.Response(encrypted_elements=elements[k * n:(k + 1) * n])
+            try:
+                indices = client.GetIntersection(parsed_setup, part)
+            except Exception as exc:  # the library raises its own errors on inconsistent messages
+                raise AlignmentError(f"PSI answer from {member} is inconsistent ({type(exc).__name__})") from None
+            if any(not 0 <= i < n for i in indices):
+                raise AlignmentError(f"PSI answer from {member} names rows the label holder does not have")
+            found.append({self.ids[order[i]] for i in indices})
+        if any(each != found[0] for each in found[1:]):
+            raise AlignmentError(f"PSI answer from {member} is out of order: two blindings of the same ids give "
+                                 "different overlaps (a member answering out of order would be taken as holding ids it "
+                                 "does not hold)")
+        return found[0]
 
     def intersection(self, overlaps: list[set[str]]) -> list[str]:
         common = set(self.ids)
@@ -137,7 +163,7 @@ def answer_request(ids: list[str], request: bytes, holder_size: int, holder: str
     ``holder_size`` bounds the request (the label holder's number of ids, which it announces)."""
     psi = _psi()
     server = psi.server.CreateWithNewKey(True)
-    parsed = _parse(psi.Request, request, holder_size, f"PSI request from {holder}")
+    parsed = _parse(psi.Request, request, holder_size, f"PSI request from {holder}", blindings=BLINDINGS)
     try:
         response = server.ProcessRequest(parsed)
     except Exception as exc:

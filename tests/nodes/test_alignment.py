@@ -79,3 +79,40 @@ def test_a_filter_setup_that_would_match_every_id_is_refused():
     filled.bloom_filter.bits = b"\xff" * 64
     with pytest.raises(AlignmentError, match="not the raw set"):
         holder.overlap(filled.SerializeToString(), response, 1, "member")
+
+
+def halves_reversed(elements):
+    half = len(elements) // 2
+    return elements[:half][::-1] + elements[half:][::-1]
+
+
+def held_and_not_swapped(elements):
+    """p0 (held) and p150 (not) swapped in the first blinding, which is in the ids' order."""
+    swapped = list(elements)
+    swapped[0], swapped[150] = elements[150], elements[0]
+    return swapped
+
+
+@pytest.mark.parametrize("deviation, refused", [(lambda elements: elements[::-1], False), (halves_reversed, True),
+                                                (held_and_not_swapped, True)])
+def test_a_member_that_answers_out_of_order_learns_no_id_it_does_not_hold(deviation, refused):
+    """The response is the request's blinded ids, blinded again, in the request's order: a member holding p0 .. p99
+    that reversed it was taken as holding p100 .. p199, which the group's id list would then have named to it. The
+    label holder blinds its ids twice, in two orders, with two keys: the member cannot tell which elements are the
+    same id, so an answer out of order gives the two blindings different overlaps (refused), or none."""
+    import private_set_intersection.python as psi
+
+    held = {f"p{i}" for i in range(100)}
+    holder = LabelHolderPSI([f"p{i}" for i in range(200)])
+    setup, response = answer_request(sorted(held), holder.request, 200, "holder")
+    assert holder.overlap(setup, response, 100, "member") == held
+    parsed = psi.Response()
+    parsed.ParseFromString(response)
+    deviating = psi.Response()
+    deviating.encrypted_elements.extend(deviation(list(parsed.encrypted_elements)))
+    try:
+        taken = holder.overlap(setup, deviating.SerializeToString(), 100, "member")
+    except AlignmentError as error:
+        assert "out of order" in str(error)
+        taken = None
+    assert (taken is None) if refused else taken <= held
