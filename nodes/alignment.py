@@ -16,8 +16,8 @@ for guessed ids and learn which of them the group holds.
 
 The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, must be about no more
 ids than their sender announced, a member's setup must be the raw set (a filter can be filled to match every id),
-and its response in order (``LabelHolderPSI`` blinds every id twice to check it). A message that does not parse or does not fit is an ``AlignmentError``: one line, and the peer stops (the group
-cannot align).
+and its response in order (``LabelHolderPSI`` blinds every id twice to check it). A message that does not parse
+or does not fit is an ``AlignmentError``: one line, and the peer stops (the group cannot align).
 """
 
 from __future__ import annotations

@@ -156,6 +156,8 @@ def test_instance_ids_are_compared_as_written(group):
     (["--partition", "hybrid:2x2"], 2, "--partition hybrid:2x2 needs --ess"),
     (["--block-peers", "tcp://127.0.0.1:5"], 2, "--block-peers is for a peer of a hybrid partition"),
     (["--model", "pc", "--structure", "region-graph"], 1, "a vertical partition needs a circuit whose products split by feature block"),
+    (["--id-column", "class"], 1, "--id-column 'class' is the schema's label: name the column of instance ids"),
+    (["--id-column", "x1"], 1, "--id-column 'x1' is a feature of the schema: name the column of instance ids"),
 ])
 def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, status, message):
     args = list(extra)
