@@ -16,6 +16,7 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.nodes.alignment import AlignmentError, answer_request
 from crc.nodes.block_steps import one_hot_rows, residual_rows, responsibility_rows
+from crc.nodes.score_masks import TRANSCRIPT_BYTES
 from crc.nodes.vertical_peer import GroupStopped, Outgoing, VerticalPeer
 from crc.nodes.vertical_wire import PSIIds, PSIRequest, Weights
 from crc.nodes.wire import Rejected
@@ -102,6 +103,8 @@ class GroupMember(VerticalPeer):
         if any(a >= b for a, b in zip(ids, ids[1:])):
             raise AlignmentError(f"{self.data.source}: the group's id list from {message.sender} is not sorted")
         self.align(ids)
+        if self.masks is not None:
+            self.masks.took("psi-ids", message.round, ids)
         self.wait_from_now()
         return []
 
@@ -133,18 +136,27 @@ class GroupMember(VerticalPeer):
             if not responsibility_rows(weights, self.steps.components):
                 raise Rejected("malformed", "EM weights that cannot be responsibilities (an entry beyond [0, 1], a row "
                                             "that does not sum to 1, or one spread over two classes)", message.sender)
-            self.advance(t, weights, False)
+            self._advance(t, weights, False, message.sender)
         else:
             if weights is not None and not residual_rows(weights):
                 raise Rejected("malformed", "weights that cannot be Y - P (an entry beyond [-1, 1] or a row that does "
                                             "not sum to 0)", message.sender)
-            self.advance(t, weights, message.best)
+            self._advance(t, weights, message.best, message.sender)
+        if self.masks is not None:
+            self.masks.took("weights", t, message.best, message.values.tobytes())
         self.liveness.end_round({self.holder})
         self.passed(t)
         self.group_deadline = math.inf  # until the scores of the next pass are sent
         if self.done:
             return []
         return self.next_round() + self.proceed()
+
+    def _advance(self, t: int, weights: np.ndarray, best: bool, sender: str) -> None:
+        """``advance``, its refusal (statistics out of bounds) naming the label holder whose weights they were."""
+        try:
+            self.advance(t, weights, best)
+        except Rejected as rejection:
+            raise Rejected(rejection.cause, rejection.detail, sender) from None
 
     def proceed(self) -> Outgoing:
         """The scores of the next pass, once what it starts from is known (once)."""
@@ -164,13 +176,19 @@ class GroupMember(VerticalPeer):
     # ------------------------------------------------------------------------------------------------ checkpoint
 
     def _role_size(self) -> int:
-        return 1
+        return 1 + (0 if self.masks is None else TRANSCRIPT_BYTES)
 
     def _role_vector(self) -> list:
-        return [[float(self.settings.peers.index(self.holder))]]
+        """The label holder's index in the peers; with secure aggregation, the transcript's bytes."""
+        transcript = [] if self.masks is None else list(self.masks.transcript)
+        return [[float(self.settings.peers.index(self.holder))], np.array(transcript, dtype=np.float64)]
 
     def _restore_role(self, vector: np.ndarray) -> None:
-        index = vector[0]
+        index, transcript = vector[0], vector[1:]
         if not (index == round(index) and 0 <= index < len(self.settings.peers)):
             raise CRCError(f"label holder {index!r} is not one of the peers")
+        if not np.all((transcript == np.round(transcript)) & (transcript >= 0) & (transcript <= 255)):
+            raise CRCError("the transcript of what the label holder sent is not bytes")
         self.holder = self.settings.peers[int(index)]
+        if self.masks is not None:
+            self.masks.transcript = bytes(transcript.astype(np.uint8))

@@ -115,9 +115,14 @@ class LabelHolder(VerticalPeer):
         group = self.psi.intersection([self.overlaps[peer] for peer in self.settings.peers])
         if not group:
             raise CRCError(f"no instance id is held by every member of the group (this peer holds {len(self.data.ids)}): "
-                           "nothing to learn from; are the files of the same instances, with the same --id-column?")
+                           "nothing to learn from; are the files of the same instances, with the same --id-column and ids written "
+                           "alike (they are compared as written: 007 is not 7)?")
         self.align(group)
         labels = one_hot(self.y, self.model.n_classes)
+        absent = [name for name, count in zip(self.model.schema.classes, labels.sum(axis=0)) if not count]
+        if absent:
+            self.log.warning("class(es) %s have no instance among the group's: they keep the count floor and are never "
+                             "predicted", ", ".join(map(repr, absent)))
         self.start(labels)
         self.last = (False, labels)
         self.liveness.end_round(set(self.overlaps))
@@ -180,7 +185,12 @@ class LabelHolder(VerticalPeer):
             self.metrics.soft_loss.append(loss)
         if t == self.passes and not self.hybrid:
             weights = None  # the last pass only scores
-        self.advance(t, weights, best)
+        try:
+            self.advance(t, weights, best)
+        except Rejected as rejection:
+            source = " (or the block neighbours' statistics it started from)" if self.hybrid else ""
+            raise CRCError(f"{rejection.detail}: the members' scores of pass {t}{source} are hostile or broken, and the "
+                           "group stops rather than send weights that make them so") from None
         self.last = (best, weights)
         self.liveness.end_round(received)
         self.passed(t)

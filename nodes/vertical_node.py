@@ -165,12 +165,15 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
 
 def load_block(path, steps: BlockSteps, id_column: str, label: str) -> BlockData:
     """A vertical peer's CSV file: the ``id_column``, the block's feature columns and, for the label holder only, the
-    ``label`` column. A CRCError naming the file for a missing or duplicated id, a missing or extra column, an unknown
-    class or category, an unparsable number or an empty file."""
-    columns = read_csv(path)
+    ``label`` column. Ids are compared as written (``007`` is not ``7``). A CRCError naming the file for a missing or
+    duplicated id, a missing or extra column, an unknown class or category, an unparsable number or an empty file."""
+    if id_column == label or id_column in steps.model.schema.feature_names:
+        what = "the schema's label" if id_column == label else "a feature of the schema"
+        raise CRCError(f"--id-column {id_column!r} is {what}: name the column of instance ids")
+    columns = read_csv(path, text=(id_column,))
     if id_column not in columns:
         raise CRCError(f"{path}: no id column {id_column!r} (--id-column names the column of instance ids)")
-    ids = check_ids(columns.pop(id_column).cells(), str(path))
+    ids = check_ids(columns.pop(id_column).texts(), str(path))
     schema = steps.schema
     extra = [name for name in columns if name not in schema.feature_names and name != label]
     if extra:

@@ -46,6 +46,7 @@ from crc.core.acceleration import PAPER
 from crc.core.calibration import DEFAULT_LR
 from crc.core.errors import CRCError
 from crc.core.models.base import GenerativeModel
+from crc.core.plausibility import problem
 from crc.nodes.alignment import rows_in_order
 from crc.nodes.block_gossip import BlockGossip
 from crc.nodes.block_steps import BlockSteps
@@ -202,7 +203,10 @@ class VerticalPeer:
                 self.log.warning("queue to %s full: a frame was not sent", address)
 
     def receive(self, frame: bytes, key: str | None) -> Outgoing:
-        """Decode a frame and take it; a rejection is counted by cause (and logged once per cause)."""
+        """Decode a frame and take it; a rejection is counted by cause (and logged once per cause). Only a frame that
+        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, or a
+        peer that asks for the same weights forever would hold the group forever."""
+        repeats = self.metrics.repeats_ignored + self.metrics.weights_resent
         try:
             try:
                 message = decode_group(frame, self.expect, key)
@@ -214,7 +218,8 @@ class VerticalPeer:
         except Rejected as rejection:
             self._reject(rejection)
             return []
-        if self.liveness is not None and message.sender in self.liveness.peers:
+        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats
+        if news and self.liveness is not None and message.sender in self.liveness.peers:
             self.liveness.heard(message.sender)  # alive: a member is marked down only after rounds of silence
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)
@@ -300,17 +305,29 @@ class VerticalPeer:
         ESS after the last; an RC pass keeps the iterate just scored if ``best`` (vertical), then adds ``weights``,
         unless None, to what the pass started from."""
         if t <= self.em_passes:
-            self.stats = self.steps.em_step(self.phi, weights)
+            stats = self.steps.em_step(self.phi, weights)
             if t == self.em_passes:
-                self.stats = self.steps.scaled(self.stats, self.ess)
+                stats = self.steps.scaled(stats, self.ess)
+            self.stats = self._checked(stats, t)
             self.best, self.best_iterate = self.stats.copy(), t
             return
+        stats = self.stats if weights is None else self._checked(self.steps.step(self.aggregated, self.phi, weights), t)
         if best and not self.hybrid:
             self.best, self.best_iterate = self.stats.copy(), t - 1
-        if weights is not None:
-            self.stats = self.steps.step(self.aggregated, self.phi, weights)
+        self.stats = stats
         if self.hybrid:  # no choice of the iterate: the last one is the classifier
             self.best, self.best_iterate = self.stats, t
+
+    def _checked(self, stats: np.ndarray, t: int) -> np.ndarray:
+        """The statistics (size,) after pass ``t``'s step, if a neighbour would take them (``crc.core.plausibility``);
+        a Rejected with the cause otherwise, and nothing changes: weights chosen pass by pass can walk a block's
+        statistics where no honest run goes (a class count below -m0), where its parameters stop being finite."""
+        found = ("non-finite", "not finite") if not np.all(np.isfinite(stats)) else problem(
+            stats, self.steps.part, self._ess_at(t))
+        if found is not None:
+            cause, detail = found
+            raise Rejected(cause, f"pass {t}'s step would make block {self.block}'s statistics implausible ({detail})")
+        return stats
 
     def next_round(self) -> Outgoing:
         """After a pass that was not the last: what the next one starts from. Vertical: the statistics. Hybrid: this

@@ -160,8 +160,9 @@ def decode_group(frame: bytes, expect: GroupExpectation, key: str | None = None)
     if not isinstance(obj, dict):
         raise Rejected("malformed", f"a {type(obj).__name__}, not a map")
     kind, sender = obj.get("type"), obj.get("from")
-    if kind not in FIELDS:
-        raise Rejected("type", f"message type {kind!r}, a vertical group's peer takes {', '.join(FIELDS)}",
+    if not isinstance(kind, str) or kind not in FIELDS:  # a map or a list is no key to look up
+        shown = repr(kind) if isinstance(kind, str) else f"of type {type(kind).__name__}"
+        raise Rejected("type", f"message type {shown}, a vertical group's peer takes {', '.join(FIELDS)}",
                        sender if isinstance(sender, str) else None)
     if not isinstance(sender, str) or set(obj) != FIELDS[kind]:
         raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(FIELDS[kind])}",

@@ -239,7 +239,8 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
     if isinstance(obj, dict) and obj.get("type") == WAITING:
         return _decode_waiting(obj, expect, key)
-    if expect.secure_aggregation and isinstance(obj, dict) and obj.get("type") in SECURE_AGGREGATION_FIELDS:
+    if (expect.secure_aggregation and isinstance(obj, dict) and isinstance(obj.get("type"), str)
+            and obj["type"] in SECURE_AGGREGATION_FIELDS):  # a map as the type is no key to look up
         return _decode_secure_aggregation(obj, expect, key)
     if not isinstance(obj, dict) or set(obj) != FIELDS:
         keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__

@@ -118,6 +118,13 @@ class Column:
         """Each row's canonical spelling, ``""`` where missing."""
         return np.append(np.array(self.canonical, dtype=object), "")[self.codes].tolist()
 
+    def texts(self) -> list[str]:
+        """Each row's cell as written (stripped), ``""`` where missing: a column read as text (``read_csv``'s
+        ``text``), whose values are spellings; a ValueError for one read as numbers."""
+        if self.numeric_dtype:
+            raise ValueError("a column read as numbers keeps no spellings")
+        return np.append(np.array([value.strip() for value in self.values], dtype=object), "")[self.codes].tolist()
+
     def has_values(self) -> bool:
         """True if some cell is present."""
         return len(self.values) > 0

@@ -94,14 +94,24 @@ def feature_blocks(n_features: int, blocks: int, *, seed=None) -> list[list[int]
 
 def blocks_from_names(names: list[list[str]], feature_names: list[str], what: str) -> list[list[int]]:
     """Blocks given by feature names (as a blocks file lists them) -> feature indices; a CRCError naming ``what``
-    for an unknown or repeated name."""
+    for an unknown name, a name in two blocks, or a feature in none."""
     index = {name: j for j, name in enumerate(feature_names)}
+    block_of: dict[str, int] = {}
     out = []
     for b, block in enumerate(names):
         unknown = [name for name in block if name not in index]
         if unknown:
             raise CRCError(f"{what}: block {b} names unknown feature(s) {', '.join(map(repr, unknown[:5]))}")
+        for name in block:
+            if name in block_of:
+                raise CRCError(f"{what}: feature {name!r} is in block {block_of[name]} and block {b}: name each feature "
+                               "in exactly one block")
+            block_of[name] = b
         out.append([index[name] for name in block])
+    missing = [name for name in feature_names if name not in block_of]
+    if missing:
+        raise CRCError(f"{what}: feature(s) {', '.join(map(repr, missing[:5]))} are in no block: name each feature of "
+                       "the schema in exactly one block")
     return out
 
 

@@ -177,6 +177,8 @@ def _check_parameters(recorded, theta: dict) -> None:
             found = np.asarray(recorded[name], dtype=np.float64)
         except (TypeError, ValueError):
             found = None
+        if found is not None and found.size == 0 == np.size(value) and found.shape == np.shape(value)[:found.ndim]:
+            continue  # JSON keeps no shape past an empty list: (r, 0, 0) precisions, of no continuous feature, read (r, 0)
         if found is None or found.shape != np.shape(value) or not np.allclose(found, value, rtol=PARAMETERS_RTOL, atol=0):
             raise CRCError(f"'parameters' {name!r} are not what its statistics give (file edited or damaged, or written "
                            "by a crc version that computed them otherwise)")

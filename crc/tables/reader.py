@@ -40,20 +40,21 @@ MAX_HEADER_BYTES = 2 * SCAN_BLOCK
 """Longest header line (about 200 000 column names of ten characters)."""
 
 
-def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES,
-             max_cells: int = MAX_TABLE_CELLS) -> dict[str, Column | NumberColumn]:
+def read_csv(path, *, header: bool = True, max_bytes: int = MAX_TABLE_BYTES, max_cells: int = MAX_TABLE_CELLS,
+             text: tuple[str, ...] = ()) -> dict[str, Column | NumberColumn]:
     """Read a comma-separated file (plain or ``.gz``) into columns by name.
 
     Without a header the columns are named ``x1 … xd`` and the last one ``class``. Cells are stripped;
-    empty, ``?`` and ``nan`` cells are missing; rows without any cell are skipped. Every problem is a
-    CRCError naming the file (and the line or column). The byte and cell limits are checked in one streaming
-    pass before anything is parsed, so that no file holds more memory than the cells' limit allows.
+    empty, ``?`` and ``nan`` cells are missing; rows without any cell are skipped. The columns named in ``text``
+    are read as text, never as numbers, so that ``Column.texts`` gives each cell as written (``007``, not ``7``).
+    Every problem is a CRCError naming the file (and the line or column). The byte and cell limits are checked in
+    one streaming pass before anything is parsed, so that no file holds more memory than the cells' limit allows.
     """
     scan = _scan(path, max_bytes)
     _check_size(path, scan, *((min(max_cells, MAX_QUOTED_CELLS), "a file that quotes cells") if scan.quoted
                               else (max_cells, "a file")))
     names = _header(path, scan.first_line) if header else None
-    columns = _fast(path, scan, header, names) if not scan.quoted else None
+    columns = _fast(path, scan, header, names, text) if not scan.quoted else None
     if columns is None:
         _check_size(path, scan, min(max_cells, MAX_QUOTED_CELLS), "a file cell by cell, as this one must be (a row of "
                     "another length, infinities, mixed numbers and texts)")
@@ -208,12 +209,13 @@ def _header(path, line: bytes) -> list[str]:
     return names
 
 
-def _fast(path, scan: _Scan, header: bool, names: list[str] | None) -> dict[str, Column] | None:
-    """Columns by pandas, or None when the file needs the careful reader."""
+def _fast(path, scan: _Scan, header: bool, names: list[str] | None, text: tuple[str, ...]) -> dict[str, Column] | None:
+    """Columns by pandas (those named in ``text`` as strings), or None when the file needs the careful reader."""
+    dtype = {name: str for name in text if name in names} if names else None
     try:
         with warnings.catch_warnings(), _Unchanged(path, scan) as stream:
             warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns go to the careful reader
-            frame = pd.read_csv(io.BufferedReader(stream), header=0 if header else None, dtype=None,
+            frame = pd.read_csv(io.BufferedReader(stream), header=0 if header else None, dtype=dtype or None,
                                 na_values=sorted(MISSING_TOKENS), keep_default_na=False, skipinitialspace=True,
                                 encoding="utf-8-sig", skip_blank_lines=True)
     except CRCError:

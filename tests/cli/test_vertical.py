@@ -66,3 +66,15 @@ def test_a_bad_blocks_file_is_refused_naming_the_file(tmp_path, content, message
                  "--no-rc-converged")
     assert result.exit_code in (1, 2) and message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("blocks, message", [
+    ('[["x1", "x2"], ["x2"]]', "feature 'x2' is in block 0 and block 1: name each feature in exactly one block"),
+    ('[["x1"], ["x2"]]', "feature(s) 'x3', 'x4', 'x5', 'x6', 'x7' are in no block: name each feature of the schema"),
+])
+def test_a_blocks_file_names_each_feature_once_by_name(tmp_path, blocks, message):
+    """A repeated or forgotten feature is named (it was named by its index)."""
+    (tmp_path / "blocks.json").write_text(f'{{"blocks": {blocks}}}')
+    result = run("simulate", "--data", "wdbc", "--partition", "vertical:2", "--blocks", str(tmp_path / "blocks.json"),
+                 "--rounds", "2", "--no-rc-converged")
+    assert result.exit_code == 1 and message in " ".join(result.output.split()), result.output

@@ -12,9 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.core.feature_partition import blocks_from_names, read_blocks_file
+from crc.core.models.blocks import block_model
 from crc.core.schema import Schema
+from crc.nodes.block_steps import BlockSteps
 from crc.nodes.launcher import free_ports
 from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.nodes.vertical_node import load_block
 from crc.tables.reader import read_csv
 from support.network import kill_and_reap
 
@@ -129,6 +133,19 @@ def test_a_peers_file_is_checked_before_any_network_activity(group, tmp_path, ed
     one_line(node(group, 1, data=edited(group, 1, tmp_path, edit)), 1, message)
 
 
+def test_instance_ids_are_compared_as_written(group):
+    """Ids that spell numbers are not read as numbers: ``007`` is not ``7`` (a join of other instances), and 20-digit
+    ids that differ in their last digit are not one float (refused as a repeated id)."""
+    shared = Schema.load(group / "schema.json")
+    blocks = blocks_from_names([list(b) for b in read_blocks_file(group / "blocks.json")], shared.feature_names, "")
+    steps = BlockSteps(block_model("nb", shared, blocks), 1)
+    lines = (group / "node-1.csv").read_text().splitlines()
+    written = ["007", "7", "1e3", "1000", *(str(10**19 + i) for i in range(len(lines) - 5))]
+    (group / "numeric.csv").write_text("\n".join([lines[0], *(f"{i},{line.split(',', 1)[1]}"
+                                                              for i, line in zip(written, lines[1:]))]) + "\n")
+    assert load_block(group / "numeric.csv", steps, "id", shared.label).ids == written
+
+
 @pytest.mark.parametrize("extra, status, message", [
     (["--peers", "tcp://127.0.0.1:2,tcp://127.0.0.1:3"], 1,
      "--peers lists 2 address(es): the other members of a group of vertical:2 are 1"),
@@ -139,6 +156,8 @@ def test_a_peers_file_is_checked_before_any_network_activity(group, tmp_path, ed
     (["--partition", "hybrid:2x2"], 2, "--partition hybrid:2x2 needs --ess"),
     (["--block-peers", "tcp://127.0.0.1:5"], 2, "--block-peers is for a peer of a hybrid partition"),
     (["--model", "pc", "--structure", "region-graph"], 1, "a vertical partition needs a circuit whose products split by feature block"),
+    (["--id-column", "class"], 1, "--id-column 'class' is the schema's label: name the column of instance ids"),
+    (["--id-column", "x1"], 1, "--id-column 'x1' is a feature of the schema: name the column of instance ids"),
 ])
 def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, status, message):
     args = list(extra)

@@ -253,3 +253,16 @@ def test_dataframes_are_tables_everywhere(tmp_path):
     assert dataset.schema == from_file.schema
     np.testing.assert_array_equal(dataset.x, from_file.x)
     np.testing.assert_array_equal(encode_features(dataset.schema, frame), encode_features(dataset.schema, read_csv(path)))
+
+
+@pytest.mark.parametrize("text", [
+    "key,a\n007,1\n 8 ,2\n1e3,3\n12345678901234567890,4\n12345678901234567891,5\n,6\n",  # numbers alone: fast reader
+    'key,a\n"007",1\n 8 ,2\n1e3,3\n12345678901234567890,4\n12345678901234567891,5\n?,6\n',  # quoted: careful reader
+])
+def test_a_text_column_keeps_each_cell_as_written(tmp_path, text):
+    """Instance ids are compared as written: ``007`` is not ``7``, and two 20-digit ids are not one float."""
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert read_csv(path, text=("key",))["key"].texts() == ["007", "8", "1e3", "12345678901234567890",
+                                                            "12345678901234567891", ""]
+    assert read_csv(path)["a"].cells() == ["1", "2", "3", "4", "5", "6"]

@@ -52,3 +52,67 @@ def test_a_request_that_does_not_parse_is_refused_and_a_lying_group_list_is_caug
         rows_in_order(["a", "b"], ["a", "c"], "peer")
     with pytest.raises(AlignmentError, match="repeats"):
         rows_in_order(["a", "b"], ["a", "a"], "peer")
+
+
+def test_a_psi_message_about_more_ids_than_announced_is_refused():
+    """The announced counts bound what a PSI message may ask or tell: a label holder announcing 2 ids asks about 40
+    (the bytes of 2 ids and the overhead hold them), a member announcing 1 id answers with 3."""
+    crafted = LabelHolderPSI([f"guess-{i}" for i in range(40)])
+    with pytest.raises(AlignmentError, match="40 ids, more than the 2 announced"):
+        answer_request(["a", "b"], crafted.request, 2, "holder")
+    holder = LabelHolderPSI(["a", "b", "c"])
+    setup, response = answer_request(["a", "b", "c"], holder.request, 3, "holder")
+    with pytest.raises(AlignmentError, match="3 ids, more than the 1 announced"):
+        holder.overlap(setup, response, 1, "member")
+
+
+def test_a_filter_setup_that_would_match_every_id_is_refused():
+    """A member holding one id answered with a Bloom filter of all ones: the label holder took it as holding every id
+    of its own, and would send them all, in the clear, as the group's ids (with one member, every id it has). The group
+    aligns with the raw set only (exact, and unforgeable without the ids)."""
+    import private_set_intersection.python as psi
+
+    holder = LabelHolderPSI(["alice", "bob", "carol", "dave"])
+    _, response = answer_request(["zed"], holder.request, 4, "holder")
+    filled = psi.ServerSetup()
+    filled.bloom_filter.num_hash_functions = 1
+    filled.bloom_filter.bits = b"\xff" * 64
+    with pytest.raises(AlignmentError, match="not the raw set"):
+        holder.overlap(filled.SerializeToString(), response, 1, "member")
+
+
+def halves_reversed(elements):
+    half = len(elements) // 2
+    return elements[:half][::-1] + elements[half:][::-1]
+
+
+def held_and_not_swapped(elements):
+    """p0 (held) and p150 (not) swapped in the first blinding, which is in the ids' order."""
+    swapped = list(elements)
+    swapped[0], swapped[150] = elements[150], elements[0]
+    return swapped
+
+
+@pytest.mark.parametrize("deviation, refused", [(lambda elements: elements[::-1], False), (halves_reversed, True),
+                                                (held_and_not_swapped, True)])
+def test_a_member_that_answers_out_of_order_learns_no_id_it_does_not_hold(deviation, refused):
+    """The response is the request's blinded ids, blinded again, in the request's order: a member holding p0 .. p99
+    that reversed it was taken as holding p100 .. p199, which the group's id list would then have named to it. The
+    label holder blinds its ids twice, in two orders, with two keys: the member cannot tell which elements are the
+    same id, so an answer out of order gives the two blindings different overlaps (refused), or none."""
+    import private_set_intersection.python as psi
+
+    held = {f"p{i}" for i in range(100)}
+    holder = LabelHolderPSI([f"p{i}" for i in range(200)])
+    setup, response = answer_request(sorted(held), holder.request, 200, "holder")
+    assert holder.overlap(setup, response, 100, "member") == held
+    parsed = psi.Response()
+    parsed.ParseFromString(response)
+    deviating = psi.Response()
+    deviating.encrypted_elements.extend(deviation(list(parsed.encrypted_elements)))
+    try:
+        taken = holder.overlap(setup, deviating.SerializeToString(), 100, "member")
+    except AlignmentError as error:
+        assert "out of order" in str(error)
+        taken = None
+    assert (taken is None) if refused else taken <= held

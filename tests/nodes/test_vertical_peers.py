@@ -3,6 +3,8 @@ thread on a fake clock (tests/support/vertical.py), against the simulator's vert
 
 from __future__ import annotations
 
+import copy
+
 import msgpack
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from crc.core.models.base import one_hot
 from crc.core.models.circuit import EM_ITERATIONS
 from crc.nodes.alignment import AlignmentError
 from crc.nodes.block_steps import BlockSteps
-from crc.nodes.score_masks import unmasked_sum
+from crc.nodes.score_masks import TRANSCRIPT_BYTES, unmasked_sum
 from crc.nodes.secure_aggregation import from_fixed
 from crc.nodes.vertical_peer import GroupStopped
 from crc.nodes.vertical_wire import encode_group
@@ -199,18 +201,20 @@ def test_a_silent_member_is_waited_for_and_a_slow_one_is_not_held_against_it(wdb
     assert bus.peers[second].metrics.scores_resent >= 1  # its own wait for the weights ran out too
 
 
+@pytest.mark.parametrize("secure", [False, True])
 @pytest.mark.parametrize("lost", [False, True])
-def test_a_restarted_member_resumes_from_its_checkpoint(wdbc3, tmp_path, lost):
+def test_a_restarted_member_resumes_from_its_checkpoint(wdbc3, tmp_path, lost, secure):
     """Killed after its checkpoint of pass 4, before its scores of pass 5 left: it sends them when it restarts. With
-    ``lost``, killed after they left, before it took the weights of pass 5: the label holder sends those again."""
+    ``lost``, killed after they left, before it took the weights of pass 5: the label holder sends those again. With
+    ``secure``, its masks are keyed by the transcript of what it took, which its checkpoint holds."""
     holder, first, second = addresses(3)
     clock = FakeClock()
-    bus = Bus(group(wdbc3, tmp_path, clock=clock), clock)
+    bus = Bus(group(wdbc3, tmp_path, clock=clock, secure=secure), clock)
     restarted = []
 
     def kill(sender, address, each):
         obj = msgpack.unpackb(each)
-        dies = (address == first and obj["type"] == "weights") if lost else (sender == first and obj["type"] == "scores")
+        dies = (address == first and obj["type"] == "weights") if lost else (sender == first and obj["type"].endswith("scores"))
         if dies and obj["round"] == 5 and not restarted:
             bus.dead.add(first)
             return []
@@ -220,12 +224,19 @@ def test_a_restarted_member_resumes_from_its_checkpoint(wdbc3, tmp_path, lost):
     bus.start()
     bus.run(until=lambda: first in bus.dead and not bus.queue)
     clock.now += 0.5
-    restarted.append(make_peer(wdbc3, 1, wdbc3.block_data(1), tmp_path, clock=clock))
+    masks = None
+    if secure:  # the same keys, and nothing in memory of what it took
+        masks = copy.copy(bus.peers[first].masks)
+        masks.transcript = bytes(TRANSCRIPT_BYTES)
+    restarted.append(make_peer(wdbc3, 1, wdbc3.block_data(1), tmp_path, clock=clock, masks=masks))
     assert restarted[0].resumed and restarted[0].pass_ == 4
     bus.replace(first, restarted[0])
     bus.run()
     assert not bus.errors
-    assert_same_statistics(bus.joined(), wdbc3.best)
+    if secure:
+        np.testing.assert_allclose(bus.joined(), wdbc3.best, rtol=1e-6, atol=1e-6 * np.abs(wdbc3.best).max())
+    else:
+        assert_same_statistics(bus.joined(), wdbc3.best)
     assert bus.peers[holder].metrics.weights_resent == (1 if lost else 0)
     assert all(not any(peer.metrics.rejected.values()) for peer in bus.peers.values())
 

@@ -1,9 +1,13 @@
 """The vertical group's messages (crc.nodes.vertical_wire): every type round-trips; hostile frames are rejected with
 their cause before anything is used."""
 
+import contextlib
+
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crc.nodes.vertical_wire import FIELDS, GroupExpectation, PSIAnswer, PSIIds, PSIRequest, Scores, Weights, decode_group, encode_group
 from crc.nodes.wire import PROTOCOL_VERSION, Rejected
@@ -64,3 +68,46 @@ def test_with_keys_a_frame_must_come_with_the_key_of_the_member_it_names():
 
 def test_every_field_list_has_the_common_fields():
     assert all({"v", "type", "run", "from", "round", "schema"} <= fields for fields in FIELDS.values())
+
+
+def raw(kind, **fields):
+    body = {"v": PROTOCOL_VERSION, "type": kind, "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA, **fields}
+    return msgpack.packb(body, use_bin_type=True)
+
+
+@pytest.mark.parametrize("frame_, cause", [
+    (raw("psi-request", ids=EXPECT.max_ids + 1, request=b"r"), "malformed"),  # a request about too many ids
+    (raw("psi-request", ids=0, request=b"r"), "malformed"),
+    (raw("psi-request", ids=3, request="r"), "malformed"),
+    (raw("psi-answer", ids=2, block=-1, setup=b"s", response=b"p"), "malformed"),
+    (raw("psi-answer", ids=2, block=4096, setup=b"s", response=b"p"), "malformed"),
+    (raw("psi-answer", ids=2**63, block=1, setup=b"s", response=b"p"), "malformed"),
+    (raw("psi-answer", ids=2, block=1, setup=7, response=b"p"), "malformed"),
+    (raw("psi-ids", ids=["a", ""]), "malformed"), (raw("psi-ids", ids=["a", 7]), "malformed"),
+    (raw("psi-ids", ids="abc"), "malformed"),
+    (raw("scores", n=-1, data=b""), "length"), (raw("weights", best=False, n=1, data=b"\x00" * 7), "length"),
+    (raw("masked-scores", n=2, data=b"\x00" * 8), "length"), (raw("scores", n=1.0, data=b"\x00" * 8), "malformed"),
+    (raw("scores", n=1, data=np.array([-np.inf]).tobytes()), "non-finite"),
+    (msgpack.packb({"v": "2", "type": "scores", "run": "crc", "from": HOLDER, "round": 0, "schema": SCHEMA, "n": 0,
+                    "data": b""}), "malformed"),
+    (msgpack.packb({1: 2}), "malformed"), (msgpack.packb({"type": ["scores"]}), "type"),
+])
+def test_every_field_of_every_type_is_checked(frame_, cause):
+    with pytest.raises(Rejected) as caught:
+        decode_group(frame_, EXPECT)
+    assert caught.value.cause == cause
+
+
+VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(),
+                                st.text(max_size=8), st.binary(max_size=24), st.sampled_from([HOLDER, SCHEMA, "crc"])),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner,
+                                                                                          max_size=3)), max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.one_of(st.sampled_from(sorted(FIELDS)), VALUES), fields=st.dictionaries(
+    st.sampled_from(sorted(set().union(*FIELDS.values()))), VALUES, max_size=10))
+def test_any_map_of_any_values_decodes_or_is_rejected_never_raises_otherwise(kind, fields):
+    """Every field of every type, any value (a map where a text belongs, too): a Rejected or a message, nothing else."""
+    with contextlib.suppress(Rejected):
+        decode_group(msgpack.packb({**fields, "type": kind}, use_bin_type=True), EXPECT)

@@ -192,3 +192,11 @@ def test_a_waiting_notice_round_trips_and_is_checked_like_any_frame():
         with pytest.raises(Rejected) as rejected:
             decode(data, expect, key)
         assert rejected.value.cause == cause, data
+
+
+@pytest.mark.parametrize("secure_aggregation", [False, True])
+@pytest.mark.parametrize("kind", [{"stats": 1}, ("stats",), 2.5])
+def test_a_type_that_is_no_text_is_rejected(secure_aggregation, kind):
+    """A map as the type could not be looked up among the secure aggregation's types (unhashable): it escaped."""
+    with pytest.raises(Rejected):
+        decode(raw_frame(type=kind), replace(EXPECT, secure_aggregation=secure_aggregation))
