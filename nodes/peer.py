@@ -90,7 +90,7 @@ class Peer:
         resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
-                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.round > 0))
+                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=resumed))
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
@@ -145,6 +145,8 @@ class Peer:
             self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
                           len(self.settings.peers), self.round, self._first_wait(fresh))
             if self.round < self.settings.rounds and not self.stop.is_set():
+                if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
+                    self.checkpoints.save(self.state, self.metrics, before_send=True)
                 self._send(transport)  # our statistics of the round we start from
             while self.round < self.settings.rounds:
                 if not self.step(transport):
