@@ -107,6 +107,7 @@ class Peer:
         self.stop = threading.Event()
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
+        self._unmask_streak = 0  # rounds in a row, up to the last, whose neighbourhood sum could not be unmasked
         self._refused_before = dict(self.metrics.refused)
 
     @property
@@ -400,10 +401,16 @@ class Peer:
                 total = None
         if total is None:
             self.metrics.unmask_fallbacks += 1
-            self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
-                             "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
-                             len(self.settings.peers), self.session.agreements, self.session.reveals)
+            self.log.log(logging.WARNING if self._unmask_streak == 0 else logging.DEBUG,
+                         "round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d agreed, %d "
+                         "revealed): keeping this peer's own%s", wanted + 1, len(received), len(self.settings.peers),
+                         self.session.agreements, self.session.reveals,
+                         "" if self._unmask_streak else " (logged again once unmasking works again)")
+            self._unmask_streak += 1
             return self._own_start()
+        if self._unmask_streak:
+            self.log.info("round %d: unmasked again after %d rounds that could not be", wanted + 1, self._unmask_streak)
+            self._unmask_streak = 0
         return (self.release.with_share(self.stats, self.settings.bind, wanted) + total) / (1 + len(received))
 
     def _own_start(self) -> np.ndarray:

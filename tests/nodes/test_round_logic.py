@@ -1001,6 +1001,18 @@ class Recorder:
         return True
 
 
+def test_rounds_that_cannot_be_unmasked_are_counted_each_and_logged_once_while_they_last(setup, caplog):
+    """A dead neighbour on a ring (one contributor left) or under distributed noise (every member needed) makes every
+    round fall back to the peer's own statistics for the rest of the run: each round is counted, but the log says so
+    once, not once a round for ever."""
+    peer = secure_peer(setup)
+    with caplog.at_level(logging.DEBUG, logger="crc.node"):
+        for round_ in range(5):
+            peer._secure_average(Recorder(), {}, round_)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert peer.metrics.unmask_fallbacks == 5 and len(warnings) == 1 and "could not be unmasked" in warnings[0]
+
+
 def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_deviation_is_reported(setup, caplog):
     """The peer's round logic as a contributor towards its neighbour u = node 2 (N(u) = nodes 1 and 3): it agrees to
     u's request set {1, 3}; a confirmation that withholds node 3's vouch, or relays one for another set, is a
