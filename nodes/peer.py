@@ -108,6 +108,7 @@ class Peer:
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
         self._unmask_streak = 0  # rounds in a row, up to the last, whose neighbourhood sum could not be unmasked
+        self._full_queues: set[str] = set()  # neighbours whose queue was full at the last send (a dead one's stays full)
         self._refused_before = dict(self.metrics.refused)
 
     @property
@@ -500,7 +501,8 @@ class Peer:
         hides them); a full queue drops that neighbour's copy, counted and logged. Called once the round's checkpoint
         is written: a peer killed after a send resumes from the round it sent and sends it again, never a
         recomputation of that round from other neighbours' statistics (under privacy, other statistics under fresh
-        noise: a second release the accountant does not count)."""
+        noise: a second release the accountant does not count). A full queue is logged once while it stays full (a
+        dead neighbour's does, for the rest of the run)."""
         stats = self.release.on_the_wire(self.stats)
         frame = self._encode(stats)
         if self.session is None:
@@ -513,8 +515,13 @@ class Peer:
                                              self.release.with_share(stats, address, self.round)))
             dropped_for = [address for address, each in frames.items() if not self._send_to(transport, address, each)]
         self.metrics.send_dropped += len(dropped_for)
+        for address in sorted(self._full_queues - set(dropped_for)):
+            self.log.info("round %d: queue to %s takes frames again", self.round, address)
         for address in dropped_for:
-            self.log.warning("round %d: queue to %s full, statistics not sent", self.round, address)
+            self.log.log(logging.DEBUG if address in self._full_queues else logging.WARNING,
+                         "round %d: queue to %s full, statistics not sent%s", self.round, address,
+                         "" if address in self._full_queues else " (logged again once it takes frames again)")
+        self._full_queues = set(dropped_for)
 
     def _encode(self, stats: np.ndarray) -> bytes:
         """A plain statistics frame of this peer's current round."""

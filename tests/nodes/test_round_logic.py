@@ -701,12 +701,17 @@ def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
     assert clock.now == TIMEOUT_S and resumed.metrics.missing[ADDRESS[silent]] == 1
 
 
-def test_a_full_queue_drops_that_neighbours_copy_and_counts_it(setup):
+def test_a_full_queue_drops_that_neighbours_copy_and_counts_it_and_logs_it_once_while_it_lasts(setup, caplog):
+    """A dead neighbour's queue fills up (ZeroMQ holds ``queue_messages`` frames for it) and stays full for the rest
+    of the run: every dropped copy is counted, but the log says so once, not once a round for ever."""
     full = ADDRESS[NEIGHBOURS[0]]
     clock = FakeClock()
     peer = setup.peer(clock)
     transport = FakeTransport(clock, setup.neighbours_answer, full=frozenset({full}))
-    assert peer.run(transport)
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        assert peer.run(transport)
+    assert [r.getMessage() for r in caplog.records if "queue" in r.getMessage()] == [
+        f"round 0: queue to {full} full, statistics not sent (logged again once it takes frames again)"]
     assert peer.metrics.send_dropped == ROUNDS
     assert peer.metrics.messages_sent == (len(NEIGHBOURS) - 1) * ROUNDS
     assert peer.metrics.bytes_sent == peer.metrics.messages_sent * len(transport.sent[0])
