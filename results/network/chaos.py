@@ -1,10 +1,11 @@
 """Chaos runs of private and securely aggregating real peers: one fault scenario of ``crc node`` processes on
 127.0.0.1 (the deployment of ``crc.bench.network``: every directed edge through a relay link), its figures as JSON.
 
-    python results/network/chaos.py --privacy sa --topology ring --nodes 4 --scenario kill --out FILE
+    python results/network/chaos.py --privacy sa --topology ring --nodes 4 --scenario kill --workdir DIR --out FILE
 
 Privacy: ``sa`` (``--secure-aggregation``), ``distributed`` (with ``--dp-epsilon E --dp-noise distributed``),
-``local`` (``--dp-epsilon E``, local noise). Scenarios (the victim: the peer with the most neighbours):
+``local`` (``--dp-epsilon E``, local noise); ``plain`` (neither, the reference). Scenarios (the victim: the peer
+with the most neighbours):
 
 * ``none``: no fault, the reference of the others' wall time and test gap;
 * ``kill``: the victim is killed (SIGKILL) once it has checkpointed ``--fault-round`` and never restarted;
@@ -12,7 +13,7 @@ Privacy: ``sa`` (``--secure-aggregation``), ``distributed`` (with ``--dp-epsilon
   (``RESTART_DELAYS_S``: at once, i.e. before its send, and inside the unmasking that follows), and restarted from
   its checkpoint directory at once;
 * ``startup``: a neighbour of the victim starts late; the victim, waiting for it in the first round after its first
-  send, is killed ``STARTUP_KILL_S`` after the start and restarted from its checkpoint directory at once
+  send, is killed ``STARTUP_KILL_S`` after it starts its rounds and restarted from its checkpoint directory at once
   (``noise_key_kept``, ``resumed_at_round_0``), then the late neighbour starts;
 * ``partition``: the links between two halves of the graph are a blackhole for ``--partition-s`` seconds;
 * ``lossy``: every link 50 ms +- 40 ms each way, and every link reset (its connections' queued bytes lost) every
@@ -45,16 +46,17 @@ from crc.protocol.simulator import byzantine_for
 
 PRIVACY = {"sa": {"secure_aggregation": True},
            "distributed": {"secure_aggregation": True, "dp_noise": "distributed"},
-           "local": {}}
+           "local": {},
+           "plain": {}}
 RESTART_DELAYS_S = (0.0, 0.02, 0.05, 0.1, 0.2)
 RESET_EVERY_S = 2.0
-STARTUP_KILL_S = 1.0
+STARTUP_KILL_S = 0.5
 
 
 def config_for(privacy: str, *, topology: str, nodes: int, rounds: int, epsilon: float, local_size: int) -> SimulationConfig:
     """The run's options: the paper's algorithm and the aggregate classifier (what distributed noise needs), twonorm."""
     extra = dict(PRIVACY[privacy])
-    if privacy != "sa":
+    if privacy in ("distributed", "local"):
         extra["dp_epsilon"] = epsilon
     return SimulationConfig.from_settings(data="twonorm", nodes=nodes, local_size=local_size, rounds=rounds,
                                           topology=topology, test_size=1000, algorithm="paper", classifier="aggregate",
@@ -132,7 +134,8 @@ def run(privacy: str, scenario: str, *, topology: str, nodes: int, rounds: int, 
                 link.set(latency_s=LATENCY_S, jitter_s=0.04)
         at_fault = lambda: max(net.round_of(i) for i in range(nodes)) >= fault_round
         if scenario == "startup":  # the victim has sent round 0 and waits for the late neighbour
-            wait(lambda: time.time() >= net.start_at + STARTUP_KILL_S, "the start-up")
+            wait(lambda: b"listening on" in (workdir / f"node-{victim}.log").read_bytes(), "the victim's start")
+            time.sleep(STARTUP_KILL_S)
         else:
             wait(at_fault if scenario != "restart" else lambda: net.round_of(victim) >= fault_round, "the fault's round")
         events["fault_at_s"] = round(time.time() - net.start_at, 2)
@@ -197,6 +200,7 @@ def run(privacy: str, scenario: str, *, topology: str, nodes: int, rounds: int, 
             model = load_model(path)
             m = model.metrics
             per_peer[i] = {"exit": processes[i].returncode, "rounds_done": m.get("rounds_done"),
+                           "test_error": round(float(net.rep.evaluate(model.stats[None])[1][0]), 4),
                            "round_ms_max": round(max(m.get("round_ms", [0])), 1),
                            "rounds_over_2T": sum(ms > 2000 * timeout for ms in m.get("round_ms", [])),
                            "unmask_fallbacks": m.get("unmask_fallbacks"), "reveals_refused": m.get("reveals_refused"),
