@@ -410,7 +410,8 @@ class Peer:
             self._unmask_streak += 1
             return self._own_start()
         if self._unmask_streak:
-            self.log.info("round %d: unmasked again after %d rounds that could not be", wanted + 1, self._unmask_streak)
+            self.log.info("round %d: the neighbours' statistics unmasked again (the %d rounds before could not be)",
+                          wanted + 1, self._unmask_streak)
             self._unmask_streak = 0
         return (self.release.with_share(self.stats, self.settings.bind, wanted) + total) / (1 + len(received))
 
