@@ -218,6 +218,8 @@ def run(privacy: str, scenario: str, *, topology: str, nodes: int, rounds: int, 
                   "rss_kib": {i: (a[1][i], b[1][i]) for i in others},
                   "warning_lines": {i: (a[2][i], b[2][i]) for i in others}}
     return {"privacy": privacy, "scenario": scenario, "topology": topology, "nodes": nodes, "rounds": rounds,
+            "epsilon": epsilon if privacy in ("distributed", "local") else None, "local_size": local_size,
+            "partition_s": partition_s if scenario == "partition" else None,
             "timeout_s": timeout, "first_round_timeout_s": first_round_timeout, "wall_s": round(wall, 2),
             "finished": results["network"]["finished"], "test_error": results["crc"]["test_error"],
             "test_gap": results["test_gap"], "secure_aggregation": results.get("secure_aggregation"),
