@@ -90,7 +90,7 @@ class Peer:
         resumed = self._resume()
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
-                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.round > 0))
+                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=resumed))
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
@@ -107,6 +107,8 @@ class Peer:
         self.stop = threading.Event()
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
+        self._unmask_streak = 0  # rounds in a row, up to the last, whose neighbourhood sum could not be unmasked
+        self._full_queues: set[str] = set()  # neighbours whose queue was full at the last send (a dead one's stays full)
         self._refused_before = dict(self.metrics.refused)
 
     @property
@@ -145,6 +147,8 @@ class Peer:
             self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
                           len(self.settings.peers), self.round, self._first_wait(fresh))
             if self.round < self.settings.rounds and not self.stop.is_set():
+                if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
+                    self.checkpoints.save(self.state, self.metrics, before_send=True)
                 self._send(transport)  # our statistics of the round we start from
             while self.round < self.settings.rounds:
                 if not self.step(transport):
@@ -398,10 +402,17 @@ class Peer:
                 total = None
         if total is None:
             self.metrics.unmask_fallbacks += 1
-            self.log.warning("round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d "
-                             "agreed, %d revealed): keeping this peer's own", wanted + 1, len(received),
-                             len(self.settings.peers), self.session.agreements, self.session.reveals)
+            self.log.log(logging.WARNING if self._unmask_streak == 0 else logging.DEBUG,
+                         "round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d agreed, %d "
+                         "revealed): keeping this peer's own%s", wanted + 1, len(received), len(self.settings.peers),
+                         self.session.agreements, self.session.reveals,
+                         "" if self._unmask_streak else " (logged again once unmasking works again)")
+            self._unmask_streak += 1
             return self._own_start()
+        if self._unmask_streak:
+            self.log.info("round %d: the neighbours' statistics unmasked again (the %d rounds before could not be)",
+                          wanted + 1, self._unmask_streak)
+            self._unmask_streak = 0
         return (self.release.with_share(self.stats, self.settings.bind, wanted) + total) / (1 + len(received))
 
     def _own_start(self) -> np.ndarray:
@@ -501,7 +512,8 @@ class Peer:
         hides them); a full queue drops that neighbour's copy, counted and logged. Called once the round's checkpoint
         is written: a peer killed after a send resumes from the round it sent and sends it again, never a
         recomputation of that round from other neighbours' statistics (under privacy, other statistics under fresh
-        noise: a second release the accountant does not count)."""
+        noise: a second release the accountant does not count). A full queue is logged once while it stays full (a
+        dead neighbour's does, for the rest of the run)."""
         stats = self.release.on_the_wire(self.stats)
         frame = self._encode(stats)
         if self.session is None:
@@ -514,8 +526,13 @@ class Peer:
                                              self.release.with_share(stats, address, self.round)))
             dropped_for = [address for address, each in frames.items() if not self._send_to(transport, address, each)]
         self.metrics.send_dropped += len(dropped_for)
+        for address in sorted(self._full_queues - set(dropped_for)):
+            self.log.info("round %d: queue to %s takes frames again", self.round, address)
         for address in dropped_for:
-            self.log.warning("round %d: queue to %s full, statistics not sent", self.round, address)
+            self.log.log(logging.DEBUG if address in self._full_queues else logging.WARNING,
+                         "round %d: queue to %s full, statistics not sent%s", self.round, address,
+                         "" if address in self._full_queues else " (logged again once it takes frames again)")
+        self._full_queues = set(dropped_for)
 
     def _encode(self, stats: np.ndarray) -> bytes:
         """A plain statistics frame of this peer's current round."""

@@ -44,7 +44,7 @@ from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_deployment
 from crc.nodes.keys import write_peer_keys
-from crc.nodes.launcher import PeerProcesses, evaluate_peers, free_ports, node_command, start_time
+from crc.nodes.launcher import PeerProcesses, evaluate_peers, free_ports, node_command, start_time, sums_per_round
 from crc.nodes.settings import PeerSettings
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
@@ -81,11 +81,15 @@ def hub(graph) -> int:
     return max(graph, key=lambda v: (graph.degree(v), -v))
 
 
-class _Network:
-    """One run of real peers in ``workdir``, each directed edge through a relay link (none with ``loopback``)."""
+class Network:
+    """One run of real peers in ``workdir``, each directed edge through a relay link (none with ``loopback``); the
+    peers wait ``timeout`` seconds a round, ``first_round_timeout`` the first (``results/network/chaos.py`` runs
+    private and securely aggregating peers through it)."""
 
-    def __init__(self, workdir: Path, config: SimulationConfig, *, loopback: bool, seed: int):
+    def __init__(self, workdir: Path, config: SimulationConfig, *, loopback: bool, seed: int, timeout: float = TIMEOUT_S,
+                 first_round_timeout: float = FIRST_ROUND_TIMEOUT_S):
         self.workdir, self.config = workdir, config
+        self.timeout, self.first_round_timeout = timeout, first_round_timeout
         self.dataset = load_for(config)
         self.rep = prepare_repeat(self.dataset, config, 0)
         write_deployment(self.dataset, self.rep.split, workdir)
@@ -116,8 +120,8 @@ class _Network:
 
     def command(self, index: int) -> list[str]:
         command = node_command(index, self.addresses, self.neighbours[index], self.config, workdir=self.workdir, ess=self.ess,
-                               timeout=TIMEOUT_S, first_round_timeout=FIRST_ROUND_TIMEOUT_S, log_level="info",
-                               start_at=self.start_at)
+                               timeout=self.timeout, first_round_timeout=self.first_round_timeout, log_level="info",
+                               start_at=self.start_at, sums_per_round=sums_per_round(self.graph))
         if self.links:
             command += ["--via", ",".join(f"{self.addresses[j]}={self.links[index, j].address}" for j in self.neighbours[index])]
         return command
@@ -147,7 +151,7 @@ class _Network:
 def run_scenario(name: str, config: SimulationConfig, workdir: Path, *, partition_s: float, restart_after_s: float,
                  late_rounds: int, seed: int = 0) -> dict:
     """Run scenario ``name`` (``SCENARIOS``) of ``config`` in ``workdir``; its figures (before the bound)."""
-    net = _Network(workdir, config, loopback=name == "loopback", seed=seed)
+    net = Network(workdir, config, loopback=name == "loopback", seed=seed)
     nodes = config.nodes
     victim = hub(net.graph)
     first, second = halves(net.graph)

@@ -701,12 +701,17 @@ def test_a_resumed_peer_waits_the_plain_timeout(setup, tmp_path):
     assert clock.now == TIMEOUT_S and resumed.metrics.missing[ADDRESS[silent]] == 1
 
 
-def test_a_full_queue_drops_that_neighbours_copy_and_counts_it(setup):
+def test_a_full_queue_drops_that_neighbours_copy_and_counts_it_and_logs_it_once_while_it_lasts(setup, caplog):
+    """A dead neighbour's queue fills up (ZeroMQ holds ``queue_messages`` frames for it) and stays full for the rest
+    of the run: every dropped copy is counted, but the log says so once, not once a round for ever."""
     full = ADDRESS[NEIGHBOURS[0]]
     clock = FakeClock()
     peer = setup.peer(clock)
     transport = FakeTransport(clock, setup.neighbours_answer, full=frozenset({full}))
-    assert peer.run(transport)
+    with caplog.at_level(logging.WARNING, logger="crc.node"):
+        assert peer.run(transport)
+    assert [r.getMessage() for r in caplog.records if "queue" in r.getMessage()] == [
+        f"round 0: queue to {full} full, statistics not sent (logged again once it takes frames again)"]
     assert peer.metrics.send_dropped == ROUNDS
     assert peer.metrics.messages_sent == (len(NEIGHBOURS) - 1) * ROUNDS
     assert peer.metrics.bytes_sent == peer.metrics.messages_sent * len(transport.sent[0])
@@ -1040,6 +1045,18 @@ class Recorder:
         return True
 
 
+def test_rounds_that_cannot_be_unmasked_are_counted_each_and_logged_once_while_they_last(setup, caplog):
+    """A dead neighbour on a ring (one contributor left) or under distributed noise (every member needed) makes every
+    round fall back to the peer's own statistics for the rest of the run: each round is counted, but the log says so
+    once, not once a round for ever."""
+    peer = secure_peer(setup)
+    with caplog.at_level(logging.DEBUG, logger="crc.node"):
+        for round_ in range(5):
+            peer._secure_average(Recorder(), {}, round_)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert peer.metrics.unmask_fallbacks == 5 and len(warnings) == 1 and "could not be unmasked" in warnings[0]
+
+
 def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_deviation_is_reported(setup, caplog):
     """The peer's round logic as a contributor towards its neighbour u = node 2 (N(u) = nodes 1 and 3): it agrees to
     u's request set {1, 3}; a confirmation that withholds node 3's vouch, or relays one for another set, is a
@@ -1123,6 +1140,55 @@ def test_a_resumed_peer_answers_no_unmasking_request_for_the_round_it_masks_agai
         peer._accept(request, None, 0, transport)
         replies.append([type(decode(frame, as_u)) for _, frame in transport.to[sent:]])
     assert replies == [[Agree], []] and peer.metrics.reveals_refused == 1
+
+
+class Killed(BaseException):
+    """The process dies here (SIGKILL): nothing after it runs, the peer's final checkpoint included."""
+
+
+def test_a_guarded_peer_holds_the_checkpoint_of_round_0_before_its_first_send(setup, tmp_path):
+    """A secure-aggregation peer killed after its first send (during the first round's wait, up to the start-up's
+    minute) must resume at round 0, not start afresh: afresh it would agree to a second request set for round 0
+    and, under distributed noise, draw that round's shares again. So its first send comes after a checkpoint."""
+    peer = secure_peer(setup)
+    peer.checkpoints.directory = str(tmp_path)
+    held = []
+
+    class Dying(Recorder):
+        def send_to(self, address: str, frame: bytes) -> bool:
+            held.append(checkpoint.exists(tmp_path))
+            raise Killed
+
+        def refused(self) -> dict:
+            return {}
+
+        def close(self, linger_ms: int) -> None:
+            pass
+
+    with pytest.raises(Killed):
+        peer.run(Dying())
+    assert held == [True]
+
+
+def test_a_peer_resumed_at_round_0_sends_it_with_the_same_shares_and_answers_no_request_for_it(setup, tmp_path):
+    """Resumed from the checkpoint of round 0 (killed after its first send), a distributed-noise peer keeps its noise
+    key, so its round-0 shares are those it sent, and refuses round 0's unmasking requests as any resumed peer does."""
+    from crc.core.distributed_noise import Neighbourhoods
+    from crc.protocol.accountant import plan_distributed
+
+    keys = {address: new_key_pair() for address in ADDRESS}
+    neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
+                      for u in NEIGHBOURS}
+    privacy = plan_distributed(setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=0,
+                               neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
+    secure = SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods)
+    shares = []
+    for _start in ("fresh", "resumed from the checkpoint of round 0"):
+        peer = setup.peer(FakeClock(), secure_aggregation=secure, privacy=privacy, checkpoint_dir=str(tmp_path))
+        shares.append(peer.release.shares(0))
+        peer.checkpoints.save(peer.state, peer.metrics)
+    assert peer.round == 0 and {c.resumed for c in peer.session.neighbourhoods.contributors.values()} == {0}
+    assert all(np.array_equal(shares[0][u], shares[1][u]) for u in shares[0])
 
 
 def test_a_peer_whose_every_local_step_would_be_rejected_keeps_its_statistics_and_runs_to_the_end(setup, monkeypatch):
@@ -1431,7 +1497,7 @@ def test_a_private_peer_stops_before_sending_a_round_its_checkpoint_does_not_hol
 
     monkeypatch.setattr(checkpoint, "save", full_disk)
     transport = FakeTransport(peer.clock, setup.neighbours_answer)
-    with pytest.raises(CRCError, match="round 1: checkpoint not written .*stops rather than send a round its checkpoint"):
+    with pytest.raises(CRCError, match="round 0: checkpoint not written .*stops rather than send a round its checkpoint"):
         peer.run(transport)
-    assert list(transport.sent_stats()) == [0] and peer.metrics.checkpoint_failures >= 1
+    assert list(transport.sent_stats()) == [] and peer.metrics.checkpoint_failures >= 1
     assert secure_peer(setup).checkpoints.guarded and not setup.peer(FakeClock()).checkpoints.guarded

@@ -1,6 +1,6 @@
 """The scripts that render results/ tables outside ``crc report`` (results/byzantine_table.py,
-results/network/table.py): they render a figure of their input where it belongs, and the committed Markdown and CSV
-are what they render from the committed runs."""
+results/network/table.py, results/network/chaos_table.py): they render a figure of their input where it belongs,
+and the committed Markdown and CSV are what they render from the committed runs."""
 
 import importlib.util
 import json
@@ -62,3 +62,15 @@ def test_the_committed_byzantine_and_network_tables_are_rendered_from_the_commit
     assert (RESULTS / "byzantine.md").read_text() == byzantine.markdown(rows, byzantine.read_launches(RESULTS / "byzantine-launch"))
     assert (RESULTS / "byzantine.csv").read_bytes().decode() == byzantine.table_csv(rows)
     assert (RESULTS / "network" / "network.md").read_text() == script(RESULTS / "network" / "table.py").render(RESULTS / "network")
+
+
+@pytest.mark.skipif(not (RESULTS / "network" / "chaos").is_dir(), reason="needs the checkout's results/")
+def test_the_chaos_table_shows_each_runs_wall_time_and_releases_and_is_the_committed_one(tmp_path):
+    table = script(RESULTS / "network" / "chaos_table.py")
+    source = RESULTS / "network" / "chaos" / "sa-restart.json"
+    run = json.loads(source.read_text())
+    (tmp_path / source.name).write_text(source.read_text())
+    row = next(line for line in table.render(tmp_path).splitlines() if line.startswith("| `sa-restart` |"))
+    assert row.startswith(f"| `sa-restart` | {run['wall_s']:.1f} | 6/6 |")
+    assert f"| {run['released_twice']} / {run['victim_rounds_seen']} |" in row
+    assert (RESULTS / "network" / "chaos.md").read_text() == table.render(RESULTS / "network" / "chaos")
