@@ -49,8 +49,9 @@ def distributed_noise_options() -> dict:
                  "sum holding a peer)."),
         "dp_colluders": click.option(
             "--dp-colluders", type=click.IntRange(min=0), default=0, show_default=True,
-            help="With --dp-noise distributed: members besides the recipient whose shares may be known or missing; "
-                 "the others' shares still add up to the full noise."),
+            help="With --dp-noise distributed: members besides the recipient whose shares may be known (colluding with "
+                 "it); the others' shares still add up to the full noise. A sum is unmasked only with every member's "
+                 "share: a member missing costs its neighbourhood the round."),
     }
 
 

@@ -10,15 +10,16 @@ def fewest_survivors(contributors: int, colluders: int | None = None) -> int:
     """The fewest of a recipient's ``contributors`` neighbours an unmasking request may name for them to answer: a
     strict majority (at least two), so that no two disjoint request sets are both answered (a recipient that shows
     {a, b} to a and b and {c, d} to c and d would unmask two sums, and with a colluder in each pair two peers'
-    statistics; two majorities share a member, which commits to one set). With distributed noise (``colluders``
-    given, ``--dp-colluders``), all but ``colluders`` of them: the shares are sized so that theirs add up to σ², and
-    the sum of fewer would carry less noise than the accountant counts; and more than (n + ``colluders``) / 2, so
-    that two sets share more members than collude, an honest one among them, who commits to one set (colluders can
-    vouch for two: of four with two colluding, {x, y, a} and {x, y, b} would give a and b each under σ²/2)."""
-    fewest = max(2, contributors // 2 + 1)
-    if colluders is None:
-        return fewest
-    return max(fewest, contributors - colluders, (contributors + colluders) // 2 + 1)
+    statistics; two majorities share a member, which commits to one set).
+
+    With distributed noise (``colluders`` given, ``--dp-colluders`` t): every one of them. The shares are sized so
+    that those of all members but t add up to σ², the t being members that collude with the recipient (their shares
+    known to it). A set that left anyone out would hold t colluders and fewer honest shares than that: a recipient
+    that claims an honest member dropped, with one colluder among three, would unmask a member's statistics under
+    σ²/2, and two such sets sharing the colluder two members' (measured to be answered before)."""
+    if colluders is not None:
+        return contributors
+    return max(2, contributors // 2 + 1)
 
 
 def secure_aggregation_summary(mixing) -> dict:
