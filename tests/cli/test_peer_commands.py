@@ -262,7 +262,7 @@ def test_a_peer_refuses_exact_diffusion_with_privacy(deployment, tmp_path):
     result = run("node", "--bind", "tcp://127.0.0.1:1", "--data", deployment / "node-0.csv", "--schema",
                  deployment / "schema.json", "--out", tmp_path / "m.json", "--insecure", "--algorithm", "accelerated",
                  "--dp-epsilon", "4")
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"--dp-epsilon needs --iters 1 (got {algorithm_settings('accelerated', 'nb')['iters']})" in result.output
 
 

@@ -143,7 +143,7 @@ def test_the_summary_names_the_algorithm_that_ran():
 
 def test_exact_diffusion_with_momentum_is_refused_with_a_reason():
     result = run("simulate", "--data", "twonorm", *SMALL, "--algorithm", "accelerated", "--momentum", "0.5")
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert ("Error: --exact-diffusion (part of --algorithm accelerated) cannot be combined with --momentum: exact diffusion "
             "corrects the averaging itself, and its statistics are its classifier; for --momentum use --algorithm paper"
             ) in result.output
