@@ -364,7 +364,9 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
             raise OptionConflict("--neighbourhoods is for --secure-aggregation")
         return None
     if not options.neighbourhoods:
-        raise OptionConflict("--secure-aggregation needs --neighbourhoods")
+        raise OptionConflict("--secure-aggregation needs --neighbourhoods FILE: for each neighbour, the address and "
+                             "public key of every member of its neighbourhood (`crc launch` and `crc split --keys-for "
+                             "... --secure-aggregation` write one per peer)")
     check_masking_run(options.run, options.checkpoint)
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
     return SecureAggregationKeys(keys.own.secret, vouched_neighbourhoods(hoods, options.bind, keys.own.public,
