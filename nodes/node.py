@@ -247,6 +247,11 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     if keys is None:
         log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
                     "them in a neighbour's name", options.bind)
+    if masking is not None:
+        alone = [u for u in neighbours if len(masking.neighbourhoods[u]) < 2]
+        if alone:
+            log.warning("secure aggregation: this peer's statistics go as they are to %s, whose only neighbour it is "
+                        "(the sum of one term is the term)", ", ".join(alone))
     return Node(options, shared, structure, peer, keys, privacy)
 
 
