@@ -249,6 +249,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                     "them in a neighbour's name", options.bind)
     if masking is not None:
         alone = [u for u in neighbours if len(masking.neighbourhoods[u]) < 2]
+        log.info("secure aggregation: %d of %d neighbours get this peer's statistics only within a sum",
+                 len(neighbours) - len(alone), len(neighbours))
         if alone:
             log.warning("secure aggregation: this peer's statistics go as they are to %s, whose only neighbour it is "
                         "(the sum of one term is the term)", ", ".join(alone))

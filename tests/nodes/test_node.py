@@ -96,11 +96,12 @@ def test_a_masking_peer_says_which_neighbours_get_its_statistics_as_they_are(tmp
                     known_peers=str(tmp_path / "known-peers-0.json"))
     addresses = [given.bind, given.peers[0], *(f"tcp://127.0.0.1:{port}" for port in free_ports(len(graph) - 2))]
     write_peer_keys(tmp_path, addresses, graph)
-    with caplog.at_level(logging.WARNING, logger=LOG.name):
+    with caplog.at_level(logging.INFO, logger=LOG.name):
         prepare(given, LOG)
     warned = (f"secure aggregation: this peer's statistics go as they are to {given.peers[0]}, whose only neighbour "
               "it is")
     assert (warned in caplog.text) == alone
+    assert f"secure aggregation: {0 if alone else 1} of 1 neighbours get this peer's statistics only within a sum" in caplog.text
 
 
 def test_a_neighbourhood_padded_with_identities_the_recipient_controls_is_refused(tmp_path, deployment):
