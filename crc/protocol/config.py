@@ -145,6 +145,7 @@ class SimulationConfig:
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.seed >= 0, f"--seed must be at least 0, got {self.seed}"),
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.aggregate in AGGREGATIONS, f"--aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}"),
             (self.attack in ATTACKS, f"--attack must be one of {', '.join(ATTACKS)}, got {self.attack!r}"),
