@@ -304,11 +304,12 @@ def check_address(address: str, what: str) -> str:
 
 
 def _check_metrics_endpoint(options: NodeOptions) -> None:
-    """The metrics endpoint's host resolves and its port is not the peer's own (a CRCError otherwise)."""
+    """The metrics endpoint's host resolves (a CRCError otherwise) and its port is not the peer's own (an
+    OptionConflict)."""
     if options.metrics_port is None:
         return
     if options.bind.rpartition(":")[2] == str(options.metrics_port):
-        raise CRCError(f"--metrics-port {options.metrics_port} is the port of --bind {options.bind}: give another")
+        raise OptionConflict(f"--metrics-port {options.metrics_port} is the port of --bind {options.bind}: give another")
     try:
         socket.getaddrinfo(options.metrics_host, options.metrics_port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
@@ -335,9 +336,9 @@ def _epoch_seconds(text: str) -> float:
     try:
         moment = datetime.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise CRCError(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
+        raise MalformedOption(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
     if moment.tzinfo is None:
-        raise CRCError(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
+        raise MalformedOption(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
     return moment.timestamp()
 
 

@@ -202,6 +202,17 @@ def test_a_malformed_address_is_a_malformed_option_refused_before_anything_else(
     assert not (deployment / "m.json").exists()
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--start-at", "yesterday"], "--start-at 'yesterday' is neither an ISO 8601 time nor seconds since the epoch"),
+    (["--start-at", "2026-11-24T09:00:00"], "--start-at '2026-11-24T09:00:00' has no time zone"),
+    (["--metrics-port", "1"], "--metrics-port 1 is the port of --bind tcp://127.0.0.1:1: give another"),
+])
+def test_an_unreadable_start_time_or_the_peers_own_port_for_metrics_is_a_usage_error(deployment, extra, message):
+    """They ended with exit status 1, as bad data does: the command line reference gives 2 for a malformed command line."""
+    result = run(*node_args(deployment, deployment / "node-0.csv"), *extra)
+    assert result.exit_code == 2 and f"Error: {message}" in result.output, result.output
+
+
 def test_a_host_that_does_not_resolve_is_an_error_not_a_malformed_option(deployment):
     args = [str(a) for a in node_args(deployment, deployment / "node-0.csv")]
     args[args.index("--peers") + 1] = "tcp://no.such.host.invalid:7000"
