@@ -12,6 +12,7 @@ from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
+from crc.nodes import checkpoint
 from crc.nodes.deployment import node_file, write_deployment, write_vertical_deployment
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
@@ -59,7 +60,8 @@ def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: b
                    "(tcp://HOST:PORT, one per node, in node order): a key pair per peer, OUT/keys/node-<i>.key and "
                    ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and (horizontal "
                    "partitions) OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are "
-                   "replaced.")
+                   "replaced, and the checkpoints of the earlier run in OUT/checkpoint-<i> removed: the new keys "
+                   "make a new run, which cannot resume from them.")
 @click.option("--secure-aggregation", is_flag=True,
               help="With --keys-for (a horizontal partition): the peers run secure aggregation; OUT/peer-<i>.toml "
                    "turns it on and names OUT/neighbourhoods-<i>.json, written with the keys.")
@@ -122,10 +124,16 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     keys = ", keys/, known-peers-<i>.json" + (", neighbourhoods-<i>.json" if secure_aggregation else "")
     click.echo(summary + (keys + (" and peer-<i>.toml" if config.feature_partition is None else "")
                           if addresses is not None else ""))
+    if addresses is not None and config.feature_partition is None:  # new keys, a new run: no peer resumes these
+        discarded = [f"checkpoint-{i}" for i in range(peers) if checkpoint.discard(Path(out) / f"checkpoint-{i}")]
+        if discarded:
+            note(f"removed {', '.join(discarded[:4])}{', ...' if len(discarded) > 4 else ''}: checkpoints of an earlier "
+                 "run, which the peers of these new keys (a new run id) could not resume from")
     stale = sorted(p.name for pattern in ("checkpoint-*", "model-*.json") for p in Path(out).glob(pattern))
     if stale:
-        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: a peer resumes "
-             "from its checkpoint, and an old model file does not fit the new data; remove them to start afresh")
+        resumes = "a peer resumes from its checkpoint, and " if any(name.startswith("checkpoint-") for name in stale) else ""
+        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: {resumes}an old "
+             "model file does not fit the new data; remove them to start afresh")
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))
