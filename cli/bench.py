@@ -51,7 +51,7 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
               help="How long the network part's partition lasts.")
 @click.option("--network-scenarios", default=",".join(SCENARIOS), show_default=True,
               help="Comma-separated scenarios of the network part (loopback and wan always run: the bounds need them).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the splits and graphs.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the splits and graphs.")
 @out_option("the JSON")
 def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets, vertical_blocks, network_data, network_rounds,
           network_topology, network_algorithm, partition_seconds, network_scenarios, seed, out, **model):

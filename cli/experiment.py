@@ -37,7 +37,7 @@ def _names(ctx, param, values) -> list[str]:
 @options(*(name for name in ACCELERATION if name != "algorithm"), "loss", *PRIVACY, "rc_iterations", "rc_converged")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Repeats per cell (fresh split and graph each), as in the paper.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every cell's splits, graphs and samples.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel worker processes.")
 @click.option("--cluster", metavar="ADDRESS", default=None,
               help="Run the cells on the Dask distributed cluster whose scheduler is at ADDRESS (e.g. tcp://127.0.0.1:8786) "

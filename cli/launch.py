@@ -27,6 +27,7 @@ from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_w
 from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
+from crc.core.errors import CRCError
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
@@ -123,6 +124,10 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
         Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
     warned = _warn_tiny_count(config.test_size)
     directory = Path(workdir or tempfile.mkdtemp(prefix="crc-launch-"))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CRCError(f"--workdir {workdir}: cannot create it ({exc.strerror or exc})") from None
     # a vertical group's peers count their passes: the rounds and the last, scoring-only one
     peers, rounds = (config.feature_partition.peers, config.rounds + 1) if vertical else (config.nodes, config.rounds)
     rounds_done = _RoundsDone(directory, peers)

@@ -12,8 +12,9 @@ from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
+from crc.nodes import checkpoint
 from crc.nodes.deployment import node_file, write_deployment, write_vertical_deployment
-from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import load_for, make_split, repeat_seeds
@@ -29,9 +30,10 @@ def peer_config_file(directory, index: int) -> Path:
     return Path(directory) / f"peer-{index}.toml"
 
 
-def write_peer_configs(directory, addresses: list[str]) -> None:
+def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: bool = False) -> None:
     """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are all the others, with
-    the node files, schema and keys written there (relative paths), and its checkpoint and model file beside them."""
+    the node files, schema and keys written there (relative paths), and its checkpoint and model file beside them;
+    with ``secure_aggregation``, turned on with the ``neighbourhoods-<i>.json`` written there."""
     directory = Path(directory)
     run = deployment_run_id(directory)  # one run for all the peers of these keys
     for index, address in enumerate(addresses):
@@ -40,6 +42,8 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
                     "secret-key": peer_secret_key_file(".", index).as_posix(),
                     "known-peers": peer_known_peers_file(".", index).name,
                     "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": run}
+        if secure_aggregation:
+            settings |= {"secure-aggregation": True, "neighbourhoods": peer_neighbourhoods_file(".", index).name}
         path = peer_config_file(directory, index)
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 
@@ -56,9 +60,13 @@ def write_peer_configs(directory, addresses: list[str]) -> None:
                    "(tcp://HOST:PORT, one per node, in node order): a key pair per peer, OUT/keys/node-<i>.key and "
                    ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and (horizontal "
                    "partitions) OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are "
-                   "replaced.")
+                   "replaced, and the checkpoints of the earlier run in OUT/checkpoint-<i> removed: the new keys "
+                   "make a new run, which cannot resume from them.")
+@click.option("--secure-aggregation", is_flag=True,
+              help="With --keys-for (a horizontal partition): the peers run secure aggregation; OUT/peer-<i>.toml "
+                   "turns it on and names OUT/neighbourhoods-<i>.json, written with the keys.")
 @click.pass_context
-def split(ctx, out, addresses, drop_ids, **settings):
+def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
     and OUT/schema.json (standardized on the pooled training set).
 
@@ -81,6 +89,8 @@ def split(ctx, out, addresses, drop_ids, **settings):
     config = fit_local_size(ctx, config)
     if drop_ids and config.feature_partition is None:
         raise click.UsageError("--drop-ids is for a vertical or hybrid --partition")
+    if secure_aggregation and (addresses is None or config.feature_partition is not None):
+        raise click.UsageError("--secure-aggregation is for --keys-for with a horizontal partition")
     dataset = load_for(config)
     if config.feature_partition is not None:
         config = resolve_partition(config, dataset)
@@ -107,15 +117,23 @@ def split(ctx, out, addresses, drop_ids, **settings):
         summary = (f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
                    f"test.csv ({len(drawn.test_rows)} instances), schema.json")
     if addresses is not None:
-        write_peer_keys(out, addresses, force=True)
+        everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
+        write_peer_keys(out, addresses, everyone, force=True)
         if config.feature_partition is None:
-            write_peer_configs(out, addresses)
-    click.echo(summary + (", keys/, known-peers-<i>.json" + (" and peer-<i>.toml" if config.feature_partition is None else "")
+            write_peer_configs(out, addresses, secure_aggregation=secure_aggregation)
+    keys = ", keys/, known-peers-<i>.json" + (", neighbourhoods-<i>.json" if secure_aggregation else "")
+    click.echo(summary + (keys + (" and peer-<i>.toml" if config.feature_partition is None else "")
                           if addresses is not None else ""))
+    if addresses is not None and config.feature_partition is None:  # new keys, a new run: no peer resumes these
+        discarded = [f"checkpoint-{i}" for i in range(peers) if checkpoint.discard(Path(out) / f"checkpoint-{i}")]
+        if discarded:
+            note(f"removed {', '.join(discarded[:4])}{', ...' if len(discarded) > 4 else ''}: checkpoints of an earlier "
+                 "run, which the peers of these new keys (a new run id) could not resume from")
     stale = sorted(p.name for pattern in ("checkpoint-*", "model-*.json") for p in Path(out).glob(pattern))
     if stale:
-        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: a peer resumes "
-             "from its checkpoint, and an old model file does not fit the new data; remove them to start afresh")
+        resumes = "a peer resumes from its checkpoint, and " if any(name.startswith("checkpoint-") for name in stale) else ""
+        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: {resumes}an old "
+             "model file does not fit the new data; remove them to start afresh")
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))

@@ -63,16 +63,20 @@ class PeerStatus:
         return "  ".join(parts)
 
 
+TARGETS = "HOST:PORT|URL..."
+"""The name the command's arguments go by in its usage line and errors."""
+
+
 def metrics_url(target: str) -> str:
     """``HOST:PORT`` as ``http://HOST:PORT/metrics``; an http(s) URL as it is (``/metrics`` if it has no path)."""
     if "://" in target:
         parts = urllib.parse.urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise click.BadParameter(f"{target!r}: give HOST:PORT or an http:// or https:// URL")
+            raise click.BadParameter(f"{target!r}: give HOST:PORT or an http:// or https:// URL", param_hint=repr(TARGETS))
         return target if parts.path not in ("", "/") else urllib.parse.urlunsplit(parts._replace(path="/metrics"))
     host, colon, port = target.rpartition(":")
     if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise click.BadParameter(f"{target!r}: give HOST:PORT (a port from 1 to 65535) or a URL")
+        raise click.BadParameter(f"{target!r}: give HOST:PORT (a port from 1 to 65535) or a URL", param_hint=repr(TARGETS))
     return f"http://{host}:{port}/metrics"
 
 
@@ -151,7 +155,7 @@ def _status_line(target: str, url: str, timeout_s: float) -> tuple[str, bool]:
 
 
 @click.command(short_help="Show running peers' round, neighbours and messages.")
-@click.argument("targets", nargs=-1, required=True, metavar="HOST:PORT|URL...")
+@click.argument("targets", nargs=-1, required=True, metavar=TARGETS)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds each peer's endpoint has to answer.")
 def status(targets, timeout_s):

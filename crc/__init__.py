@@ -18,17 +18,17 @@ Layers, each importing only those before it (``tests/architecture`` checks it):
 """
 
 import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING
+import os
 
 from crc.core.errors import CRCError
 from crc.source_tree import find_folders
 
+TYPE_CHECKING = False  # typing's flag without importing typing: the command's Ctrl-C guard comes after this module
 if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for type checkers and the API reference
     from crc.core.model_file import TrainedModel, load_model
     from crc.core.schema import Schema
 
-find_folders(Path(__file__).parent)
+find_folders(os.path.dirname(os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
 

@@ -81,6 +81,18 @@ def exists(directory) -> bool:
     return bool(_checkpoints(Path(directory)))
 
 
+def discard(directory) -> bool:
+    """Remove the checkpoint files in ``directory``, and the directory if nothing else is left in it; whether there
+    were any. For a run that cannot resume from them (new keys make a new run id, which they do not match)."""
+    directory = Path(directory)
+    found = _checkpoints(directory)
+    for path in found:
+        path.unlink(missing_ok=True)
+    if found and not any(directory.iterdir()):
+        directory.rmdir()
+    return bool(found)
+
+
 def _checkpoints(directory: Path) -> list[Path]:
     """The checkpoint files in ``directory``, newest round first."""
     try:

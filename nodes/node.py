@@ -247,6 +247,13 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     if keys is None:
         log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
                     "them in a neighbour's name", options.bind)
+    if masking is not None:
+        alone = [u for u in neighbours if len(masking.neighbourhoods[u]) < 2]
+        log.info("secure aggregation: %d of %d neighbours get this peer's statistics only within a sum",
+                 len(neighbours) - len(alone), len(neighbours))
+        if alone:
+            log.warning("secure aggregation: this peer's statistics go as they are to %s, whose only neighbour it is "
+                        "(the sum of one term is the term)", ", ".join(alone))
     return Node(options, shared, structure, peer, keys, privacy)
 
 
@@ -297,11 +304,12 @@ def check_address(address: str, what: str) -> str:
 
 
 def _check_metrics_endpoint(options: NodeOptions) -> None:
-    """The metrics endpoint's host resolves and its port is not the peer's own (a CRCError otherwise)."""
+    """The metrics endpoint's host resolves (a CRCError otherwise) and its port is not the peer's own (an
+    OptionConflict)."""
     if options.metrics_port is None:
         return
     if options.bind.rpartition(":")[2] == str(options.metrics_port):
-        raise CRCError(f"--metrics-port {options.metrics_port} is the port of --bind {options.bind}: give another")
+        raise OptionConflict(f"--metrics-port {options.metrics_port} is the port of --bind {options.bind}: give another")
     try:
         socket.getaddrinfo(options.metrics_host, options.metrics_port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
@@ -328,9 +336,9 @@ def _epoch_seconds(text: str) -> float:
     try:
         moment = datetime.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise CRCError(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
+        raise MalformedOption(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
     if moment.tzinfo is None:
-        raise CRCError(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
+        raise MalformedOption(f"--start-at {text!r} has no time zone: add one, e.g. Z for UTC or +01:00")
     return moment.timestamp()
 
 
@@ -364,7 +372,9 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
             raise OptionConflict("--neighbourhoods is for --secure-aggregation")
         return None
     if not options.neighbourhoods:
-        raise OptionConflict("--secure-aggregation needs --neighbourhoods")
+        raise OptionConflict("--secure-aggregation needs --neighbourhoods FILE: for each neighbour, the address and "
+                             "public key of every member of its neighbourhood (`crc launch` and `crc split --keys-for "
+                             "... --secure-aggregation` write one per peer)")
     check_masking_run(options.run, options.checkpoint)
     hoods = load_neighbourhoods(options.neighbourhoods, options.bind, neighbours)
     return SecureAggregationKeys(keys.own.secret, vouched_neighbourhoods(hoods, options.bind, keys.own.public,

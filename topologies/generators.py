@@ -16,9 +16,11 @@ from crc.core.errors import plain
 from crc.topologies.errors import TopologyError
 
 
-def _check_nodes(n: int, minimum: int = 1) -> None:
+def _check_nodes(n: int, minimum: int = 1, kind: str = "") -> None:
+    """Raise a TopologyError unless ``n`` is a whole number of nodes, at least ``minimum`` (for a graph ``kind``)."""
     if not isinstance(n, (int, np.integer)) or n < minimum:
-        raise TopologyError(f"number of nodes must be an integer >= {minimum}, got {plain(n)}")
+        raise TopologyError(f"number of nodes must be an integer >= {minimum}{f' for {kind}' if kind else ''}, "
+                            f"got {plain(n)}")
 
 
 def _prufer_edges(sequence: np.ndarray, n: int) -> list[tuple[int, int]]:
@@ -155,7 +157,7 @@ def random_regular_graph(n: int, degree: int = 3, *, seed=None) -> nx.Graph:
         If ``n * degree`` is odd, ``degree >= n``, ``degree < 2`` (never connected
         for n > 2), or no connected draw occurs in 1,000 attempts.
     """
-    _check_nodes(n, minimum=3)
+    _check_nodes(n, minimum=3, kind="a random regular graph")
     if not 2 <= degree < n or (n * degree) % 2:
         raise TopologyError(f"no connected {degree}-regular graph on {n} nodes (need 2 <= degree < n and n * degree even)")
     return _first_connected(lambda s: nx.random_regular_graph(degree, n, seed=s), seed, f"{degree}-regular graph on {n} nodes")
@@ -169,7 +171,7 @@ def small_world_graph(n: int, k: int = 4, p: float = 0.1, *, seed=None) -> nx.Gr
     ValueError
         If ``k`` is not in [2, n) or ``p`` is not in [0, 1].
     """
-    _check_nodes(n, minimum=3)
+    _check_nodes(n, minimum=3, kind="a small world")
     check_rewiring_probability(p)
     if not 2 <= k < n:
         raise TopologyError(f"small world needs 2 <= k < n and 0 <= p <= 1, got k={k}")

@@ -72,7 +72,7 @@ import numpy as np
 
 from crc.core.aggregation import NEEDS_PAPER
 from crc.core.calibration import lrc
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, OptionConflict
 from crc.core.models.base import GenerativeModel
 
 STARTS = ("uniform", "local", "categorical")
@@ -260,9 +260,9 @@ class Acceleration:
             for clash, option in ((self.momentum > 0, "--momentum"), (self.safeguard, "--safeguard"),
                                   (self.classifier == "aggregate", "--classifier aggregate")):
                 if clash:
-                    raise CRCError(f"--exact-diffusion (part of --algorithm accelerated) cannot be combined with {option}: "
-                                   "exact diffusion corrects the averaging itself, and its statistics are its classifier; "
-                                   f"for {option} use --algorithm paper")
+                    raise OptionConflict(f"--exact-diffusion (part of --algorithm accelerated) cannot be combined with "
+                                         f"{option}: exact diffusion corrects the averaging itself, and its statistics "
+                                         f"are its classifier; for {option} use --algorithm paper")
 
     @property
     def has_momentum(self) -> bool:

@@ -36,6 +36,17 @@ def as_number(cell: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def separator_hint(names) -> str:
+    """A hint for an error about a header of one column whose name holds a semicolon or a tab (a file separated by
+    it, as a spreadsheet in a language with decimal commas saves one), else ""."""
+    names = list(names)
+    separator = next((c for c in ";\t" if len(names) == 1 and c in str(names[0])), None)
+    if separator is None:
+        return ""
+    return (f" (the file looks separated by {separator!r}: crc reads comma-separated files; save it with commas "
+            f"between cells and points in numbers)")
+
+
 def headerless_hint(names) -> str:
     """A hint for an error about a header whose names are all numbers written as text (a file written without a
     header), else ""."""

@@ -47,7 +47,7 @@ import numpy as np
 
 from crc.core.acceleration import Acceleration
 from crc.core.aggregation import AGGREGATIONS, rule_of
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, OptionConflict
 from crc.core.models.base import GenerativeModel
 from crc.core.schema import Schema
 
@@ -119,25 +119,27 @@ class Privacy:
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
                    noise: str = "local", colluders: int = 0, aggregate: str = "mean") -> None:
-    """A CRCError naming the first privacy setting out of range or combined with an option privacy cannot cover (that
+    """A CRCError naming the first privacy setting out of range, or an OptionConflict (a usage error on the command
+    line) naming one combined with an option privacy cannot cover (that
     distributed noise needs secure aggregation is a rule between options, ``crc.protocol.rules``). The ``aggregate``
     rule ``screened`` (and ``robust``, which is it) admits each neighbour's statistics by a test on the peer's own
     data (``crc.core.screening``), so what it sends in a round that only averages (``release_every``), noiseless, and
     the start of its noisy step otherwise, depend on that data outside the accountant."""
     if epsilon is None:
         if noise != "local":
-            raise CRCError("--dp-noise distributed needs --dp-epsilon")
+            raise OptionConflict("--dp-noise distributed needs --dp-epsilon")
         return
-    distributed = noise == "distributed"
-    checks = [
+    ranges = [
         (noise in NOISES, f"--dp-noise must be one of {', '.join(NOISES)}, got {noise!r}"),
         (colluders >= 0, f"--dp-colluders must be at least 0, got {colluders}"),
-        (not distributed or acceleration.classifier == "aggregate",
-         "--dp-noise distributed needs --classifier aggregate: a peer's own statistics are never released, its "
-         "classifier is its last (noisy) aggregate"),
         (math.isfinite(epsilon) and epsilon > 0, f"--dp-epsilon must be a positive number, got {epsilon}"),
         (0 < delta < 1, f"--dp-delta must be in (0, 1), got {delta}"),
         (math.isfinite(clip) and clip > 0, f"--clip must be a positive number, got {clip}"),
+    ]
+    conflicts = [
+        (noise != "distributed" or acceleration.classifier == "aggregate",
+         "--dp-noise distributed needs --classifier aggregate: a peer's own statistics are never released, its "
+         "classifier is its last (noisy) aggregate"),
         (iterations == 1, f"--dp-epsilon needs --iters 1 (got {iterations}): only one local step per round has a "
                           "bounded sensitivity"),
         (acceleration.start == "uniform", "--dp-epsilon needs --start uniform: a local start releases the peer's own "
@@ -152,9 +154,10 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
                                            "its correction sends the previous local steps again, which the accountant "
                                            "does not cover; use --momentum"),
     ]
-    for ok, message in checks:
-        if not ok:
-            raise CRCError(message)
+    for checks, error in ((ranges, CRCError), (conflicts, OptionConflict)):
+        for ok, message in checks:
+            if not ok:
+                raise error(message)
 
 
 def is_release(round_: int, every: int) -> bool:

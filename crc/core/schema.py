@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from crc.core import fields
-from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint
+from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 from crc.core.suspect_columns import warn_label_copy, warn_rare_categories, warn_row_number
@@ -224,12 +224,7 @@ def _close_name(label: str, columns: dict) -> str:
 def _header_hint(columns: dict) -> str:
     """A hint when the header is one column whose name holds a semicolon or a tab (not a comma-separated file), or
     names that are all numbers (a file without a header)."""
-    names = list(columns)
-    separator = next((c for c in ";\t" if len(names) == 1 and c in names[0]), None)
-    if separator is not None:
-        return (f" (the file looks separated by {separator!r}: crc reads comma-separated files; save it with commas "
-                f"between cells and points in numbers)")
-    return headerless_hint(names)
+    return separator_hint(columns) or headerless_hint(columns)
 
 
 def _refuse_stray_text(name: str, column) -> None:

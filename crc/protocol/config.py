@@ -125,7 +125,8 @@ class SimulationConfig:
         return out
 
     def validate(self) -> None:
-        """A CRCError naming the first option out of range."""
+        """A CRCError naming the first option out of range, an OptionConflict the first options that cannot go
+        together."""
         checks = [
             (self.nodes >= 1, f"--nodes must be at least 1, got {self.nodes}"),
             (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
@@ -144,25 +145,27 @@ class SimulationConfig:
             (self.ess is None or (self.ess > 0 and math.isfinite(self.ess)), f"--ess must be positive, got {self.ess}"),
             (self.test_size > 0 and math.isfinite(self.test_size), f"--test-size must be positive, got {self.test_size}"),
             (self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}"),
+            (self.seed >= 0, f"--seed must be at least 0, got {self.seed}"),
             (self.period is None or self.period >= 1, f"--period must be at least 1, got {self.period}"),
             (self.aggregate in AGGREGATIONS, f"--aggregate must be one of {', '.join(AGGREGATIONS)}, got {self.aggregate!r}"),
             (self.attack in ATTACKS, f"--attack must be one of {', '.join(ATTACKS)}, got {self.attack!r}"),
-            (0 <= self.byzantine < self.nodes, f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}"),
             (self.eval_nodes >= 1 and self.eval_instances >= 1, "evaluation sample sizes must be at least 1"),
         ]
         for ok, message in checks:
             if not ok:
                 raise CRCError(message)
+        if not 0 <= self.byzantine < self.nodes:
+            raise OptionConflict(f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}")
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         partition = self.feature_partition
         check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
                             dp_noise=self.dp_noise, averaged=acceleration.keeps_average, vertical=partition is not None)
         if self.feature_blocks is not None and partition is None:
-            raise CRCError("--blocks needs a vertical or hybrid --partition")
+            raise OptionConflict("--blocks needs a vertical or hybrid --partition")
         if partition is not None:
             if self.byzantine:
-                raise CRCError("--byzantine is not available with a vertical or hybrid partition")
+                raise OptionConflict("--byzantine is not available with a vertical or hybrid partition")
             if self.dp_epsilon is not None:
                 raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and "
                                      "its accountant are for the statistics of horizontal peers")
@@ -177,8 +180,8 @@ class SimulationConfig:
                        acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
                        aggregate=self.aggregate)
         if self.dp_noise == "distributed" and (self.loss > 0 or self.period is not None or self.byzantine):
-            raise CRCError("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its shares "
-                           "are sized for one static graph whose messages all arrive")
+            raise OptionConflict("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its "
+                                 "shares are sized for one static graph whose messages all arrive")
 
     def privacy(self, model, mixing=None) -> Privacy | None:
         """The noise every peer of ``model`` adds to its releases (one every ``release_every`` rounds), None without

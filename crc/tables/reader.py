@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column, headerless_hint
+from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 
 MAX_TABLE_BYTES = 2 * 2**30
@@ -267,7 +267,7 @@ def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[st
             comment = header and names[0].startswith("#")
             raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}"
                            + (" (the first line starts with '#': crc reads no comment lines; delete it)" if comment
-                              else ": give every row one cell per column name"))
+                              else separator_hint(names) or ": give every row one cell per column name"))
     if not rows:
         raise CRCError(f"{path}: header but no data rows")
     return {name: as_column([row[j].strip() for row in rows]) for j, name in enumerate(names)}

@@ -36,4 +36,4 @@ def test_clipped_without_attack_stays_close_to_the_mean():
 
 def test_bad_byzantine_counts_are_one_line_errors():
     result = CliRunner().invoke(main, [*RUN, "--byzantine", "20"])
-    assert result.exit_code == 1 and "--byzantine must be from 0 to nodes - 1 = 19" in result.output
+    assert result.exit_code == 2 and "--byzantine must be from 0 to nodes - 1 = 19" in result.output

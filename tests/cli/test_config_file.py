@@ -1,6 +1,7 @@
 """Settings from a TOML file (``--config``) under the command line, and ``--print-config``, for ``crc node`` and
 ``crc launch``: precedence, the round trip, bad keys and values, paths relative to the file, size limit."""
 
+import json
 import sys
 
 import click
@@ -55,6 +56,27 @@ def test_split_writes_one_config_file_per_peer_that_crc_node_reads(deploy):
         assert got["known-peers"] == str(deploy / f"known-peers-{index}.json")
         assert got["out"] == str(deploy / f"model-{index}.json") and got["checkpoint"] == str(deploy / f"checkpoint-{index}")
         assert got["run-id"] == deployment_run_id(deploy) != PeerSettings.run  # a run of its own: its keys are new
+
+
+def test_split_with_secure_aggregation_writes_the_neighbourhoods_its_peers_mask_with(tmp_path):
+    """A newcomer adding --secure-aggregation to a split's peers got 'needs --neighbourhoods' and wrote the files by
+    hand: for each neighbour, the address and key of every member of its neighbourhood."""
+    result = run("split", "--data", "twonorm", "--nodes", "3", "--local-size", "20", "--test-size", "100",
+                 "--out", tmp_path, "--keys-for", ADDRESSES, "--secure-aggregation")
+    assert result.exit_code == 0, result.output
+    addresses = ADDRESSES.split(",")
+    keys = {a: (tmp_path / "keys" / f"node-{i}.key").read_text().split('public-key = "')[1].split('"')[0]
+            for i, a in enumerate(addresses)}
+    for index, address in enumerate(addresses):
+        printed = run("node", "--config", tmp_path / f"peer-{index}.toml", "--print-config")
+        assert printed.exit_code == 0, printed.output
+        got = settings(printed.stdout)
+        assert got["secure-aggregation"] is True and got["neighbourhoods"] == str(tmp_path / f"neighbourhoods-{index}.json")
+        hoods = json.loads((tmp_path / f"neighbourhoods-{index}.json").read_text())
+        assert hoods == {u: {w: keys[w] for w in addresses if w != u} for u in addresses if u != address}
+    refused = run("split", "--data", "twonorm", "--nodes", "3", "--out", tmp_path / "no-keys", "--secure-aggregation")
+    assert refused.exit_code == 2 and error_lines(refused) == ["Error: --secure-aggregation is for --keys-for with a "
+                                                               "horizontal partition"]
 
 
 def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy, tmp_path):

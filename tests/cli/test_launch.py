@@ -22,6 +22,14 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
+def test_a_work_directory_that_cannot_be_made_is_one_line_naming_it(tmp_path):
+    """It was the operating system's own words: '[Errno 20] Not a directory: ...'."""
+    (tmp_path / "file").write_text("")
+    result = run("launch", *SMALL, "--workdir", tmp_path / "file" / "work")
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines()[-1] == f"Error: --workdir {tmp_path / 'file' / 'work'}: cannot create it (Not a directory)"
+
+
 def test_launch_json_does_not_name_a_removed_work_directory_and_draws_the_peers(tmp_path):
     result = run("launch", *SMALL, "--json", "--out", tmp_path / "run.json", "--plots", tmp_path / "figs")
     assert result.exit_code == 0, result.output

@@ -74,3 +74,24 @@ def test_rounds_beyond_the_most_a_run_may_take_are_one_refusal_everywhere(comman
 def test_a_privacy_setting_the_run_would_ignore_is_one_refusal_everywhere(command, given, refused):
     """A newcomer's --clip without --dp-epsilon clipped nothing, and said nothing."""
     assert refusal(*command, *given) == f"Error: {refused}"
+
+
+@pytest.mark.parametrize("given, refused", [
+    (["--algorithm", "paper", "--dp-epsilon", "4", "--iters", "2"], "--dp-epsilon needs --iters 1 (got 2)"),
+    (["--algorithm", "paper", "--dp-epsilon", "4", "--safeguard"], "--dp-epsilon cannot be combined with --safeguard"),
+    (["--dp-epsilon", "4", "--aggregate", "robust"], "--dp-epsilon cannot be combined with --aggregate screened"),
+    (["--algorithm", "paper", "--dp-epsilon", "4", "--secure-aggregation", "--dp-noise", "distributed"],
+     "--dp-noise distributed needs --classifier aggregate"),
+    (["--secure-aggregation", "--dp-noise", "distributed", "--classifier", "aggregate", "--algorithm", "paper"],
+     "--dp-noise distributed needs --dp-epsilon"),
+    (["--algorithm", "accelerated", "--momentum", "0.5"], "--exact-diffusion (part of --algorithm accelerated) cannot be "
+                                                          "combined with --momentum"),
+    (["--nodes", "4", "--byzantine", "4"], "--byzantine must be from 0 to nodes - 1 = 3, got 4"),
+    (["--blocks", "blocks.json"], "--blocks needs a vertical or hybrid --partition"),
+])
+def test_options_each_valid_alone_that_cannot_go_together_are_a_usage_error(tmp_path, given, refused):
+    """Such a combination ended with exit status 1, as bad data does, where the rules between options of
+    ``crc.protocol.rules`` gave 2 (the command line reference: 2 for a malformed command line)."""
+    (tmp_path / "blocks.json").write_text('{"blocks": [["x1"], ["x2"]]}')
+    given = [str(tmp_path / arg) if arg == "blocks.json" else arg for arg in given]
+    assert refusal("simulate", "--data", "twonorm", *given).startswith(f"Error: {refused}")

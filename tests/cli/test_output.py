@@ -311,6 +311,15 @@ def test_the_entry_point_can_handle_ctrl_c_before_numpy_is_imported():
     assert loaded.stdout.strip() == "[]"
 
 
+def test_the_entry_point_imports_nothing_but_crc_before_its_ctrl_c_guard():
+    """``crc`` imported pathlib, typing and importlib.abc (which pulls in tempfile, random, shutil, lzma...): a tenth
+    of a second on a busy machine, in which Ctrl-C printed a traceback. What remains is Python's own start-up."""
+    code = ("import sys; before = set(sys.modules); import crc.cli.entry; "
+            "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] != 'crc'))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
 def test_a_second_ctrl_c_while_the_first_is_reported_still_exits_130(monkeypatch):
     """`timeout -s INT` signals the command, then its process group: once in ~15 runs the second arrived as
     'Interrupted.' was written, and click ended the command with 'Aborted!' and status 1."""

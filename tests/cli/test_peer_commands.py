@@ -4,6 +4,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -12,6 +13,7 @@ from crc.core.acceleration import algorithm_settings
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model
 from crc.core.schema import Schema
+from crc.nodes import checkpoint
 from crc.nodes.launcher import free_ports
 from crc.tables.reader import read_csv
 
@@ -202,6 +204,17 @@ def test_a_malformed_address_is_a_malformed_option_refused_before_anything_else(
     assert not (deployment / "m.json").exists()
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--start-at", "yesterday"], "--start-at 'yesterday' is neither an ISO 8601 time nor seconds since the epoch"),
+    (["--start-at", "2026-11-24T09:00:00"], "--start-at '2026-11-24T09:00:00' has no time zone"),
+    (["--metrics-port", "1"], "--metrics-port 1 is the port of --bind tcp://127.0.0.1:1: give another"),
+])
+def test_an_unreadable_start_time_or_the_peers_own_port_for_metrics_is_a_usage_error(deployment, extra, message):
+    """They ended with exit status 1, as bad data does: the command line reference gives 2 for a malformed command line."""
+    result = run(*node_args(deployment, deployment / "node-0.csv"), *extra)
+    assert result.exit_code == 2 and f"Error: {message}" in result.output, result.output
+
+
 def test_a_host_that_does_not_resolve_is_an_error_not_a_malformed_option(deployment):
     args = [str(a) for a in node_args(deployment, deployment / "node-0.csv")]
     args[args.index("--peers") + 1] = "tcp://no.such.host.invalid:7000"
@@ -225,6 +238,24 @@ def test_split_into_a_directory_with_an_earlier_runs_checkpoints_and_models_warn
     result = run(*args)
     assert result.exit_code == 0 and (f"Warning: {tmp_path} holds checkpoint-0, model-1.json from an earlier run: a "
                                       "peer resumes from its checkpoint") in " ".join(result.output.split())
+
+
+def test_split_with_new_keys_removes_the_checkpoints_of_the_earlier_run_its_peers_could_not_resume_from(tmp_path):
+    """Running the README's "Real peers" block twice: the second split's new keys make a new run id, every peer
+    refused its old checkpoint ('checkpoint of a different configuration (run differ)'), and crc predict scored the
+    old model file."""
+    args = ("split", "--data", "mushroom", "--nodes", "2", "--local-size", "10", "--out", tmp_path,
+            "--keys-for", "tcp://127.0.0.1:7000,tcp://127.0.0.1:7001")
+    assert run(*args).exit_code == 0
+    for index in (0, 1):
+        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={"run": "old"}, round_=3, stats=np.zeros(2), metrics={})
+    (tmp_path / "checkpoint-1" / "notes.txt").write_text("mine")  # not a checkpoint: kept, and its directory
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert ("removed checkpoint-0, checkpoint-1: checkpoints of an earlier run, which the peers of these new keys (a "
+            "new run id) could not resume from") in result.stderr
+    assert not (tmp_path / "checkpoint-0").exists() and sorted(p.name for p in (tmp_path / "checkpoint-1").iterdir()) == [
+        "notes.txt"]
 
 
 def test_a_peer_that_never_hears_from_a_neighbour_writes_its_model_but_fails(deployment):
@@ -262,7 +293,7 @@ def test_a_peer_refuses_exact_diffusion_with_privacy(deployment, tmp_path):
     result = run("node", "--bind", "tcp://127.0.0.1:1", "--data", deployment / "node-0.csv", "--schema",
                  deployment / "schema.json", "--out", tmp_path / "m.json", "--insecure", "--algorithm", "accelerated",
                  "--dp-epsilon", "4")
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"--dp-epsilon needs --iters 1 (got {algorithm_settings('accelerated', 'nb')['iters']})" in result.output
 
 

@@ -6,6 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.core.errors import CRCError
+from crc.protocol import SimulationConfig
 
 SMALL = ["--nodes", "5", "--local-size", "20", "--rounds", "4"]
 
@@ -143,7 +145,7 @@ def test_the_summary_names_the_algorithm_that_ran():
 
 def test_exact_diffusion_with_momentum_is_refused_with_a_reason():
     result = run("simulate", "--data", "twonorm", *SMALL, "--algorithm", "accelerated", "--momentum", "0.5")
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
     assert ("Error: --exact-diffusion (part of --algorithm accelerated) cannot be combined with --momentum: exact diffusion "
             "corrects the averaging itself, and its statistics are its classifier; for --momentum use --algorithm paper"
             ) in result.output
@@ -165,6 +167,16 @@ def test_the_default_simulate_ends_within_a_hundredth_of_centralized_rc_and_the_
 def test_momentum_out_of_range_is_a_usage_error():
     result = run("simulate", "--data", "twonorm", *SMALL, "--momentum", "1")
     assert result.exit_code == 2 and "0<=x<1" in result.output
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["launch"], ["graph"], ["split", "--out", "never"],
+                                     ["experiment", "table3"], ["bench"]], ids=lambda c: c[0])
+def test_a_negative_seed_is_a_usage_error(command):
+    """numpy's seed sequences take no negative seed: crc simulate --seed -1 ended in a ValueError traceback."""
+    result = run(*command, "--seed", "-1")
+    assert result.exit_code == 2 and "Error: Invalid value for '--seed': -1 is not in the range x>=0." in result.output
+    with pytest.raises(CRCError, match="--seed must be at least 0, got -1"):
+        SimulationConfig(seed=-1).validate()
 
 
 def test_a_data_set_too_small_for_the_test_fraction_tests_on_the_instances_left(tmp_path):

@@ -135,6 +135,7 @@ def test_targets_are_host_and_port_or_urls(target, url):
 def test_a_malformed_target_is_a_usage_error(target):
     result = run("status", target)
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"Error: Invalid value for 'HOST:PORT|URL...': {target!r}: give HOST:PORT" in result.output
 
 
 STATUS_LINE = re.compile(r"^127\.0\.0\.1:(\d+)  (tcp://127\.0\.0\.1:\d+)  round (\d+)/(\d+)  neighbours (\d+) up, (\d+) down  "

@@ -15,7 +15,9 @@ IMPOSSIBLE = [
     (["--topology", "small-world:100"], "small world needs 2 <= k < n"),
     (["--topology", "regular:3", "--nodes", "5"], "no connected 3-regular graph on 5 nodes"),
     (["--topology", "regular:60"], "no connected 60-regular graph"),
-    (["--topology", "regular:2", "--nodes", "2"], "number of nodes must be an integer >= 3"),
+    (["--topology", "regular:2", "--nodes", "2"], "number of nodes must be an integer >= 3 for a random regular graph, "
+                                                  "got 2"),
+    (["--topology", "small-world", "--nodes", "2"], "number of nodes must be an integer >= 3 for a small world, got 2"),
     (["--topology", "tree+5", "--nodes", "3"], "a tree on 3 nodes leaves 1 possible extra edge;"),
     (["--topology", "er:0.01", "--nodes", "3"], "no connected G(3, 0.01) graph"),
     (["--topology", "moebius"], "unknown topology 'moebius'"),

@@ -92,6 +92,8 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
     (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2: give every row one cell per column name$"),
     (b"# iris\na,b\n1,2\n", "line 2 has 2 cells, expected 1 \\(the first line starts with '#': crc reads no comment lines; "
                           "delete it\\)$"),
+    (b"a;y\n1,5;p\n", "line 2 has 2 cells, expected 1 \\(the file looks separated by ';': crc reads comma-separated "
+                      "files; save it with commas between cells and points in numbers\\)$"),  # a spreadsheet's decimal commas
     (b"a,b,\n1,2,\n", "header has empty column names: column 3 has none: name that column, or delete it$"),
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),

@@ -87,6 +87,23 @@ def test_secure_aggregation_needs_the_mean_neighbourhoods_a_run_id_of_its_own_an
     assert masked.secure_aggregation is not None and set(masked.known_keys) == {given.peers[0]}
 
 
+@pytest.mark.parametrize("graph, alone", [([[1], [0]], True), ([[1], [0, 2], [1]], False)], ids=["pair", "chain"])
+def test_a_masking_peer_says_which_neighbours_get_its_statistics_as_they_are(tmp_path, deployment, caplog, graph, alone):
+    """A recipient with a single neighbour unmasks that neighbour's statistics: the peer said nothing about it."""
+    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-3",
+                    checkpoint=str(tmp_path / "checkpoint"), neighbourhoods=str(tmp_path / "neighbourhoods-0.json"),
+                    secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
+                    known_peers=str(tmp_path / "known-peers-0.json"))
+    addresses = [given.bind, given.peers[0], *(f"tcp://127.0.0.1:{port}" for port in free_ports(len(graph) - 2))]
+    write_peer_keys(tmp_path, addresses, graph)
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        prepare(given, LOG)
+    warned = (f"secure aggregation: this peer's statistics go as they are to {given.peers[0]}, whose only neighbour "
+              "it is")
+    assert (warned in caplog.text) == alone
+    assert f"secure aggregation: {0 if alone else 1} of 1 neighbours get this peer's statistics only within a sum" in caplog.text
+
+
 def test_a_neighbourhood_padded_with_identities_the_recipient_controls_is_refused(tmp_path, deployment):
     """The padded-membership attack: the recipient u (peer 1, whose real neighbourhood is peers 0 and 2) hands peer 0
     a neighbourhoods file listing members whose secret keys it holds, to subtract their values from the sum and
