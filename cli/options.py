@@ -187,7 +187,7 @@ def _all_options(base: SimulationConfig) -> dict:
         model_choice(base.model),
         *option_decorators(),
         click.option("--topology", type=TopologySpec(), default=base.topology, show_default=True, callback=_check_topology,
-                     help=f"Communication graph, drawn afresh (seeded) for every repeat: {HELP}."),
+                     help=f"Communication graph, drawn from --seed (afresh for every repeat of a simulation): {HELP}."),
         click.option("--period", type=click.IntRange(min=1), default=None,
                      help="Redraw the graph every PERIOD rounds (dynamic network) [default: static]."),
         click.option("--nodes", type=click.IntRange(min=1), default=base.nodes, show_default=True, help="Number of peers n."),
