@@ -247,8 +247,9 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     if keys is None:
         log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
                     "them in a neighbour's name", options.bind)
-    if masking is not None:
-        alone = [u for u in neighbours if len(masking.neighbourhoods[u]) < 2]
+    if peer.session is not None:
+        protected = set(peer.session.neighbourhoods.protected)
+        alone = [u for u in neighbours if u not in protected]
         log.info("secure aggregation: %d of %d neighbours get this peer's statistics only within a sum",
                  len(neighbours) - len(alone), len(neighbours))
         if alone:

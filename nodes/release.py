@@ -80,9 +80,7 @@ class Release:
         sums, held coordinate by coordinate within what secure aggregation encodes. Nothing looks at them to decide
         whether to send them (that decision would depend on the private data without noise): the recipients check
         the noisy sums instead. Holding them in a box is a projection, so one instance still moves them by at most
-        the sensitivity. Without distributed noise, ``stats`` as they are."""
-        if not self.distributed:
-            return stats
+        the sensitivity."""
         return np.clip(stats, -_ENCODABLE, _ENCODABLE)
 
     def on_the_wire(self, stats: np.ndarray) -> np.ndarray:
