@@ -30,6 +30,11 @@ def peer_config_file(directory, index: int) -> Path:
     return Path(directory) / f"peer-{index}.toml"
 
 
+def _first_names(names: list[str]) -> str:
+    """The first four of ``names``, comma-separated, and '...' after them if there are more."""
+    return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+
+
 def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: bool = False) -> None:
     """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are all the others, with
     the node files, schema and keys written there (relative paths), and its checkpoint and model file beside them;
@@ -127,13 +132,13 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     if addresses is not None and config.feature_partition is None:  # new keys, a new run: no peer resumes these
         discarded = [f"checkpoint-{i}" for i in range(peers) if checkpoint.discard(Path(out) / f"checkpoint-{i}")]
         if discarded:
-            note(f"removed {', '.join(discarded[:4])}{', ...' if len(discarded) > 4 else ''}: checkpoints of an earlier "
-                 "run, which the peers of these new keys (a new run id) could not resume from")
+            note(f"removed {_first_names(discarded)}: checkpoints of an earlier run, which the peers of these new keys "
+                 "(a new run id) could not resume from")
     stale = sorted(p.name for pattern in ("checkpoint-*", "model-*.json") for p in Path(out).glob(pattern))
     if stale:
         resumes = "a peer resumes from its checkpoint, and " if any(name.startswith("checkpoint-") for name in stale) else ""
-        warn(f"{out} holds {', '.join(stale[:4])}{', ...' if len(stale) > 4 else ''} from an earlier run: {resumes}an old "
-             "model file does not fit the new data; remove them to start afresh")
+        warn(f"{out} holds {_first_names(stale)} from an earlier run: {resumes}an old model file does not fit the new "
+             "data; remove them to start afresh")
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))
