@@ -26,12 +26,12 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    contributors x not in S, and, of every other member w of S, its share of b_w and its shares of k_{w,x} for the
    dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than a majority of
    N(u) (two disjoint sets, {a, b} shown to a and b and {c, d} to c and d, would give u two sums; two majorities
-   share a member, which commits to one of them) or, with distributed noise, fewer than all but ``--dp-colluders``
-   of N(u) (whose shares the noise is sized for), names any stranger, or differs from the set it committed to for
-   the same (u, r); a confirmation
-   without the vouches is a deviation (``Deviation``: u showed members different sets or memberships, or withheld
-   a vouch), refused and reported. Since every honest member of S commits to one set and u cannot forge a vouch,
-   all the answers u gets are for one set S that all its members saw: u can never hold both what strips w's
+   share a member, which commits to one of them) or, with distributed noise, fewer than all of N(u) (the noise is
+   sized for all shares but the colluders', ``fewest_survivors``), names any stranger, or differs from the set it
+   committed to for the same (u, r); a confirmation without the vouches is a deviation (``Deviation``: u showed
+   members different sets or memberships, or withheld a vouch), refused and reported. Since every honest member
+   of S commits to one set and u cannot forge a vouch, all the answers u gets are for one set S that all its
+   members saw: u can never hold both what strips w's
    pairwise masks with the members of S (never given) and b_w while w is not in S, nor b_w for a w it declared
    dropped, nor answers for two sets that differ (the attack {a, b} to a, {a, c} to c, which isolated c).
 5. u adds the words of S, removes each member's self-mask and its pairwise masks with the dropped contributors
