@@ -39,7 +39,7 @@ def release_every_option():
 
 
 def distributed_noise_options() -> dict:
-    """``--dp-noise`` and ``--dp-colluders`` by parameter name (the simulator's)."""
+    """``--dp-noise``, ``--dp-colluders`` and ``--dp-dropouts`` by parameter name (the simulator's)."""
     return {
         "dp_noise": click.option(
             "--dp-noise", type=click.Choice(NOISES), default="local", show_default=True,
@@ -50,8 +50,14 @@ def distributed_noise_options() -> dict:
         "dp_colluders": click.option(
             "--dp-colluders", type=click.IntRange(min=0), default=0, show_default=True,
             help="With --dp-noise distributed: members besides the recipient whose shares may be known (colluding with "
-                 "it); the others' shares still add up to the full noise. A sum is unmasked only with every member's "
-                 "share: a member missing costs its neighbourhood the round."),
+                 "it); the others' shares still add up to the full noise. Every closed neighbourhood needs at least "
+                 "--dp-colluders + --dp-dropouts + 2 peers."),
+        "dp_dropouts": click.option(
+            "--dp-dropouts", type=click.IntRange(min=0), default=0, show_default=True,
+            help="With --dp-noise distributed: members a neighbourhood sum may go without (dead, or their statistics "
+                 "late) and still be unmasked; the shares are sized so that the others' still add up to the full "
+                 "noise beyond the colluders, so every share is larger. With 0 a member missing costs its "
+                 "neighbourhood the round (and, if it stays dead, every later one)."),
     }
 
 
@@ -65,14 +71,15 @@ def secure_aggregation_option():
              "--aggregate mean.")
 
 
-NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("dp_noise", "distributed")}
+NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("dp_noise", "distributed"),
+         "dp_dropouts": ("dp_noise", "distributed")}
 """The privacy settings that change nothing without another (by parameter name): the other, and the value it needs
 (None: any value but None)."""
 
 
 def refuse_idle_privacy_settings(ctx: click.Context) -> None:
     """A UsageError for a privacy setting given on the command line that its run would ignore: --dp-delta or --clip
-    without --dp-epsilon (no noise, no clipping either), --dp-colluders without --dp-noise distributed. (Not for
+    without --dp-epsilon (no noise, no clipping either), --dp-colluders or --dp-dropouts without --dp-noise distributed. (Not for
     ``crc experiment``, whose privacy table sets --dp-epsilon per column.)"""
     for name, (other, value) in NEEDS.items():
         given = name in ctx.params and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE

@@ -98,13 +98,14 @@ def sums_per_round(graph) -> int:
 
 def _privacy_arguments(config: SimulationConfig, per_round: int | None) -> list[str]:
     """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` of a private run (none otherwise); with distributed noise,
-    ``--dp-noise``, ``--dp-colluders`` and ``--dp-sums-per-round`` (``per_round``, if given)."""
+    ``--dp-noise``, ``--dp-colluders``, ``--dp-dropouts`` and ``--dp-sums-per-round`` (``per_round``, if given)."""
     if config.dp_epsilon is None:
         return []
     common = ["--dp-epsilon", repr(config.dp_epsilon), "--dp-delta", repr(config.dp_delta), "--clip", repr(config.clip)]
     if config.dp_noise != "distributed":
         return common
     return [*common, "--dp-noise", "distributed", "--dp-colluders", str(config.dp_colluders),
+            "--dp-dropouts", str(config.dp_dropouts),
             *(["--dp-sums-per-round", str(per_round)] if per_round is not None else [])]
 
 

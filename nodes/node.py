@@ -71,6 +71,7 @@ class NodeOptions:
     clip: float = DEFAULT_CLIP
     dp_noise: str = "local"
     dp_colluders: int = 0
+    dp_dropouts: int = 0
     release_every: int = PeerSettings.release_every
     dp_sums_per_round: int | None = None
     """Distributed noise: the most distinct closed-neighbourhood sums any peer is in each round, the same on every
@@ -412,7 +413,7 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
                    acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders,
-                   aggregate=options.aggregate)
+                   dropouts=options.dp_dropouts, aggregate=options.aggregate)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
     if options.dp_epsilon is None:
@@ -428,7 +429,8 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
         raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {len(hoods)} distinct neighbourhood sums each "
                        "round, so its guarantee needs at least that many")
     return plan_shares(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, rounds=options.rounds,
-                       sums_per_round=per_round, sizes=[len(hood) for hood in hoods], colluders=options.dp_colluders)
+                       sums_per_round=per_round, sizes=[len(hood) for hood in hoods], colluders=options.dp_colluders,
+                       dropouts=options.dp_dropouts)
 
 
 @functools.lru_cache(maxsize=4)

@@ -97,7 +97,7 @@ class Peer:
 
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
                                                     rounds=settings.rounds, metrics=self.metrics, log=self.log,
-                                                    colluders=settings.privacy.colluders if self.release.distributed else None,
+                                                    dropouts=settings.privacy.dropouts if self.release.distributed else None,
                                                     resumed=self.round if resumed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,

@@ -55,7 +55,7 @@ class Release:
                 raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation)")
             self._hoods = dict(hoods)
             units = privacy.sigma * 2.0**FIXED_POINT_BITS
-            self._variances = {hood: share_variance(units, len(hood), privacy.colluders) for hood in set(hoods.values())}
+            self._variances = {hood: share_variance(units, len(hood), privacy.colluders, privacy.dropouts) for hood in set(hoods.values())}
             self._shares: dict[int, dict[str, np.ndarray]] = {}
 
     @property

@@ -26,8 +26,8 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    contributors x not in S, and, of every other member w of S, its share of b_w and its shares of k_{w,x} for the
    dropped x. An honest contributor refuses a request that leaves itself out of S, names fewer than a majority of
    N(u) (two disjoint sets, {a, b} shown to a and b and {c, d} to c and d, would give u two sums; two majorities
-   share a member, which commits to one of them) or, with distributed noise, fewer than all of N(u) (the noise is
-   sized for all shares but the colluders', ``fewest_survivors``), names any stranger, or differs from the set it
+   share a member, which commits to one of them) or, with distributed noise, fewer than all of N(u) but ``--dp-dropouts`` (the noise
+   is sized for all shares but the colluders' and that many dropouts', ``fewest_survivors``), names any stranger, or differs from the set it
    committed to for the same (u, r); a confirmation without the vouches is a deviation (``Deviation``: u showed
    members different sets or memberships, or withheld a vouch), refused and reported. Since every honest member
    of S commits to one set and u cannot forge a vouch, all the answers u gets are for one set S that all its
@@ -167,17 +167,17 @@ def shamir_join(shares: Mapping[int, int]) -> bytes:
 
 class Neighbourhood:
     """What a peer knows of one recipient's neighbourhood: the recipient, its contributors (sorted) and the run;
-    ``colluders``: the ``--dp-colluders`` of distributed noise (None without it), which sets ``fewest``, the fewest
+    ``dropouts``: the ``--dp-dropouts`` of distributed noise (None without it), which sets ``fewest``, the fewest
     contributors a request may name (``fewest_survivors``).
 
     ``holder(w, w')`` is w''s Shamir x-coordinate for w's shares: its 1-based position among N(u) without w."""
 
-    def __init__(self, run: str, recipient: str, contributors: list[str], *, colluders: int | None = None):
+    def __init__(self, run: str, recipient: str, contributors: list[str], *, dropouts: int | None = None):
         if not 2 <= len(contributors) <= MAX_ENTRIES or len(set(contributors)) != len(contributors):
             raise ValueError(f"a neighbourhood needs 2 to {MAX_ENTRIES} distinct contributors")
         self.run, self.recipient, self.contributors = run, recipient, sorted(contributors)
         self.threshold = threshold_for(len(contributors))
-        self.fewest = fewest_survivors(len(contributors), colluders)
+        self.fewest = fewest_survivors(len(contributors), dropouts)
 
     def others(self, me: str) -> list[str]:
         return [w for w in self.contributors if w != me]
@@ -395,10 +395,10 @@ def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveal
 class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
-    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``, ``colluders`` the ``--dp-colluders`` of
+    ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``, ``dropouts`` the ``--dp-dropouts`` of
     distributed noise (None without it), ``resumed`` the round the peer resumed at (``Contributor``)."""
 
-    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, colluders: int | None = None,
+    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, dropouts: int | None = None,
                  resumed: int | None = None):
         missing = [u for u in peers if u not in keys.neighbourhoods]
         if missing:
@@ -411,9 +411,9 @@ class SecureNeighbourhoods:
                 raise ValueError(f"the neighbourhood given for {u} does not list this peer ({me})")
             if len(members) >= 2:
                 others = {w: key for w, key in members.items() if w != me}
-                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), colluders=colluders),
+                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), dropouts=dropouts),
                                                    keys.secret_key, others, resumed=resumed)
-        self.own = Neighbourhood(run, me, list(peers), colluders=colluders) if len(peers) >= 2 else None
+        self.own = Neighbourhood(run, me, list(peers), dropouts=dropouts) if len(peers) >= 2 else None
 
     @property
     def protected(self) -> list[str]:

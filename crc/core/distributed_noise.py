@@ -10,11 +10,15 @@ public): post-processing. A peer continues from its aggregate (its own statistic
 classifier is its last aggregate (``--classifier aggregate``), so everything it writes is post-processing of
 released sums.
 
-Collusion. The recipient knows its own share; if besides it at most ``colluders`` members collude (or drop out,
-their shares missing), the noise the others add is at least (|N[w]| - 1 - colluders) v. Shares are sized so that
-this is σ², the noise of one release: v = ⌈σ² / (|N[w]| - 1 - colluders)⌉ in integer units, which needs
-|N[w]| >= 2 + colluders for every neighbourhood. Beyond ``colluders``, the guarantee degrades to what the honest
-shares give (with all others colluding, one share).
+Collusion and dropouts. The recipient knows its own share; if besides it at most ``colluders`` (t) members
+collude, their shares known to it, and a request set may leave out at most ``dropouts`` (d) members whose words
+did not arrive (``crc.protocol.neighbourhoods.fewest_survivors``), their shares missing from the sum, the noise the
+others add is at least (|N[w]| - 1 - t - d) v. Shares are sized so that this is σ², the noise of one release:
+v = ⌈σ² / (|N[w]| - 1 - t - d)⌉ in integer units, which needs |N[w]| >= 2 + t + d for every neighbourhood. The
+two are kept apart because a recipient may itself claim that honest members dropped: the d members it leaves out
+are then honest ones, and the t colluders still sit in its set. Beyond t, the guarantee degrades to what the honest
+shares give (with all others colluding, one share); every member's share is larger by (|N[w]| - 1 - t) /
+(|N[w]| - 1 - t - d) for each dropout tolerated, the price of sums that survive a dead member.
 
 What it costs. A peer's statistics enter every neighbourhood sum it is a member of: its own and each
 neighbour's. Recipients with the same closed neighbourhood (a complete graph: all of them) share one sum, whose
@@ -112,13 +116,15 @@ def grid_variance(sigma_units: float, draws: int = 1) -> int:
     return max(1, math.ceil(sigma_units**2 / draws))
 
 
-def share_variance(sigma_units: float, members: int, colluders: int) -> int:
-    """v, the integer variance of one member's share, so that the shares of all but the recipient and
-    ``colluders`` members add up to at least ``sigma_units``² (σ in fixed-point units)."""
-    honest = members - 1 - colluders
+def share_variance(sigma_units: float, members: int, colluders: int, dropouts: int = 0) -> int:
+    """v, the integer variance of one member's share, so that the shares of all but the recipient, ``colluders``
+    members and ``dropouts`` members left out of the sum add up to at least ``sigma_units``² (σ in fixed-point
+    units)."""
+    honest = members - 1 - colluders - dropouts
     if honest < 1:
-        raise CRCError(f"distributed noise needs every closed neighbourhood to have at least {colluders + 2} peers "
-                       f"(the recipient, {colluders} colluder(s) and one honest member), got one of {members}")
+        raise CRCError(f"distributed noise needs every closed neighbourhood to have at least {colluders + dropouts + 2} "
+                       f"peers (the recipient, {colluders} colluder(s), {dropouts} dropout(s) and one honest member), "
+                       f"got one of {members}")
     return grid_variance(sigma_units, honest)
 
 
@@ -155,17 +161,19 @@ class DistributedNoise:
     model : GenerativeModel
     neighbourhoods : Neighbourhoods
     sigma : float
-        σ, the noise of one neighbourhood sum beyond the recipient and the colluders, in statistics units.
-    colluders : int
+        σ, the noise of one neighbourhood sum beyond the recipient, the colluders and the dropouts, in statistics
+        units.
+    colluders, dropouts : int
+        ``--dp-colluders`` and ``--dp-dropouts`` (``share_variance``); the simulator's sums have every member.
     rng : numpy.random.Generator
         The run's seeded noise.
     """
 
     def __init__(self, model: GenerativeModel, neighbourhoods: Neighbourhoods, sigma: float, colluders: int,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, dropouts: int = 0):
         self.model, self.neighbourhoods, self.rng = model, neighbourhoods, rng
         units = sigma * 2.0**FIXED_POINT_BITS
-        self.variances = [share_variance(units, len(m), colluders) for m in neighbourhoods.members]
+        self.variances = [share_variance(units, len(m), colluders, dropouts) for m in neighbourhoods.members]
         self._scales = np.sqrt([len(m) * v for m, v in zip(neighbourhoods.members, self.variances)])[:, None]
 
     def sums(self) -> np.ndarray:

@@ -84,7 +84,9 @@ class Privacy:
         ``local`` (every peer noises its own release) or ``distributed`` (shares through secure aggregation,
         ``crc.core.distributed_noise``; ``sigma`` is then the noise of one neighbourhood sum).
     colluders : int
-        Distributed noise: members besides the recipient whose shares may be known or missing.
+        Distributed noise: members besides the recipient whose shares may be known to it.
+    dropouts : int
+        Distributed noise: members a request set may leave out, their shares missing from the sum.
     sums_per_round : int
         Releases of a peer per round (distributed noise: the most distinct neighbourhood sums holding a peer).
     release_every : int
@@ -101,6 +103,7 @@ class Privacy:
     accountant: str = "pld"
     noise: str = "local"
     colluders: int = 0
+    dropouts: int = 0
     sums_per_round: int = 1
     release_every: int = 1
 
@@ -113,12 +116,12 @@ class Privacy:
         return {"epsilon": self.epsilon, "delta": self.delta, "clip": self.clip, "rounds": self.releases,
                 "sensitivity": self.sensitivity, "noise_multiplier": self.noise_multiplier, "sigma": self.sigma,
                 "epsilon_spent": self.epsilon_spent, "accountant": self.accountant, "noise": self.noise,
-                "colluders": self.colluders, "sums_per_round": self.sums_per_round,
+                "colluders": self.colluders, "dropouts": self.dropouts, "sums_per_round": self.sums_per_round,
                 "release_every": self.release_every}
 
 
 def check_settings(*, epsilon: float | None, delta: float, clip: float, iterations: int, acceleration: Acceleration,
-                   noise: str = "local", colluders: int = 0, aggregate: str = "mean") -> None:
+                   noise: str = "local", colluders: int = 0, dropouts: int = 0, aggregate: str = "mean") -> None:
     """A CRCError naming the first privacy setting out of range, or an OptionConflict (a usage error on the command
     line) naming one combined with an option privacy cannot cover (that
     distributed noise needs secure aggregation is a rule between options, ``crc.protocol.rules``). The ``aggregate``
@@ -132,6 +135,7 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
     ranges = [
         (noise in NOISES, f"--dp-noise must be one of {', '.join(NOISES)}, got {noise!r}"),
         (colluders >= 0, f"--dp-colluders must be at least 0, got {colluders}"),
+        (dropouts >= 0, f"--dp-dropouts must be at least 0, got {dropouts}"),
         (math.isfinite(epsilon) and epsilon > 0, f"--dp-epsilon must be a positive number, got {epsilon}"),
         (0 < delta < 1, f"--dp-delta must be in (0, 1), got {delta}"),
         (math.isfinite(clip) and clip > 0, f"--clip must be a positive number, got {clip}"),

@@ -136,26 +136,26 @@ def plan_exact(model: GenerativeModel, *, epsilon: float, delta: float, clip: fl
 
 
 def plan_distributed(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int,
-                     neighbourhoods: Neighbourhoods, colluders: int) -> Privacy:
+                     neighbourhoods: Neighbourhoods, colluders: int, dropouts: int = 0) -> Privacy:
     """The noise of every neighbourhood sum for (``epsilon``, ``delta``) over ``rounds`` rounds of distributed noise
     (``crc.core.distributed_noise``): a peer is released in up to k distinct sums a round, T k releases of the
     integer sensitivity, accounted by ``zcdp`` with the shares' τ."""
     per_round = int(neighbourhoods.sums_per_peer(len(neighbourhoods.recipient_set)).max())
     return plan_shares(model, epsilon=epsilon, delta=delta, clip=clip, rounds=rounds, sums_per_round=per_round,
-                       sizes=[len(m) for m in neighbourhoods.members], colluders=colluders)
+                       sizes=[len(m) for m in neighbourhoods.members], colluders=colluders, dropouts=dropouts)
 
 
 def plan_shares(model: GenerativeModel, *, epsilon: float, delta: float, clip: float, rounds: int, sums_per_round: int,
-                sizes: list[int], colluders: int) -> Privacy:
+                sizes: list[int], colluders: int, dropouts: int = 0) -> Privacy:
     """``plan_distributed`` from its parts: k = ``sums_per_round`` (the most distinct sums holding a peer each round)
     and the ``sizes`` of the closed neighbourhoods whose shares are checked (a real peer knows those it is in)."""
     releases = rounds * sums_per_round
     units = integer_sensitivity(sensitivity(model, clip), model.size)
     z = noise_multiplier_for(epsilon, delta, releases, "zcdp")
-    variances = [(share_variance(z * units, n, colluders), n) for n in sizes]
+    variances = [(share_variance(z * units, n, colluders, dropouts), n) for n in sizes]
     spent = epsilon_spent(z, releases, delta, "zcdp", max(divergence(v, n, model.size) for v, n in variances))
     if spent > epsilon:
         raise CRCError(f"distributed noise: the discrete shares spend {spent:.4g} > epsilon {epsilon}")
     return Privacy(epsilon=epsilon, delta=delta, clip=clip, releases=releases, sensitivity=units / 2.0**FIXED_POINT_BITS,
                    noise_multiplier=z, epsilon_spent=spent, accountant="zcdp", noise="distributed", colluders=colluders,
-                   sums_per_round=sums_per_round)
+                   dropouts=dropouts, sums_per_round=sums_per_round)

@@ -66,6 +66,7 @@ class SimulationConfig:
     clip: float = DEFAULT_CLIP
     dp_noise: str = "local"
     dp_colluders: int = 0
+    dp_dropouts: int = 0
     release_every: int = 1
     secure_aggregation: bool = False
     lr: float = DEFAULT_LR
@@ -178,7 +179,7 @@ class SimulationConfig:
                                      "statistics do not have")
         check_settings(epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, iterations=self.iters,
                        acceleration=acceleration, noise=self.dp_noise, colluders=self.dp_colluders,
-                       aggregate=self.aggregate)
+                       dropouts=self.dp_dropouts, aggregate=self.aggregate)
         if self.dp_noise == "distributed" and (self.loss > 0 or self.period is not None or self.byzantine):
             raise OptionConflict("--dp-noise distributed is not simulated with --loss, --period or --byzantine: its "
                                  "shares are sized for one static graph whose messages all arrive")
@@ -193,7 +194,8 @@ class SimulationConfig:
 
         if self.dp_noise == "distributed":
             return plan_distributed(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
-                                    neighbourhoods=Neighbourhoods.of(mixing), colluders=self.dp_colluders)
+                                    neighbourhoods=Neighbourhoods.of(mixing), colluders=self.dp_colluders,
+                                    dropouts=self.dp_dropouts)
         return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
                     release_every=self.release_every)
 

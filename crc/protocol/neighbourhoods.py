@@ -6,20 +6,21 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def fewest_survivors(contributors: int, colluders: int | None = None) -> int:
+def fewest_survivors(contributors: int, dropouts: int | None = None) -> int:
     """The fewest of a recipient's ``contributors`` neighbours an unmasking request may name for them to answer: a
     strict majority (at least two), so that no two disjoint request sets are both answered (a recipient that shows
     {a, b} to a and b and {c, d} to c and d would unmask two sums, and with a colluder in each pair two peers'
     statistics; two majorities share a member, which commits to one set).
 
-    With distributed noise (``colluders`` given, ``--dp-colluders`` t): every one of them. The shares are sized so
-    that those of all members but t add up to σ², the t being members that collude with the recipient (their shares
-    known to it). A set that left anyone out would hold t colluders and fewer honest shares than that: a recipient
-    that claims an honest member dropped, with one colluder among three, would unmask a member's statistics under
-    σ²/2, and two such sets sharing the colluder two members' (measured to be answered before)."""
-    if colluders is not None:
-        return contributors
-    return max(2, contributors // 2 + 1)
+    With distributed noise (``dropouts`` given, ``--dp-dropouts`` d): besides, all but d of them. The shares are
+    sized so that those of all members but t colluders and d dropouts add up to σ² (``share_variance``); the
+    recipient may be the one that claims members dropped, so the d it leaves out are counted apart from the t
+    colluders its set may hold. A set that left out more (with d = 0, anyone) would carry less noise than the
+    accountant counts: with one colluder among three and no dropout allowed for, a set {x, a} unmasked a's
+    statistics under σ²/2, and two such sets sharing the colluder two members' (measured to be answered once
+    dropouts were taken from the colluders' allowance)."""
+    majority = max(2, contributors // 2 + 1)
+    return majority if dropouts is None else max(majority, contributors - dropouts)
 
 
 def secure_aggregation_summary(mixing) -> dict:

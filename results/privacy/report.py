@@ -8,6 +8,7 @@ accountant, the graphs' secure-aggregation coverage and bench-peers.json (``crc 
     python results/privacy/measure.py
     python results/privacy/levers.py
     python results/privacy/degree.py
+    python results/privacy/dropouts.py
     python results/privacy/averaging.py
     python results/privacy/releases.py
     python results/privacy/audit.py
@@ -361,6 +362,10 @@ def main() -> None:
         *degree_lines(),
         "",
         *study_lines("degree.md"),
+        "",
+        "## Distributed noise that survives dropouts",
+        "",
+        *study_lines("dropouts.md"),
         "",
         "## Iterate averaging on the tree",
         "",

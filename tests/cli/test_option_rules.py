@@ -70,6 +70,8 @@ def test_rounds_beyond_the_most_a_run_may_take_are_one_refusal_everywhere(comman
     (["--dp-delta", "1e-6"], "--dp-delta needs --dp-epsilon: a run without it ignores --dp-delta"),
     (["--dp-epsilon", "4", "--dp-colluders", "1"], "--dp-colluders needs --dp-noise distributed: a run without it ignores "
                                                    "--dp-colluders"),
+    (["--dp-epsilon", "4", "--dp-dropouts", "1"], "--dp-dropouts needs --dp-noise distributed: a run without it ignores "
+                                                  "--dp-dropouts"),
 ])
 def test_a_privacy_setting_the_run_would_ignore_is_one_refusal_everywhere(command, given, refused):
     """A newcomer's --clip without --dp-epsilon clipped nothing, and said nothing."""

@@ -68,11 +68,15 @@ def test_a_complete_graph_has_one_sum_and_a_chain_one_per_peer():
     assert chain.recipient_set.tolist() == [0, 1, 2, 3]
 
 
-def test_shares_leave_the_full_noise_beyond_the_recipient_and_the_colluders():
+def test_shares_leave_the_full_noise_beyond_the_recipient_the_colluders_and_the_dropouts():
     v = share_variance(1000.0, members=5, colluders=1)
     assert (5 - 1 - 1) * v >= 1000.0**2 > (5 - 1 - 1) * (v - 1)
+    v = share_variance(1000.0, members=5, colluders=1, dropouts=2)
+    assert (5 - 1 - 1 - 2) * v >= 1000.0**2 > (5 - 1 - 1 - 2) * (v - 1)
     with pytest.raises(CRCError, match="at least 3 peers"):
         share_variance(1000.0, members=2, colluders=1)
+    with pytest.raises(CRCError, match="at least 5 peers"):
+        share_variance(1000.0, members=4, colluders=1, dropouts=2)
 
 
 def test_every_recipient_gets_its_neighbourhood_sum_over_its_size_with_the_counts_centred():

@@ -169,7 +169,7 @@ def test_the_plan_records_what_it_was_asked_and_what_it_spends():
     assert privacy.sigma == privacy.noise_multiplier * privacy.sensitivity
     assert privacy.epsilon_spent <= 2.0
     assert set(privacy.to_json()) == {"epsilon", "delta", "clip", "rounds", "sensitivity", "noise_multiplier", "sigma",
-                                      "epsilon_spent", "accountant", "noise", "colluders", "sums_per_round",
+                                      "epsilon_spent", "accountant", "noise", "colluders", "dropouts", "sums_per_round",
                                       "release_every"}
 
 

@@ -20,6 +20,7 @@ from crc.core.privacy import clip_standardized
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings
 from crc.protocol.accountant import plan_exact
+from support.liveness import kill_run
 from support.tables import mixed_columns, prepared
 
 SCHEMA, X, Y = prepared(mixed_columns(60, seed=4))
@@ -169,11 +170,31 @@ def test_real_peers_release_sums_carrying_the_distributed_noise_of_the_plan(tmp_
     assert chi2.ppf(1e-9, degrees) < statistic < chi2.ppf(1 - 1e-9, degrees)
 
 
+def test_with_one_dropout_allowed_for_a_dead_member_no_longer_stops_its_neighbourhoods_sums(tmp_path):
+    """kill -9 of one of 4 real peers on a complete graph under distributed noise: with ``--dp-dropouts 0`` every
+    later round of every survivor falls back to its last aggregate (a sum needs every member's share); with
+    ``--dp-dropouts 1`` the sums of the three left are unmasked (bar, at most, the round it died in after sending)."""
+    rounds, kill_at = 10, 3
+    private = {"dp_epsilon": 8.0, "dp_noise": "distributed", "classifier": "aggregate", "secure_aggregation": True,
+               "iters": 1}
+    fallbacks = {}
+    for dropouts in (0, 1):
+        run = kill_run(tmp_path / f"dropouts-{dropouts}", topology="complete", nodes=4, rounds=rounds, kill_at=kill_at,
+                       timeout=1.0, dp_dropouts=dropouts, **private)
+        assert set(run["codes"].values()) == {0}, run["codes"]
+        after = rounds - run["killed_at"]
+        for metrics in run["metrics"].values():
+            assert metrics["rounds_done"] == rounds and metrics["privacy"]["dropouts"] == dropouts
+        fallbacks[dropouts] = [(m["unmask_fallbacks"], after) for m in run["metrics"].values()]
+    assert all(fell >= after - 2 for fell, after in fallbacks[0]), fallbacks
+    assert all(fell <= 1 for fell, _ in fallbacks[1]), fallbacks  # the kill's round: words sent, no agreement
+
+
 def test_a_launch_whose_distributed_noise_cannot_be_planned_stops_before_any_peer_starts(tmp_path):
     """A tree has leaves, whose closed neighbourhoods of 2 cannot hide a share from the recipient and 1 colluder."""
     launched = CliRunner().invoke(main, ["launch", "--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds",
                                          "2", "--dp-epsilon", "4", "--dp-noise", "distributed", "--dp-colluders", "1",
                                          "--classifier", "aggregate", "--secure-aggregation", "--workdir", str(tmp_path)])
     assert launched.exit_code != 0
-    assert "at least 3 peers (the recipient, 1 colluder(s) and one honest member)" in launched.output
+    assert "at least 3 peers (the recipient, 1 colluder(s), 0 dropout(s) and one honest member)" in launched.output
     assert not list(tmp_path.glob("node-*.log"))

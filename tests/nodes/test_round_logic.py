@@ -958,26 +958,26 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
 
-def secure_peer(setup, colluders: int | None = None) -> Peer:
-    """This peer with secure aggregation, under distributed noise with ``colluders`` unless None."""
+def secure_peer(setup, dropouts: int | None = None) -> Peer:
+    """This peer with secure aggregation, under distributed noise with ``dropouts`` (and no colluder) unless None."""
     from crc.core.distributed_noise import Neighbourhoods
     from crc.protocol.accountant import plan_distributed
 
     keys = {address: new_key_pair() for address in ADDRESS}
     neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
                       for u in NEIGHBOURS}
-    privacy = None if colluders is None else plan_distributed(
-        setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=colluders,
+    privacy = None if dropouts is None else plan_distributed(
+        setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=0, dropouts=dropouts,
         neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
     return setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
                       privacy=privacy)
 
 
-@pytest.mark.parametrize("colluders, fewest", [(None, 2), (0, 3)])
-def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, colluders, fewest):
+@pytest.mark.parametrize("dropouts, fewest", [(None, 2), (0, 3)])
+def test_a_peer_under_distributed_noise_asks_for_every_member_the_shares_are_sized_for(setup, dropouts, fewest):
     """This peer's three neighbours: a request set of a majority (two) without distributed noise; under it, all but
-    ``--dp-colluders`` (here none: node 0 has one neighbour) of them, as a member's refusal requires."""
-    assert secure_peer(setup, colluders).session.neighbourhoods.own.fewest == fewest
+    ``--dp-dropouts`` (here none: node 0 has a neighbour of one neighbour) of them, as a member's refusal requires."""
+    assert secure_peer(setup, dropouts).session.neighbourhoods.own.fewest == fewest
 
 
 def test_under_distributed_noise_no_decision_looks_at_the_statistics_of_the_local_step(setup, monkeypatch, caplog):
@@ -985,7 +985,7 @@ def test_under_distributed_noise_no_decision_looks_at_the_statistics_of_the_loca
     that would reject every local step's statistics (before: the peer fell back and then kept its last statistics,
     a choice taken on them without noise) changes nothing: the step's statistics are contributed as they are, and
     the log stays silent. Only the aggregate, a sum released to this peer, is checked."""
-    peer = secure_peer(setup, colluders=0)
+    peer = secure_peer(setup, dropouts=0)
     start = peer.stats.copy()
     checked = []
 
@@ -1006,7 +1006,7 @@ def test_under_distributed_noise_no_decision_looks_at_the_statistics_of_the_loca
 def test_under_distributed_noise_an_implausible_aggregate_is_the_reason_for_a_fallback(setup):
     """The decision taken on the aggregate (released to this peer): an aggregate whose class counts miss the ESS is
     not stepped from; the round starts from the peer's last aggregate (here none yet: its start)."""
-    peer = secure_peer(setup, colluders=0)
+    peer = secure_peer(setup, dropouts=0)
     own = peer.stats.copy()
     broken = own.copy()
     setup.model.table(broken)[0, setup.model.layout.columns("count")] += 0.5 * setup.ess
@@ -1019,7 +1019,7 @@ def test_under_distributed_noise_an_implausible_aggregate_is_the_reason_for_a_fa
 def test_under_distributed_noise_a_local_step_beyond_the_encoding_is_held_within_it(setup, monkeypatch):
     """Statistics beyond what secure aggregation encodes (before: the check on them made the peer fall back) are
     clipped into it, coordinate by coordinate, and go into the masked sums; the values within it are unchanged."""
-    peer = secure_peer(setup, colluders=0)
+    peer = secure_peer(setup, dropouts=0)
     start = peer.stats.copy()
     huge = start.copy()
     huge[-1] = 1e40

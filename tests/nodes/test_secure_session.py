@@ -27,11 +27,11 @@ def others(me: str) -> tuple[str, ...]:
     return tuple(p for p in PEERS if p != me)
 
 
-def session(me: str, colluders: int | None = None) -> SecureAggregationSession:
+def session(me: str, dropouts: int | None = None) -> SecureAggregationSession:
     hoods = {u: {w: KEYS[w].public for w in others(u)} for u in others(me)}  # complete graph: N(u) = the others
     return SecureAggregationSession(me, "run", others(me), SecureAggregationKeys(KEYS[me].secret, hoods), rounds=ROUNDS,
                                     metrics=Metrics.for_neighbours(others(me)), log=logging.getLogger("test.session"),
-                                    colluders=colluders)
+                                    dropouts=dropouts)
 
 
 def expect(me: str) -> Expectation:
@@ -109,15 +109,21 @@ def test_with_one_contributor_nothing_is_unmasked_and_the_others_get_a_notice(se
     assert sum(session.metrics.reveals_refused for session in sessions.values()) == 0
 
 
-@pytest.mark.parametrize("colluders", [0, 1])
-def test_with_distributed_noise_a_member_missing_of_three_costs_the_round(colluders):
-    """Distributed noise sizes the shares for all but ``colluders`` members: with one of three missing and no
-    colluder allowed for, the sum of the two others would carry 2/3 of the noise. With one allowed for, two such sets
-    could share only the colluder, who vouches for both ({x, a} and {x, b}: a and b each under σ²/2; answered
-    before), so a request must still name all three."""
-    sessions = {p: session(p, colluders) for p in PEERS}
+def test_with_distributed_noise_and_no_dropout_allowed_for_a_member_missing_of_three_costs_the_round():
+    """Distributed noise with ``--dp-dropouts 0`` sizes the shares for all members but the colluders: the sum of two
+    of three would carry 2/3 of the noise, so a request must name all three."""
+    sessions = {p: session(p, dropouts=0) for p in PEERS}
     received = masked_for_recipient(sessions, 1, senders=CONTRIBUTORS[:2])
     assert unmask_round(sessions, 1, received) is None and sessions[RECIPIENT].agreements == 0
+
+
+def test_with_one_dropout_allowed_for_the_two_members_left_are_unmasked_and_a_third_missing_costs_the_round():
+    """``--dp-dropouts 1``: the shares are sized so that two of three still carry the full noise, so a dead member
+    no longer stops its neighbourhood's sums; two missing are one more than the shares allow for."""
+    sessions = {p: session(p, dropouts=1) for p in PEERS}
+    total = unmask_round(sessions, 1, masked_for_recipient(sessions, 1, senders=CONTRIBUTORS[:2]))
+    np.testing.assert_allclose(total, statistics(1) + statistics(2), rtol=0, atol=1e-5)
+    assert unmask_round(sessions, 2, masked_for_recipient(sessions, 2, senders=CONTRIBUTORS[:1])) is None
 
 
 def test_a_contributor_that_does_not_agree_costs_the_round_and_reveals_nothing_of_the_others(sessions):
