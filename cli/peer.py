@@ -104,6 +104,12 @@ def vertical_options() -> dict:
         "id_column": click.option("--id-column", default="id", show_default=True,
                                   help="With --partition: the column of instance ids, which aligns the group's rows "
                                        "(by a private set intersection; rows not held by every member are dropped)."),
+        "label_holder": click.option(
+            "--label-holder", default=None, metavar="ADDRESS",
+            help="With --partition: the address of the group's label holder (this peer's own on the label holder, one "
+                 "of --peers on a member). A member answers only its PSI request; without it, the first request is "
+                 "answered, and a member posing as the label holder could learn which of its guessed ids this peer "
+                 "holds. `crc split` and `crc launch` give it."),
     }
 
 

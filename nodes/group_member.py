@@ -1,8 +1,11 @@
 """A member of a vertical group without the labels (``crc.nodes.vertical_peer``): it answers the label holder's PSI
 request, orders its rows by the group's ids, and every pass sends its block's scores and takes the weights.
 
-Its label holder is the peer whose PSI request came first; a request from another peer means two label holders,
-and none within ``first_round_timeout_s`` means none (both stop the peer with one line). A wait for the weights that
+Its label holder is the member named by ``--label-holder`` (``label_holder``): a PSI request from any other member is
+refused (counted and logged) and answers nothing, so that no member can pose as the label holder and learn which of
+its guessed ids this peer holds. Without it, the label holder is the peer whose PSI request came first (a warning at
+start-up); a request from another peer then means two label holders. None within ``first_round_timeout_s`` means
+none (both stop the peer with one line). A wait for the weights that
 runs out sends the scores again (the label holder may have restarted from its checkpoint); ``down_after`` of them in
 a row stop the group.
 """
@@ -27,7 +30,9 @@ class GroupMember(VerticalPeer):
 
     role = "member"
 
-    def __init__(self, model, block, data, settings, **options):
+    def __init__(self, model, block, data, settings, *, label_holder: str | None = None, **options):
+        self.named_holder = label_holder
+        """The label holder's address as this peer's configuration names it (None: whoever asks first)."""
         self.holder: str | None = None
         """The label holder's address, once its PSI request came."""
         self._scored: int | None = None
@@ -75,6 +80,9 @@ class GroupMember(VerticalPeer):
     # ------------------------------------------------------------------------------------------------ alignment
 
     def _on_request(self, message: PSIRequest) -> Outgoing:
+        if self.named_holder is not None and message.sender != self.named_holder:
+            raise Rejected("sender", f"a PSI request from {message.sender}, but --label-holder names "
+                                     f"{self.named_holder}: only the label holder's request is answered", message.sender)
         if self.holder is not None and message.sender != self.holder:
             raise CRCError(f"two label holders in the group: {self.holder} and {message.sender} both sent a PSI "
                            f"request (exactly one member's --data may have the label column {self.model.schema.label!r})")

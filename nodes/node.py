@@ -109,6 +109,8 @@ class NodeOptions:
     """The block this peer of a vertical group holds."""
     id_column: str = "id"
     """A vertical group's column of instance ids."""
+    label_holder: str | None = None
+    """A vertical group's member holding the labels, as the other members know it (None: the first to ask)."""
 
 
 @dataclass(frozen=True)
@@ -206,9 +208,9 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
         from crc.nodes.vertical_node import prepare_vertical
 
         return prepare_vertical(options, keys, log)
-    if options.blocks is not None or options.block is not None or block_peers:
-        raise OptionConflict("--blocks, --block and --block-peers are for a peer of a group holding one block of "
-                             "features: give --partition vertical:K or hybrid:GxK")
+    if options.blocks is not None or options.block is not None or block_peers or options.label_holder is not None:
+        raise OptionConflict("--blocks, --block, --block-peers and --label-holder are for a peer of a group holding one "
+                             "block of features: give --partition vertical:K or hybrid:GxK")
     masking = _secure_aggregation_keys(options, keys, neighbours)
     shared = Schema.load(options.schema)
     if options.label is not None and options.label != shared.label:

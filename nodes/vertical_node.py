@@ -149,11 +149,13 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
     if data.y is None and not options.peers:
         raise CRCError(f"{options.data}: a group of one peer is its label holder alone, whose --data needs the label "
                        f"column {shared.label!r}")
+    _check_label_holder(options, holds_labels=data.y is not None, label=shared.label, log=log)
     role = LabelHolder if data.y is not None else GroupMember
     masks = (ScoreMasks(keys.own.secret, options.bind, {address: keys.known[address] for address in options.peers},
                         options.run) if options.secure_aggregation else None)
+    named = {} if role is LabelHolder else {"label_holder": options.label_holder}
     peer = role(model, options.block, data, settings, ess=options.ess, lr=options.lr, log=log,
-                block_neighbours=tuple(options.block_peers) if hybrid else None, masks=masks)
+                block_neighbours=tuple(options.block_peers) if hybrid else None, masks=masks, **named)
     log.info("%s of block %d (%d features) of a group of %s: %d rows%s", peer.role, options.block,
              len(steps.schema.features), partition.spec, len(data.ids),
              f", {len(options.block_peers)} block neighbour(s)" if hybrid else "")
@@ -161,6 +163,24 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
         log.warning("insecure: no keys, so scores and weights travel in plaintext and any process that reaches %s can "
                     "send them in a member's name", options.bind)
     return VerticalNode(options, structure, partition.spec, peer, keys)
+
+
+def _check_label_holder(options: NodeOptions, *, holds_labels: bool, label: str, log: logging.Logger) -> None:
+    """A CRCError if ``--label-holder`` contradicts this peer's data (the label holder is the peer whose file has the
+    ``label`` column) or names no member; a warning if a member goes without it."""
+    holder = options.label_holder
+    if holder is None:
+        if not holds_labels:
+            log.warning("no --label-holder: this member answers the first PSI request it gets, so a member posing as "
+                        "the label holder could learn which of its guessed ids this peer holds")
+        return
+    if holds_labels and holder != options.bind:
+        raise CRCError(f"{options.data} has the label column {label!r}, so this peer is the label holder, but "
+                       f"--label-holder names {holder}")
+    if not holds_labels and holder not in options.peers:
+        what = "this peer, whose data has no label column" if holder == options.bind else "no member of --peers"
+        raise CRCError(f"--label-holder {holder} names {what}: give the address of the member whose data has the "
+                       f"label column {label!r}")
 
 
 def load_block(path, steps: BlockSteps, id_column: str, label: str) -> BlockData:

@@ -180,7 +180,16 @@ def test_without_the_psi_library_a_peer_and_a_launch_stop_at_once_naming_the_ext
 def test_blocks_without_a_vertical_partition_are_refused(group):
     one_line(run("node", "--blocks", group / "blocks.json", "--bind", "tcp://127.0.0.1:1", "--data", group / "node-0.csv",
                  "--schema", group / "schema.json", "--out", group / "m.json", "--insecure"), 2,
-             "--blocks, --block and --block-peers are for a peer of a group holding one block of features")
+             "--blocks, --block, --block-peers and --label-holder are for a peer of a group holding one block of features")
+
+
+@pytest.mark.parametrize("block, holder, message", [
+    (0, "tcp://127.0.0.1:2", "so this peer is the label holder, but --label-holder names tcp://127.0.0.1:2"),
+    (1, "tcp://127.0.0.1:1", "--label-holder tcp://127.0.0.1:1 names this peer, whose data has no label column"),
+    (1, "tcp://127.0.0.1:9", "--label-holder tcp://127.0.0.1:9 names no member of --peers"),
+])
+def test_a_label_holder_that_contradicts_the_data_or_the_group_is_one_line(group, block, holder, message):
+    one_line(node(group, block, "--label-holder", holder), 1, message)
 
 
 class Peers:

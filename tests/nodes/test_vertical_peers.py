@@ -277,6 +277,31 @@ def test_a_restarted_label_holder_resumes_and_the_group_goes_on(fixture, request
     assert resent == ([0, 0] if when == "before its weights left" else [1, 1])
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["first-come", "--label-holder"])
+def test_a_member_answers_a_member_posing_as_the_label_holder_only_without_label_holder(wdbc3, named):
+    """Block 1's peer has labels of its own and asks the others for their ids first, as a label holder would: a member
+    that takes the first request as the label holder's answers it (the poser would learn which of its guessed ids the
+    member holds); one whose --label-holder names block 0's peer refuses it (counted) and answers block 0 alone."""
+    datas = [wdbc3.block_data(b) for b in range(3)]
+    datas[1].y = wdbc3.rep.split.y_train.copy()
+    holder, poser, member = addresses(3)
+    clock = FakeClock()
+    peers = group(wdbc3, clock=clock, blocks_data=datas, label_holder=holder if named else None)
+    answered = []
+
+    def record(sender, address, frame):
+        answered.append((sender, address))
+        return [frame]
+
+    bus = Bus(peers, clock, tamper=record)
+    bus.start(poser)
+    bus.start(holder, member)
+    bus.run()
+    assert ((member, poser) in answered) is not named
+    assert ((member, holder) in answered) is named
+    assert (bus.peers[member].metrics.rejected["sender"] == 1) is named
+
+
 def test_two_label_holders_no_label_holder_and_no_overlap_are_one_line_each(wdbc3):
     split = wdbc3.rep.split
     two = [wdbc3.block_data(b) for b in range(3)]

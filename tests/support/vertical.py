@@ -137,18 +137,21 @@ def group(ref: Reference, directory=None, *, clock, blocks_data=None, secure: bo
 
 
 def make_peer(ref: Reference, block: int, data: BlockData, directory=None, *, clock, ess="reference", group: int = 0,
-              block_neighbours=None, masks=None, **settings) -> VerticalPeer:
+              block_neighbours=None, masks=None, label_holder=None, **settings) -> VerticalPeer:
     """Block ``block``'s peer of group ``group``; ``ess`` the reference's unless given (None: m / lr of the aligned
-    group); ``block_neighbours`` for a hybrid run."""
+    group); ``block_neighbours`` for a hybrid run; ``label_holder``: the address a member answers alone (its
+    ``--label-holder``)."""
     everyone = addresses(len(ref.model.parts), group)
     settings = {"rounds": ref.config.rounds, "timeout_s": 1.0, "first_round_timeout_s": 5.0, **settings}
     if directory is not None:
         settings["checkpoint_dir"] = str(directory / f"checkpoint-{group}-{block}")
     peer_settings = PeerSettings(bind=everyone[block], peers=tuple(a for a in everyone if a != everyone[block]),
                                  **settings)
+    named = {} if data.y is not None else {"label_holder": label_holder}
     role = LabelHolder if data.y is not None else GroupMember
     return role(ref.model, block, data, peer_settings, ess=ref.ess if ess == "reference" else ess, clock=clock,
-                block_neighbours=block_neighbours, masks=masks, log=logging.getLogger(f"crc.node.test.{group}.{block}"))
+                block_neighbours=block_neighbours, masks=masks, log=logging.getLogger(f"crc.node.test.{group}.{block}"),
+                **named)
 
 
 class FakeClock:
