@@ -10,9 +10,9 @@ holds itself); the label holder learns, for every member, which of its own ids t
 more members this can be more than the group's intersection). Nobody learns an id it does not hold, as long as
 everyone follows the protocol. PSI cannot tell an id guessed from an id held: a deviating label holder can put
 guesses in its request (as many as it announces, at most ``ID_RATIO`` times the member's ids,
-``crc.nodes.vertical_wire``) and learn which of them a member holds, and so can a member whose PSI request reaches
-another member before the label holder's (the group then stops: two label holders); a deviating member can answer
-for guessed ids and learn which of them the group holds.
+``crc.nodes.vertical_wire``) and learn which of them a member holds. So could a member whose PSI request reaches
+another member before the label holder's, unless that member names its label holder (``--label-holder``,
+``crc.nodes.group_member``); a deviating member can answer for guessed ids and learn which of them the group holds.
 
 The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, must be about no more
 ids than their sender announced, a member's setup must be the raw set (a filter can be filled to match every id),
