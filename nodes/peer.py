@@ -295,9 +295,7 @@ class Peer:
                     self._send_to(transport, message.sender, reply)
             elif isinstance(message, Confirm):
                 self.liveness.heard(message.sender)
-                reply = self.session.answer_confirmation(message)
-                if reply is not None:
-                    self._send_to(transport, message.sender, reply)
+                self._send_to(transport, message.sender, self.session.answer_confirmation(message))
             elif isinstance(message, (Agree, Reveal, Decline)):
                 self.liveness.heard(message.sender)
                 take = {Agree: self.session.take_agreement, Reveal: self.session.take_reveal, Decline: self.session.take_decline}

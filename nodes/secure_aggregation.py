@@ -50,10 +50,12 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    (the set, the bundles, the vouches relayed) and of the member's own state that u sees anyway (whether it sent
    masked statistics for the round, whether it restarted: its frames come again from the round it resumed at); a
    deviation's code tells a deviating u that it was caught, which the missing reveal told it before. u unmasks
-   nothing more with it: it only ends a wait that every member of S could already end by not answering, so a member
-   that declines can stall the round no more than before, and faster. A decline that is not for u's open round or not
-   from a member that owes it an answer (or a second one) is rejected and counted like any other frame, and changes
-   nothing; only a member of N(u) can send one (the connection's key names the sender).
+   nothing more with it: the others answer u exactly as they would had the member stayed silent, and u only stops
+   waiting sooner. Whether the member answers was always its own choice: silent, it cost u the round (or its own
+   reveal) at the timeout; declining, it costs the same at once, so it can stall the round no more than before, only
+   faster. A decline that is not for u's open round or not from a member that owes it an answer (or a second answer)
+   is rejected and counted like any other frame, and changes nothing; only a member of N(u) can send one (the
+   connection's key names the sender).
 
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
 under the same sealing key, and never reuses a nonce with it.

@@ -139,15 +139,16 @@ class SecureAggregationSession:
     def _check_awaited(self, message: Agree | Reveal | Decline, stage: str, taken: dict) -> None:
         if self._unmasking is None or message.round != self._unmasking[0] or message.sender not in self._unmasking[1]:
             raise Rejected("stale", f"{stage} for round {message.round} that this peer is not unmasking", message.sender)
-        if message.sender in taken:
-            raise Rejected("duplicate", f"second {stage} for round {message.round}", message.sender)
+        if message.sender in taken or message.sender in self._declines:
+            raise Rejected("duplicate", f"{stage} for round {message.round} from a member that answered already",
+                           message.sender)
 
     def agreed(self) -> bool:
         """Whether every contributor of the open unmasking has agreed to its set."""
         return self._unmasking is not None and len(self._agreements) == len(self._unmasking[1])
 
     def take_agreement(self, agreement: Agree) -> None:
-        """Stage 2: keep a contributor's agreement; raise Rejected for one this peer is not awaiting, or a second one."""
+        """Stage 2: keep a contributor's agreement; raise Rejected for one this peer is not awaiting, or a second answer."""
         self._check_awaited(agreement, "an agreement", self._agreements)
         if self._confirmed:
             raise Rejected("stale", f"an agreement for round {agreement.round} after the confirmations", agreement.sender)
@@ -162,9 +163,7 @@ class SecureAggregationSession:
         (``take_agreement``), a second one, or one from a member that already answered this stage."""
         if decline.recipient != self.neighbourhoods.me:
             raise Rejected("stale", f"a decline of {decline.recipient}'s unmasking, not this peer's", decline.sender)
-        self._check_awaited(decline, "a decline", self._declines)
-        if decline.sender in (self._reveals if self._confirmed else self._agreements):
-            raise Rejected("duplicate", f"a decline for round {decline.round} after an answer", decline.sender)
+        self._check_awaited(decline, "a decline", self._reveals if self._confirmed else self._agreements)
         self._declines[decline.sender] = decline.reason
         level = logging.DEBUG if decline.sender in self._declining else logging.WARNING
         self.log.log(level, "%s declined this peer's unmasking of round %d (reason: %s; its log says more)%s",
@@ -191,7 +190,7 @@ class SecureAggregationSession:
         return len(self._reveals) + len(self._declines) == len(self._unmasking[1])
 
     def take_reveal(self, reveal: Reveal) -> None:
-        """Stage 4: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second one."""
+        """Stage 4: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second answer."""
         self._check_awaited(reveal, "a reveal", self._reveals)
         if not self._confirmed:
             raise Rejected("stale", f"a reveal for round {reveal.round} before the confirmations", reveal.sender)

@@ -289,6 +289,10 @@ def test_a_decline_after_the_confirmations_ends_the_wait_and_the_others_reveals_
     decline = decode(sessions[a].answer_confirmation(decode(withheld, expect(a))), expect(RECIPIENT))
     assert decline == Decline(a, 1, RECIPIENT, "deviation")
     recipient.take_decline(decline)
+    late = decode(sessions[a].answer_confirmation(decode(confirmations[a], expect(a))), expect(RECIPIENT))
+    with pytest.raises(Rejected) as second:  # a member that declined has answered: its reveal is not taken
+        recipient.take_reveal(late)
+    assert second.value.cause == "duplicate" and isinstance(late, Reveal)
     assert not recipient.settled()  # the others' reveals are still awaited
     for w in CONTRIBUTORS[1:]:
         recipient.take_reveal(decode(sessions[w].answer_confirmation(decode(confirmations[w], expect(w))), expect(RECIPIENT)))
