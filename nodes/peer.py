@@ -46,6 +46,7 @@ from crc.nodes.transport import PeerTransport
 from crc.nodes.wire import (
     Agree,
     Confirm,
+    Decline,
     Expectation,
     Masked,
     Message,
@@ -294,12 +295,11 @@ class Peer:
                     self._send_to(transport, message.sender, reply)
             elif isinstance(message, Confirm):
                 self.liveness.heard(message.sender)
-                reply = self.session.answer_confirmation(message)
-                if reply is not None:
-                    self._send_to(transport, message.sender, reply)
-            elif isinstance(message, (Agree, Reveal)):
+                self._send_to(transport, message.sender, self.session.answer_confirmation(message))
+            elif isinstance(message, (Agree, Reveal, Decline)):
                 self.liveness.heard(message.sender)
-                (self.session.take_reveal if isinstance(message, Reveal) else self.session.take_agreement)(message)
+                take = {Agree: self.session.take_agreement, Reveal: self.session.take_reveal, Decline: self.session.take_decline}
+                take[type(message)](message)
                 self.metrics.bytes_received += len(frame)
             else:
                 self._keep(message, len(frame), wanted)
@@ -381,18 +381,19 @@ class Peer:
     def _secure_average(self, transport: PeerTransport, received: dict, wanted: int) -> np.ndarray:
         """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
         that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
-        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``."""
+        this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``, and ends
+        sooner once a contributor declines (``SecureAggregationSession.settled``)."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
             deadline = self.clock() + self.settings.timeout_s
-            self._wait(transport, wanted, lambda: deadline, self.session.agreed, notify=True)
+            self._wait(transport, wanted, lambda: deadline, self.session.settled, notify=True)
             confirmations = self.session.confirm()
             for address, frame in confirmations.items():
                 self._send_to(transport, address, frame)
             if confirmations:
                 deadline = self.clock() + self.settings.timeout_s
-                self._wait(transport, wanted, lambda: deadline, self.session.revealed, notify=True)
+                self._wait(transport, wanted, lambda: deadline, self.session.settled, notify=True)
         total = self.session.close(self.model, self.ess, noisy=self.release.distributed)
         if total is not None:
             try:  # what the wire checks of each message, checked of the sum
@@ -404,8 +405,8 @@ class Peer:
             self.metrics.unmask_fallbacks += 1
             self.log.log(logging.WARNING if self._unmask_streak == 0 else logging.DEBUG,
                          "round %d: the neighbours' statistics could not be unmasked (%d of %d arrived, %d agreed, %d "
-                         "revealed): keeping this peer's own%s", wanted + 1, len(received), len(self.settings.peers),
-                         self.session.agreements, self.session.reveals,
+                         "declined, %d revealed): keeping this peer's own%s", wanted + 1, len(received),
+                         len(self.settings.peers), self.session.agreements, self.session.declines, self.session.reveals,
                          "" if self._unmask_streak else " (logged again once unmasking works again)")
             self._unmask_streak += 1
             return self._own_start()

@@ -38,6 +38,24 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    (from the member's own answer, or, if it was lost after agreeing, from ``threshold_for(d)`` of the others'
    shares), and decodes the sum. If fewer words arrived than a request may name, a member of S did not agree, or a
    mask cannot be removed (too few shares), u unmasks nothing: it keeps its own statistics for the round.
+6. A member that refuses a request or a confirmation (``Refused``) tells u so at once with a decline (``wire.Decline``:
+   the round, u, and a reason code of ``wire.DECLINE_REASONS``, never free text). u takes a decline only from a member
+   of the set S of a round it is unmasking that still owes it an answer; on one before the confirmations it gives the
+   round up at once (the set cannot be confirmed); after them it stops waiting for that member's reveal and unmasks
+   what the others revealed, as it would at the timeout. Either way it ends as it would have after waiting its
+   ``--timeout`` for a member that did not answer, only sooner (a restarted member declines the round it resumed
+   at: its neighbours used to wait a timeout for it).
+
+   Why a decline is safe: it carries no seed, share or vouch, and its reason is a function of what u itself sent
+   (the set, the bundles, the vouches relayed) and of the member's own state that u sees anyway (whether it sent
+   masked statistics for the round, whether it restarted: its frames come again from the round it resumed at); a
+   deviation's code tells a deviating u that it was caught, which the missing reveal told it before. u unmasks
+   nothing more with it: the others answer u exactly as they would had the member stayed silent, and u only stops
+   waiting sooner. Whether the member answers was always its own choice: silent, it cost u the round (or its own
+   reveal) at the timeout; declining, it costs the same at once, so it can stall the round no more than before, only
+   faster. A decline that is not for u's open round or not from a member that owes it an answer (or a second answer)
+   is rejected and counted like any other frame, and changes nothing; only a member of N(u) can send one (the
+   connection's key names the sender).
 
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
 under the same sealing key, and never reuses a nonce with it.
@@ -89,7 +107,12 @@ PRIME = 2**521 - 1
 
 
 class Refused(Exception):
-    """A contributor will not answer this unmasking request (it would reveal more than the sum)."""
+    """A contributor will not answer this unmasking request (it would reveal more than the sum); ``reason`` is the
+    code its decline carries (``wire.DECLINE_REASONS``)."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
 
 
 class Deviation(Refused):
@@ -97,6 +120,9 @@ class Deviation(Refused):
     not the one every other member of the set vouched for, or a member's vouch is missing. Either the recipient
     deviated (showed members different sets or memberships, withheld a vouch) or a member sent a false vouch or none:
     the MACs do not tell which, since the recipient cannot check them."""
+
+    def __init__(self, detail: str):
+        super().__init__("deviation", detail)
 
 
 def threshold_for(contributors: int) -> int:
@@ -285,35 +311,35 @@ class Contributor:
         c's statistics alone)."""
         members = tuple(sorted(survivors))
         if len(set(members)) != len(members) or not set(members) <= set(self.hood.contributors):
-            raise Refused("the request names a peer outside the neighbourhood, or one twice")
+            raise Refused("request", "the request names a peer outside the neighbourhood, or one twice")
         if self.me not in members:
-            raise Refused("the request leaves this peer out although it asks it to answer")
+            raise Refused("request", "the request leaves this peer out although it asks it to answer")
         if len(members) < self.hood.fewest:
-            raise Refused(f"the request names {len(members)} of the {len(self.hood.contributors)} contributors, fewer "
+            raise Refused("request", f"the request names {len(members)} of the {len(self.hood.contributors)} contributors, fewer "
                           f"than the {self.hood.fewest} a request must name (a majority, and with distributed noise all "
                           "whose shares the noise is sized for)")
         if round_ not in self._seeds:
-            raise Refused("no masked statistics of this round were sent (or they are too old)")
+            raise Refused("unsent", "no masked statistics of this round were sent (or they are too old)")
         if self.resumed is not None and round_ <= self.resumed:
-            raise Refused(f"this peer resumed at round {self.resumed} from its checkpoint and may have answered another "
+            raise Refused("resumed", f"this peer resumed at round {self.resumed} from its checkpoint and may have answered another "
                           "request set for it before it stopped")
         if round_ in self._committed:
             if self._committed[round_][0] != members:
-                raise Refused("the request differs from one already answered for this round")
+                raise Refused("changed", "the request differs from one already answered for this round")
             return self._vouches(round_, members)  # asked again: the same vouches, the shares of the first request
         shares, pair_shares = {}, {}
         for owner in members:
             if owner == self.me:
                 continue
             if owner not in sealed_for_me:
-                raise Refused(f"no share from {owner}")
+                raise Refused("shares", f"no share from {owner}")
             try:
                 plain = unseal(self._share_key(owner, round_, owner, self.me), sealed_for_me[owner])
             except ValueError as exc:
-                raise Refused(f"the share from {owner} does not decrypt") from exc
+                raise Refused("shares", f"the share from {owner} does not decrypt") from exc
             partners = self.hood.others(owner)
             if len(plain) != SHARE_BYTES * (1 + len(partners)):
-                raise Refused(f"the shares from {owner} are not one per secret")
+                raise Refused("shares", f"the shares from {owner} are not one per secret")
             values = [int.from_bytes(plain[i:i + SHARE_BYTES], "big") for i in range(0, len(plain), SHARE_BYTES)]
             shares[owner] = values[0]
             pair_shares[owner] = {partner: value for partner, value in zip(partners, values[1:]) if partner not in members}
@@ -331,7 +357,7 @@ class Contributor:
         for the same set and membership (the recipient showed members different ones), Refused when nothing was
         agreed for the round."""
         if round_ not in self._committed or round_ not in self._seeds:
-            raise Refused("no request of this round was agreed to (or it is too old)")
+            raise Refused("unagreed", "no request of this round was agreed to (or it is too old)")
         members, shares, pair_shares = self._committed[round_]
         for w in members:
             if w == self.me:
@@ -449,7 +475,7 @@ class SecureNeighbourhoods:
         more than a sum."""
         contributor = self.contributors.get(request.sender)
         if contributor is None:
-            raise Refused("this peer sent that neighbour no masked statistics")
+            raise Refused("unsent", "this peer sent that neighbour no masked statistics")
         if self.me not in request.survivors or len(set(request.survivors)) < contributor.hood.fewest:
             return None
         vouches = contributor.agree(request.round, list(request.survivors), request.shares)
@@ -467,13 +493,18 @@ class SecureNeighbourhoods:
         membership, Refused when nothing was agreed."""
         contributor = self.contributors.get(confirmation.sender)
         if contributor is None:
-            raise Refused("this peer sent that neighbour no masked statistics")
+            raise Refused("unsent", "this peer sent that neighbour no masked statistics")
         answer = contributor.reveal(confirmation.round, confirmation.vouches)
         return encode_secure_aggregation("reveal", run=self.run, sender=self.me, round_=confirmation.round, seed=answer["seed"],
                              shares={w: v.to_bytes(SHARE_BYTES, "big") for w, v in answer["shares"].items()},
                              pairs=answer["pairs"],
                              pair_shares={w: {x: v.to_bytes(SHARE_BYTES, "big") for x, v in partners.items()}
                                           for w, partners in answer["pair_shares"].items()})
+
+    def decline_frame(self, recipient: str, round_: int, refusal: Refused) -> bytes:
+        """The decline to ``recipient`` of its request or confirmation for ``round_``: only ``refusal``'s reason code."""
+        return encode_secure_aggregation("decline", run=self.run, sender=self.me, round_=round_, to=recipient,
+                                         reason=refusal.reason)
 
     def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float, *,
                noisy: bool = False) -> np.ndarray | None:

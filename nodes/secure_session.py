@@ -13,10 +13,15 @@ least two neighbours) it then, after gathering the round's masked statistics:
 5. ``close``: removes the masks and returns the contributors' sum, or None if it cannot be unmasked (a member of
    S that does not agree costs the round: the others reveal nothing for a set it did not vouch for).
 
+A member of S that refuses declines (``take_decline``): the wait for that stage ends at once (``settled``), as at its
+timeout, the round given up before the confirmations, unmasked from the others' reveals after them. A neighbour's
+declines are logged once while they last (a warning, then at debug level until it agrees again).
+
 As a contributor it agrees to a request (``answer``) and reveals on the confirmation (``answer_confirmation``)
 only if every other member of the set vouched for the same set and membership; a confirmation that does not show
 this is a deviation of the recipient: refused, counted (``deviations``) and logged as an error (once per
-neighbour, then at debug level).
+neighbour, then at debug level). A refusal is answered with a decline carrying its reason code, so that the
+recipient does not wait its timeout for an answer that will not come.
 
 After its last round the peer still answers the requests for that round (``final_answered``), since its neighbours
 unmask after its last message. The session keeps only the current round's agreements and reveals: its state is
@@ -34,7 +39,7 @@ from crc.core.models.base import GenerativeModel
 from crc.nodes.metrics import Metrics
 from crc.nodes.secure_aggregation import Deviation, Refused, SecureNeighbourhoods
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Agree, Confirm, Masked, Rejected, Reveal, Unmask
+from crc.nodes.wire import Agree, Confirm, Decline, Masked, Rejected, Reveal, Unmask
 
 
 class SecureAggregationSession:
@@ -51,6 +56,8 @@ class SecureAggregationSession:
         self._agreements: dict[str, Agree] = {}
         self._confirmed = False
         self._reveals: dict[str, Reveal] = {}
+        self._declines: dict[str, str] = {}  # member -> the reason code of its decline of the open unmasking
+        self._declining: set[str] = set()  # neighbours whose declines are logged already (until they agree again)
         self._final_asked: set[str] = set()  # neighbours whose last round's unmasking this peer has answered to the end
         self._refused_senders: set[str] = set()  # neighbours whose requests were refused (logged once each)
         self._deviating_senders: set[str] = set()  # neighbours caught deviating (logged as an error once each)
@@ -71,29 +78,31 @@ class SecureAggregationSession:
 
     def answer(self, request: Unmask) -> bytes | None:
         """This peer's agreement (its vouches) for a neighbour's unmasking request; None for a notice that asks
-        nothing, or for a request refused (counted; logged as a warning the first time for each neighbour)."""
+        nothing; a decline for a request refused (counted; logged as a warning the first time for each neighbour)."""
         try:
             reply = self.neighbourhoods.agree_frame(request)
         except Refused as refusal:
-            self._refuse(request.sender, request.round, refusal)
-            return None
+            return self._decline(request.sender, request.round, refusal)
         if reply is None and request.round == self.rounds - 1:  # a notice: nothing more will be asked for that round
             self._final_asked.add(request.sender)
         return reply
 
-    def answer_confirmation(self, confirmation: Confirm) -> bytes | None:
-        """This peer's reveal for a neighbour's confirmation of the request it agreed to; None if refused (counted,
-        logged; a deviation of the recipient is counted in ``deviations`` too and logged as an error, the first time
-        for each neighbour)."""
+    def answer_confirmation(self, confirmation: Confirm) -> bytes:
+        """This peer's reveal for a neighbour's confirmation of the request it agreed to; a decline if refused
+        (counted, logged; a deviation of the recipient is counted in ``deviations`` too and logged as an error, the
+        first time for each neighbour)."""
         if confirmation.round == self.rounds - 1:
             self._final_asked.add(confirmation.sender)
         try:
             return self.neighbourhoods.reveal_frame(confirmation)
         except Refused as refusal:
-            self._refuse(confirmation.sender, confirmation.round, refusal)
-            return None
+            return self._decline(confirmation.sender, confirmation.round, refusal)
 
-    def _refuse(self, sender: str, round_: int, refusal: Refused) -> None:
+    def _decline(self, sender: str, round_: int, refusal: Refused) -> bytes:
+        """Count and log ``refusal`` of ``sender``'s request or confirmation for ``round_``; the decline to send it
+        (after it, nothing more is asked of this peer for that round)."""
+        if round_ == self.rounds - 1:
+            self._final_asked.add(sender)
         self.metrics.reveals_refused += 1
         deviation = isinstance(refusal, Deviation)
         self.metrics.deviations += deviation
@@ -105,17 +114,19 @@ class SecureAggregationSession:
                          refusal)
         else:
             self.log.log(level, "refused %s's unmasking request for round %d: %s", sender, round_, refusal)
+        return self.neighbourhoods.decline_frame(sender, round_, refusal)
 
     def final_answered(self) -> bool:
         """Whether every neighbour this peer's statistics reach masked is done with it for the last round: has sent
-        a notice (this peer left out) or the confirmation of its request."""
+        a notice (this peer left out), the confirmation of its request, or a request or confirmation this peer
+        declined."""
         return set(self.neighbourhoods.protected) <= self._final_asked
 
     def open(self, received: Mapping[str, Masked], round_: int) -> dict[str, bytes]:
         """Stage 1: the unmasking request for every neighbour (to one left out of ``received``, a notice); the
         unmasking of ``round_`` is open if as many contributors' statistics arrived as a request must name (a
         majority, ``fewest_survivors``; with fewer, every request is a notice)."""
-        self._agreements, self._reveals, self._confirmed = {}, {}, False
+        self._agreements, self._reveals, self._declines, self._confirmed = {}, {}, {}, False
         own = self.neighbourhoods.own
         self._unmasking = (round_, dict(received)) if len(received) >= own.fewest else None
         return {address: self.neighbourhoods.unmask_frame(address, received, round_) for address in self.peers}
@@ -125,22 +136,40 @@ class SecureAggregationSession:
         """Whether agreements or reveals are awaited (between ``open`` and ``close``)."""
         return self._unmasking is not None
 
-    def _check_awaited(self, message: Agree | Reveal, stage: str, taken: dict) -> None:
+    def _check_awaited(self, message: Agree | Reveal | Decline, stage: str, taken: dict) -> None:
         if self._unmasking is None or message.round != self._unmasking[0] or message.sender not in self._unmasking[1]:
             raise Rejected("stale", f"{stage} for round {message.round} that this peer is not unmasking", message.sender)
-        if message.sender in taken:
-            raise Rejected("duplicate", f"second {stage} for round {message.round}", message.sender)
+        if message.sender in taken or message.sender in self._declines:
+            raise Rejected("duplicate", f"{stage} for round {message.round} from a member that answered already",
+                           message.sender)
 
     def agreed(self) -> bool:
         """Whether every contributor of the open unmasking has agreed to its set."""
         return self._unmasking is not None and len(self._agreements) == len(self._unmasking[1])
 
     def take_agreement(self, agreement: Agree) -> None:
-        """Stage 2: keep a contributor's agreement; raise Rejected for one this peer is not awaiting, or a second one."""
+        """Stage 2: keep a contributor's agreement; raise Rejected for one this peer is not awaiting, or a second answer."""
         self._check_awaited(agreement, "an agreement", self._agreements)
         if self._confirmed:
             raise Rejected("stale", f"an agreement for round {agreement.round} after the confirmations", agreement.sender)
         self._agreements[agreement.sender] = agreement
+        if agreement.sender in self._declining:
+            self._declining.discard(agreement.sender)
+            self.log.info("%s agrees to this peer's unmasking requests again (round %d)", agreement.sender, agreement.round)
+
+    def take_decline(self, decline: Decline) -> None:
+        """A member's decline of the open unmasking: it will not answer this stage (logged as a warning the first time
+        for each neighbour while its declines last); raise Rejected for one addressed to another peer, not awaited
+        (``take_agreement``), a second one, or one from a member that already answered this stage."""
+        if decline.recipient != self.neighbourhoods.me:
+            raise Rejected("stale", f"a decline of {decline.recipient}'s unmasking, not this peer's", decline.sender)
+        self._check_awaited(decline, "a decline", self._reveals if self._confirmed else self._agreements)
+        self._declines[decline.sender] = decline.reason
+        level = logging.DEBUG if decline.sender in self._declining else logging.WARNING
+        self.log.log(level, "%s declined this peer's unmasking of round %d (reason: %s; its log says more)%s",
+                     decline.sender, decline.round, decline.reason,
+                     "" if decline.sender in self._declining else " (logged again once it agrees again)")
+        self._declining.add(decline.sender)
 
     def confirm(self) -> dict[str, bytes]:
         """Stage 3: once every contributor agreed, the confirmation for each (the others' vouches for it); nothing
@@ -151,12 +180,17 @@ class SecureAggregationSession:
         round_ = self._unmasking[0]
         return {w: self.neighbourhoods.confirm_frame(w, self._agreements, round_) for w in self._unmasking[1]}
 
-    def revealed(self) -> bool:
-        """Whether every contributor of the open unmasking has revealed."""
-        return self._unmasking is not None and len(self._reveals) == len(self._unmasking[1])
+    def settled(self) -> bool:
+        """Whether the open stage of the unmasking awaits nothing more: before the confirmations, every contributor
+        agreed or one declined (the set cannot be confirmed); after them, every contributor revealed or declined."""
+        if self._unmasking is None:
+            return False
+        if not self._confirmed:
+            return self.agreed() or bool(self._declines)
+        return len(self._reveals) + len(self._declines) == len(self._unmasking[1])
 
     def take_reveal(self, reveal: Reveal) -> None:
-        """Stage 4: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second one."""
+        """Stage 4: keep a contributor's reveal; raise Rejected for one this peer is not awaiting, or a second answer."""
         self._check_awaited(reveal, "a reveal", self._reveals)
         if not self._confirmed:
             raise Rejected("stale", f"a reveal for round {reveal.round} before the confirmations", reveal.sender)
@@ -184,3 +218,8 @@ class SecureAggregationSession:
     def agreements(self) -> int:
         """Agreements received for the last unmasking."""
         return len(self._agreements)
+
+    @property
+    def declines(self) -> int:
+        """Declines received for the last unmasking."""
+        return len(self._declines)

@@ -13,7 +13,7 @@ Fields (all required)::
     n       number of float64 values
     data    the statistics, raw little-endian float64 bytes (bin)
 
-With secure aggregation (``crc.nodes.secure_aggregation``) five more types share the first five fields::
+With secure aggregation (``crc.nodes.secure_aggregation``) six more types share the first five fields::
 
     masked  + schema, ess, n, data (masked statistics: n raw little-endian uint64 words), shares (map: holder
             address -> the sender's sealed Shamir shares for it: a random 12-byte nonce, then ChaCha20-Poly1305's
@@ -27,6 +27,8 @@ With secure aggregation (``crc.nodes.secure_aggregation``) five more types share
             its self-mask seed), pair_shares (map: owner address -> map: dropped contributor address -> 66-byte
             share of the owner's pairwise seed with it), pairs (map: dropped contributor address -> the sender's
             32-byte pairwise seed with it)
+    decline + to (the address of the recipient whose request or confirmation the sender refuses), reason (one of
+            ``DECLINE_REASONS``): the sender will not answer that recipient's unmasking of the round
 
 Addresses inside these maps are at most ``ADDRESS_BYTES`` long.
 
@@ -88,6 +90,7 @@ SECURE_AGGREGATION_FIELDS = {
     "reveal": frozenset({"v", "type", "run", "from", "round", "seed", "shares", "pairs", "pair_shares"}),
     "agree": frozenset({"v", "type", "run", "from", "round", "vouches"}),
     "confirm": frozenset({"v", "type", "run", "from", "round", "vouches"}),
+    "decline": frozenset({"v", "type", "run", "from", "round", "to", "reason"}),
 }
 MAX_ENTRIES = 64
 """Most entries of a secure message's maps and arrays: the largest neighbourhood secure aggregation takes."""
@@ -100,6 +103,12 @@ VOUCH_BYTES = 32
 SEALED_BYTES = NONCE_BYTES + SHARE_BYTES * MAX_ENTRIES + 16
 """Longest sealed bundle of shares accepted (its nonce, one share per secret of its owner, the 16-byte tag)."""
 ADDRESS_BYTES = 128
+DECLINE_REASONS = ("resumed", "request", "changed", "unsent", "shares", "unagreed", "deviation")
+"""Why a member declines a recipient's request or confirmation (``crc.nodes.secure_aggregation.Refused``): it resumed
+at or after that round from its checkpoint; the request names a stranger, a member twice, leaves the member out or
+names too few; it differs from the set already committed to; no masked statistics of the round were sent to that
+recipient; a share bundle is missing or does not decrypt; the confirmation is of a round nothing was agreed to; the
+confirmation lacks a member's vouch for the set (``Deviation``)."""
 
 WAITING = "waiting"
 WAITING_FIELDS = frozenset({"v", "type", "run", "from", "round"})
@@ -160,6 +169,16 @@ class Confirm:
     sender: str
     round: int
     vouches: dict
+
+
+@dataclass(frozen=True)
+class Decline:
+    """``sender`` will not answer ``recipient``'s unmasking of ``round``, for ``reason`` (one of DECLINE_REASONS)."""
+
+    sender: str
+    round: int
+    recipient: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -225,7 +244,8 @@ def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, 
     return msgpack.packb(body, use_bin_type=True)
 
 
-def decode(frame: bytes, expect: Expectation, key: str | None = None) -> Message | Waiting | Masked | Unmask | Agree | Confirm | Reveal:
+def decode(frame: bytes, expect: Expectation, key: str | None = None
+           ) -> Message | Waiting | Masked | Unmask | Agree | Confirm | Reveal | Decline:
     """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
@@ -319,7 +339,8 @@ def _decode_waiting(obj: dict, expect: Expectation, key: str | None) -> Waiting:
     return Waiting(_check_header(obj, WAITING_FIELDS, expect, key), obj["round"])
 
 
-def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) -> Masked | Unmask | Agree | Confirm | Reveal:
+def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None
+                               ) -> Masked | Unmask | Agree | Confirm | Reveal | Decline:
     kind = obj["type"]
     sender = _check_header(obj, SECURE_AGGREGATION_FIELDS[kind], expect, key)
     round_ = obj["round"]
@@ -340,6 +361,11 @@ def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None) 
     if kind in ("agree", "confirm"):
         vouches = _byte_map(obj["vouches"], sender, "vouches", exact=VOUCH_BYTES)
         return (Agree if kind == "agree" else Confirm)(sender, round_, vouches)
+    if kind == "decline":
+        to, reason = obj["to"], obj["reason"]
+        if not (isinstance(to, str) and len(to) <= ADDRESS_BYTES and isinstance(reason, str) and reason in DECLINE_REASONS):
+            raise Rejected("malformed", f"a decline needs an address and one of the reasons {list(DECLINE_REASONS)}", sender)
+        return Decline(sender, round_, to, reason)
     if not isinstance(obj["seed"], bytes) or len(obj["seed"]) != SEED_BYTES:
         raise Rejected("malformed", f"field 'seed' is not {SEED_BYTES} bytes", sender)
     shares = {owner: int.from_bytes(data, "big")

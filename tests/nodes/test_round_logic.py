@@ -38,7 +38,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.peer import Peer
 from crc.nodes.peer_checkpoint import layout
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
-from crc.nodes.wire import Rejected, Unmask, decode, encode
+from crc.nodes.wire import Decline, Rejected, Unmask, decode, encode
 from crc.topologies import averaging_matrix
 from support.tables import mixed_columns, prepared
 
@@ -943,7 +943,8 @@ def test_a_checkpoint_that_cannot_be_written_is_logged_and_the_run_goes_on(setup
 
 
 def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbour(setup, caplog):
-    """A neighbour flooding requests that would reveal more than a sum fills neither the log nor anything else."""
+    """A neighbour flooding requests that would reveal more than a sum fills neither the log nor anything else: each
+    request gets one small decline, the same each time (nothing kept for it)."""
     keys = {address: new_key_pair() for address in ADDRESS}
     neighbourhoods = {ADDRESS[u]: {ADDRESS[w]: keys[ADDRESS[w]].public for w in [u, *GRAPH.neighbors(u)]}
                       for u in NEIGHBOURS}
@@ -952,8 +953,10 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     stranger = "tcp://127.0.0.1:9999"
     request = Unmask(sender=ADDRESS[NEIGHBOURS[0]], round=0, survivors=(ADDRESS[ME], stranger), shares={})
     with caplog.at_level(logging.WARNING, logger="crc.node"):
-        for _ in range(50):
-            assert peer.session.answer(request) is None
+        replies = [peer.session.answer(request) for _ in range(50)]
+    assert len(set(replies)) == 1 and len(replies[0]) < 200
+    as_u = replace(peer.expect, neighbours=frozenset(ADDRESS))
+    assert decode(replies[0], as_u) == Decline(ADDRESS[ME], 0, ADDRESS[NEIGHBOURS[0]], "request")
     assert peer.metrics.reveals_refused == 50 and not transport.sent
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
@@ -1085,7 +1088,8 @@ def test_a_confirmation_without_every_co_members_vouch_gets_no_reveal_and_the_de
     with caplog.at_level(logging.DEBUG, logger="crc.node"):
         for vouches in ({}, for_another_round, {other: bytes(32)}):
             peer._accept(encode_secure_aggregation("confirm", run="crc", sender=u, round_=0, vouches=vouches), None, 0, transport)
-    assert len(transport.to) == 1 and peer.metrics.deviations == peer.metrics.reveals_refused == 3
+    assert [decode(frame, as_u) for _, frame in transport.to[1:]] == [Decline(me, 0, u, "deviation")] * 3
+    assert peer.metrics.deviations == peer.metrics.reveals_refused == 3
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and "deviation detected" in errors[0] and u in errors[0]
     peer._accept(encode_secure_aggregation("confirm", run="crc", sender=u, round_=0, vouches=honest), None, 0, transport)
@@ -1116,7 +1120,7 @@ def test_a_resumed_peer_reseals_its_last_rounds_shares_under_fresh_nonces(setup,
 
 def test_a_resumed_peer_answers_no_unmasking_request_for_the_round_it_masks_again(setup, tmp_path):
     """A peer resumed from its checkpoint may have committed to a request set for the round it resumes at before it
-    stopped, and masks that round again with the same pairwise seeds: it refuses every request for it (a second set
+    stopped, and masks that round again with the same pairwise seeds: it declines every request for it (a second set
     would give the recipient two answers for one round), where the same peer fresh agrees."""
     from crc.nodes.secure_aggregation import Contributor, Neighbourhood
     from crc.nodes.wire import Agree, encode_secure_aggregation
@@ -1138,8 +1142,9 @@ def test_a_resumed_peer_answers_no_unmasking_request_for_the_round_it_masks_agai
         peer.checkpoints.save(peer.state, peer.metrics)
         sent = len(transport.to)
         peer._accept(request, None, 0, transport)
-        replies.append([type(decode(frame, as_u)) for _, frame in transport.to[sent:]])
-    assert replies == [[Agree], []] and peer.metrics.reveals_refused == 1
+        replies.append([decode(frame, as_u) for _, frame in transport.to[sent:]])
+    assert [type(reply) for reply in replies[0]] == [Agree] and peer.metrics.reveals_refused == 1
+    assert replies[1] == [Decline(me, 0, u, "resumed")]
 
 
 class Killed(BaseException):

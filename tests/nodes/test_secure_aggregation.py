@@ -441,6 +441,7 @@ def _secure_frames() -> list[bytes]:
                       pair_shares={o: {x: v.to_bytes(66, "big") for x, v in p.items()} for o, p in reveal["pair_shares"].items()}),
         encode_secure_aggregation("agree", **common, vouches=vouches),
         encode_secure_aggregation("confirm", **common, vouches=vouches),
+        encode_secure_aggregation("decline", **common, to=RECIPIENT, reason="resumed"),
     ]
 
 
@@ -448,10 +449,10 @@ FRAMES = _secure_frames()
 
 
 @settings(max_examples=300, deadline=None)
-@given(which=st.integers(0, 4), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
+@given(which=st.integers(0, 5), flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), max_size=4),
        cut=st.integers(0, 10**6))
 def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
-    from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Rejected, Reveal, Unmask, decode
+    from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Rejected, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
                          secure_aggregation=True)
@@ -460,13 +461,46 @@ def test_damaged_secure_frames_decode_or_are_rejected(which, flips, cut):
         frame[position % len(frame)] ^= value
     frame = bytes(frame[: max(1, cut % (len(frame) + 1))]) if cut % 3 == 0 else bytes(frame)
     with contextlib.suppress(Rejected):  # rejected by cause, or decoded to a well-typed message; nothing else
-        assert isinstance(decode(frame, expect), (Masked, Unmask, Reveal, Agree, Confirm))
+        assert isinstance(decode(frame, expect), (Masked, Unmask, Reveal, Agree, Confirm, Decline))
 
 
 def test_intact_secure_frames_decode_to_their_types():
-    from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Reveal, Unmask, decode
+    from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Reveal, Unmask, decode
 
     expect = Expectation(run="run", schema_id="ab" * 32, ess=400.0, size=50, neighbours=frozenset(CONTRIBUTORS),
                          secure_aggregation=True)
     kinds = [type(decode(frame, expect)) for frame in FRAMES]
-    assert kinds == [Masked, Unmask, Reveal, Agree, Confirm]
+    assert kinds == [Masked, Unmask, Reveal, Agree, Confirm, Decline]
+
+
+def test_a_restarted_peers_neighbours_give_up_the_round_it_resumed_at_without_waiting_a_timeout(tmp_path):
+    """A peer killed after its first send, while its neighbours have not started, resumes at round 0 and answers no
+    unmasking request for it (it may have committed to a set before it stopped): it declines them, so its
+    neighbours give round 0's unmasking up at once instead of waiting their --timeout (20 s here) for an answer."""
+    import signal
+    import time
+
+    from crc.nodes import checkpoint
+    from support.network import Network, scenario
+
+    timeout = 20.0
+    config, graph, _ = scenario(tmp_path, nodes=3, rounds=4, topology="ring", secure_aggregation=True)
+    victim, others = 0, [1, 2]
+    with Network(tmp_path, graph, config, timeout=timeout) as net:
+        net.start(victim)
+        deadline = time.monotonic() + timeout
+        while not checkpoint.exists(tmp_path / f"checkpoint-{victim}"):  # written before the first send
+            assert time.monotonic() < deadline and net.processes[victim].poll() is None
+            time.sleep(0.02)
+        net.signal(victim, signal.SIGKILL)
+        net.processes[victim].wait(timeout=10)
+        net.start(victim)
+        net.wait_for_log(victim, "resumed from checkpoint at round 0", limit=timeout)
+        started = time.monotonic()
+        net.start_all(order=others)
+        assert net.wait(limit=2 * timeout) == {i: 0 for i in range(3)}
+        elapsed = time.monotonic() - started
+    metrics = {i: load_model(net.model_path(i)).metrics for i in range(3)}
+    assert metrics[victim]["reveals_refused"] == 2 and all(metrics[i]["unmask_fallbacks"] >= 1 for i in others)
+    longest = max(max(metrics[i]["round_ms"]) for i in others) / 1000
+    assert longest < timeout / 4 and elapsed < timeout / 2, (longest, elapsed)

@@ -12,7 +12,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.metrics import Metrics
 from crc.nodes.secure_session import SecureAggregationSession
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Agree, Confirm, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
+from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
 from support.tables import mixed_columns, prepared
 
 PEERS = [f"tcp://127.0.0.1:{7200 + i}" for i in range(4)]
@@ -27,11 +27,11 @@ def others(me: str) -> tuple[str, ...]:
     return tuple(p for p in PEERS if p != me)
 
 
-def session(me: str, dropouts: int | None = None) -> SecureAggregationSession:
+def session(me: str, dropouts: int | None = None, resumed: int | None = None) -> SecureAggregationSession:
     hoods = {u: {w: KEYS[w].public for w in others(u)} for u in others(me)}  # complete graph: N(u) = the others
     return SecureAggregationSession(me, "run", others(me), SecureAggregationKeys(KEYS[me].secret, hoods), rounds=ROUNDS,
                                     metrics=Metrics.for_neighbours(others(me)), log=logging.getLogger("test.session"),
-                                    dropouts=dropouts)
+                                    dropouts=dropouts, resumed=resumed)
 
 
 def expect(me: str) -> Expectation:
@@ -136,7 +136,7 @@ def test_a_contributor_that_does_not_agree_costs_the_round_and_reveals_nothing_o
 
 def test_stages_out_of_order_are_refused(sessions):
     recipient = sessions[RECIPIENT]
-    assert recipient.close(MODEL, ESS) is None and not recipient.revealed() and recipient.confirm() == {}
+    assert recipient.close(MODEL, ESS) is None and not recipient.settled() and recipient.confirm() == {}
     received = masked_for_recipient(sessions, 3)
     requests = recipient.open(received, 3)
     agreements = {w: decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)) for w in CONTRIBUTORS}
@@ -176,15 +176,18 @@ def test_the_inconsistent_request_attack_recovers_nothing_and_is_detected_counte
                 c: attacker.unmask_frame(c, {w: received[w] for w in (a, c)}, 0)}
     agreements = {w: decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)) for w in CONTRIBUTORS}
     assert all(isinstance(agreement, Agree) for agreement in agreements.values())
-    reveals = {}
+    reveals, declines = {}, []
     with caplog.at_level(logging.DEBUG, logger="test.session"):
         for w, group in [(a, (a, b)), (b, (a, b)), (c, (a, c))]:
             for relayed in ({o: agreements[o] for o in group}, {o: agreements[o] for o in CONTRIBUTORS}):
                 confirmation = decode(attacker.confirm_frame(w, relayed, 0), expect(w))
-                reply = sessions[w].answer_confirmation(confirmation)
-                if reply is not None:
-                    reveals.setdefault(w, decode(reply, expect(RECIPIENT)))
+                reply = decode(sessions[w].answer_confirmation(confirmation), expect(RECIPIENT))
+                if isinstance(reply, Reveal):
+                    reveals.setdefault(w, reply)
+                else:
+                    declines.append(reply)
     assert set(reveals) == {a, b}
+    assert declines == [Decline(c, 0, RECIPIENT, "deviation")] * 2  # the reason code, nothing else
     victim = sessions[c]
     assert victim.metrics.deviations == victim.metrics.reveals_refused == 2
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
@@ -207,7 +210,8 @@ def test_a_request_for_more_than_a_sum_is_refused_counted_and_logged_once(sessio
     contributor = sessions[CONTRIBUTORS[0]]
     greedy = Unmask(sender=RECIPIENT, round=0, survivors=(CONTRIBUTORS[0], "tcp://127.0.0.1:9"), shares={})  # a stranger
     with caplog.at_level(logging.DEBUG, logger="test.session"):
-        assert contributor.answer(greedy) is None and contributor.answer(greedy) is None
+        replies = [decode(contributor.answer(greedy), expect(RECIPIENT)) for _ in range(2)]
+    assert replies == [Decline(CONTRIBUTORS[0], 0, RECIPIENT, "request")] * 2
     assert contributor.metrics.reveals_refused == 2
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG]
 
@@ -225,3 +229,95 @@ def test_after_the_last_round_a_peer_knows_when_every_protected_neighbour_is_don
     np.testing.assert_allclose(unmask_round(sessions, last, received), sum(statistics(i) for i in range(1, 4)),
                                rtol=0, atol=1e-5)
     assert contributor.final_answered()
+
+
+def test_a_resumed_member_declines_and_the_recipient_gives_the_round_up_at_once_unmasking_nothing(sessions):
+    """Resumed at the last round, a member declines its request (reason ``resumed``) and is done with that round; the
+    recipient's wait ends on the decline, nothing is confirmed and nothing unmasked, as after its timeout."""
+    last, a = ROUNDS - 1, CONTRIBUTORS[0]
+    sessions[a] = session(a, resumed=last)
+    received = masked_for_recipient(sessions, last)
+    for peer in others(a):
+        if peer != RECIPIENT:
+            sessions[a].answer(decode(sessions[peer].open({}, last)[a], expect(a)))  # notices: nothing asked
+    recipient = sessions[RECIPIENT]
+    requests = recipient.open(received, last)
+    decline = decode(sessions[a].answer(decode(requests[a], expect(a))), expect(RECIPIENT))
+    assert decline == Decline(a, last, RECIPIENT, "resumed") and sessions[a].final_answered()
+    assert sessions[a].metrics.reveals_refused == 1 and not recipient.settled()
+    recipient.take_decline(decline)
+    assert recipient.settled() and recipient.declines == 1
+    for w in CONTRIBUTORS[1:]:  # the others' agreements, late: still nothing to confirm
+        recipient.take_agreement(decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)))
+    assert recipient.confirm() == {} and recipient.close(MODEL, ESS) is None and recipient.reveals == 0
+
+
+def test_a_decline_the_recipient_does_not_await_is_rejected_and_changes_nothing(sessions):
+    """Only a member of the open request set that owes an answer can end the wait: a decline from a neighbour left
+    out of the set, for another round, addressed to another peer, from a member that agreed, or a second one, is
+    rejected by cause; after the unmasking is closed every decline is stale."""
+    a, b, c = CONTRIBUTORS
+    recipient = sessions[RECIPIENT]
+    received = masked_for_recipient(sessions, 2, senders=(a, b))
+    requests = recipient.open(received, 2)
+    recipient.take_agreement(decode(sessions[b].answer(decode(requests[b], expect(b))), expect(RECIPIENT)))
+    for decline, cause in [(Decline(c, 2, RECIPIENT, "unsent"), "stale"),  # c's statistics did not arrive
+                           (Decline(a, 3, RECIPIENT, "resumed"), "stale"),
+                           (Decline(a, 2, c, "resumed"), "stale"),
+                           (Decline(b, 2, RECIPIENT, "resumed"), "duplicate")]:  # b agreed already
+        with pytest.raises(Rejected) as rejected:
+            recipient.take_decline(decline)
+        assert rejected.value.cause == cause, decline
+        assert not recipient.settled() and recipient.declines == 0
+    recipient.take_decline(Decline(a, 2, RECIPIENT, "resumed"))
+    with pytest.raises(Rejected) as second:
+        recipient.take_decline(Decline(a, 2, RECIPIENT, "changed"))
+    assert second.value.cause == "duplicate" and recipient.declines == 1
+    assert recipient.close(MODEL, ESS) is None
+    with pytest.raises(Rejected) as late:
+        recipient.take_decline(Decline(b, 2, RECIPIENT, "unagreed"))
+    assert late.value.cause == "stale"
+    recipient.open(received, 3)
+    assert recipient.declines == 0 and not recipient.settled()
+
+
+def test_a_decline_after_the_confirmations_ends_the_wait_and_the_others_reveals_unmask_the_sum(sessions):
+    """A member that refuses its confirmation (here: a vouch withheld, a deviation) declines; once the others
+    revealed the wait is over, and their shares cover the decliner's masks, as they would after the timeout."""
+    a = CONTRIBUTORS[0]
+    recipient = sessions[RECIPIENT]
+    received = masked_for_recipient(sessions, 1)
+    requests = recipient.open(received, 1)
+    for w in CONTRIBUTORS:
+        recipient.take_agreement(decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)))
+    confirmations = recipient.confirm()
+    withheld = recipient.neighbourhoods.confirm_frame(a, {}, 1)
+    decline = decode(sessions[a].answer_confirmation(decode(withheld, expect(a))), expect(RECIPIENT))
+    assert decline == Decline(a, 1, RECIPIENT, "deviation")
+    recipient.take_decline(decline)
+    late = decode(sessions[a].answer_confirmation(decode(confirmations[a], expect(a))), expect(RECIPIENT))
+    with pytest.raises(Rejected) as second:  # a member that declined has answered: its reveal is not taken
+        recipient.take_reveal(late)
+    assert second.value.cause == "duplicate" and isinstance(late, Reveal)
+    assert not recipient.settled()  # the others' reveals are still awaited
+    for w in CONTRIBUTORS[1:]:
+        recipient.take_reveal(decode(sessions[w].answer_confirmation(decode(confirmations[w], expect(w))), expect(RECIPIENT)))
+    assert recipient.settled()
+    np.testing.assert_allclose(recipient.close(MODEL, ESS), sum(statistics(i) for i in range(1, 4)), rtol=0, atol=1e-5)
+
+
+def test_a_neighbours_declines_are_logged_once_while_they_last(sessions, caplog):
+    """A warning for the first decline, debug for the next ones, a note once the neighbour agrees again, then a
+    warning for a new decline."""
+    a = CONTRIBUTORS[0]
+    recipient = sessions[RECIPIENT]
+    received = masked_for_recipient(sessions, 0)
+    with caplog.at_level(logging.DEBUG, logger="test.session"):
+        for round_, answer in enumerate([Decline(a, 0, RECIPIENT, "resumed"), Decline(a, 1, RECIPIENT, "unsent"),
+                                         Agree(a, 2, {}), Decline(a, 3, RECIPIENT, "changed")]):
+            recipient.open(received, round_)
+            (recipient.take_decline if isinstance(answer, Decline) else recipient.take_agreement)(answer)
+    records = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in records] == [logging.WARNING, logging.DEBUG, logging.INFO, logging.WARNING]
+    assert "declined" in records[0][1] and "resumed" in records[0][1] and a in records[0][1]
+    assert "again" in records[2][1] and "changed" in records[3][1]

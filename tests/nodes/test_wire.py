@@ -200,3 +200,38 @@ def test_a_type_that_is_no_text_is_rejected(secure_aggregation, kind):
     """A map as the type could not be looked up among the secure aggregation's types (unhashable): it escaped."""
     with pytest.raises(Rejected):
         decode(raw_frame(type=kind), replace(EXPECT, secure_aggregation=secure_aggregation))
+
+
+def test_a_decline_round_trips_and_a_malformed_one_is_rejected_by_cause():
+    """A decline carries the round, the recipient and a reason code of a fixed set, nothing else; it is a secure
+    aggregation frame, so a peer without secure aggregation rejects it."""
+    secure = replace(EXPECT, secure_aggregation=True, known_keys={NEIGHBOUR: "key"})
+    me = "tcp://127.0.0.1:7000"
+
+    def decline(**fields):
+        return wire.encode_secure_aggregation("decline", **{"run": "r1", "sender": NEIGHBOUR, "round_": 5, "to": me,
+                                                            "reason": "resumed", **fields})
+
+    assert decode(decline(), secure, "key") == wire.Decline(NEIGHBOUR, 5, me, "resumed")
+    assert len(decline()) < 128
+    packed = msgpack.unpackb(decline(), raw=False)
+    for data, expect, key, cause in [
+        (decline(), EXPECT, None, "malformed"),  # not a peer that aggregates securely
+        (decline(run="r2"), secure, "key", "run"),
+        (decline(sender="tcp://10.0.0.9:1"), secure, "key", "sender"),
+        (decline(), secure, "other", "forged"),
+        (decline(reason="I restarted, sorry"), secure, "key", "malformed"),  # free text is no reason code
+        (decline(reason=["resumed"]), secure, "key", "malformed"),
+        (decline(reason=1), secure, "key", "malformed"),
+        (decline(to=7000), secure, "key", "malformed"),
+        (decline(to="x" * (wire.ADDRESS_BYTES + 1)), secure, "key", "malformed"),
+        (msgpack.packb({**packed, "round": -1}), secure, "key", "malformed"),
+        (msgpack.packb({**packed, "extra": 1}), secure, "key", "malformed"),
+        (msgpack.packb({k: v for k, v in packed.items() if k != "reason"}), secure, "key", "malformed"),
+        (msgpack.packb({**packed, "v": 9}), secure, "key", "version"),
+    ]:
+        with pytest.raises(Rejected) as rejected:
+            decode(data, expect, key)
+        assert rejected.value.cause == cause, data
+    with pytest.raises(ValueError, match="a decline frame has fields"):
+        wire.encode_secure_aggregation("decline", run="r1", sender=NEIGHBOUR, round_=5, to=me)
