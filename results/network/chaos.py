@@ -4,7 +4,8 @@
     python results/network/chaos.py --privacy sa --topology ring --nodes 4 --scenario kill --workdir DIR --out FILE
 
 Privacy: ``sa`` (``--secure-aggregation``), ``distributed`` (with ``--dp-epsilon E --dp-noise distributed``),
-``local`` (``--dp-epsilon E``, local noise); ``plain`` (neither, the reference). Scenarios (the victim: the peer
+``local`` (``--dp-epsilon E``, local noise); ``plain`` (neither, the reference); ``--dp-dropouts D`` for
+distributed noise. Scenarios (the victim: the peer
 with the most neighbours):
 
 * ``none``: no fault, the reference of the others' wall time and test gap;
@@ -53,11 +54,15 @@ RESET_EVERY_S = 2.0
 STARTUP_KILL_S = 0.5
 
 
-def config_for(privacy: str, *, topology: str, nodes: int, rounds: int, epsilon: float, local_size: int) -> SimulationConfig:
-    """The run's options: the paper's algorithm and the aggregate classifier (what distributed noise needs), twonorm."""
+def config_for(privacy: str, *, topology: str, nodes: int, rounds: int, epsilon: float, local_size: int,
+               dropouts: int = 0) -> SimulationConfig:
+    """The run's options: the paper's algorithm and the aggregate classifier (what distributed noise needs), twonorm;
+    ``dropouts``: distributed noise's ``--dp-dropouts``."""
     extra = dict(PRIVACY[privacy])
     if privacy in ("distributed", "local"):
         extra["dp_epsilon"] = epsilon
+    if privacy == "distributed":
+        extra["dp_dropouts"] = dropouts
     return SimulationConfig.from_settings(data="twonorm", nodes=nodes, local_size=local_size, rounds=rounds,
                                           topology=topology, test_size=1000, algorithm="paper", classifier="aggregate",
                                           **extra)
@@ -93,8 +98,9 @@ def warnings(log: Path) -> int:
 
 def run(privacy: str, scenario: str, *, topology: str, nodes: int, rounds: int, epsilon: float, local_size: int,
         timeout: float, first_round_timeout: float, fault_round: int, restarts: int, partition_s: float,
-        workdir: Path) -> dict:
-    config = config_for(privacy, topology=topology, nodes=nodes, rounds=rounds, epsilon=epsilon, local_size=local_size)
+        workdir: Path, dropouts: int = 0) -> dict:
+    config = config_for(privacy, topology=topology, nodes=nodes, rounds=rounds, epsilon=epsilon, local_size=local_size,
+                        dropouts=dropouts)
     net = Network(workdir, config, loopback=False, seed=0, timeout=timeout, first_round_timeout=first_round_timeout)
     victim = hub(net.graph)
     others = [i for i in range(nodes) if i != victim]
@@ -220,6 +226,7 @@ def run(privacy: str, scenario: str, *, topology: str, nodes: int, rounds: int, 
                   "warning_lines": {i: (a[2][i], b[2][i]) for i in others}}
     return {"privacy": privacy, "scenario": scenario, "topology": topology, "nodes": nodes, "rounds": rounds,
             "epsilon": epsilon if privacy in ("distributed", "local") else None, "local_size": local_size,
+            "dp_dropouts": config.dp_dropouts,
             "partition_s": partition_s if scenario == "partition" else None,
             "timeout_s": timeout, "first_round_timeout_s": first_round_timeout, "wall_s": round(wall, 2),
             "finished": results["network"]["finished"], "test_error": results["crc"]["test_error"],
@@ -244,6 +251,7 @@ def main() -> None:
     parser.add_argument("--fault-round", type=int, default=FAULT_ROUND)
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--partition-s", type=float, default=15.0)
+    parser.add_argument("--dp-dropouts", type=int, default=0)
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -251,7 +259,7 @@ def main() -> None:
     figures = run(args.privacy, args.scenario, topology=args.topology, nodes=args.nodes, rounds=args.rounds,
                   epsilon=args.epsilon, local_size=args.local_size, timeout=args.timeout,
                   first_round_timeout=args.first_round_timeout, fault_round=args.fault_round, restarts=args.restarts,
-                  partition_s=args.partition_s, workdir=args.workdir)
+                  partition_s=args.partition_s, workdir=args.workdir, dropouts=args.dp_dropouts)
     args.out.write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps({k: v for k, v in figures.items() if k != "per_peer"}))
 

@@ -18,7 +18,8 @@ aggregate classifier, 100 instances a peer, timeout T = 1 s, first round F = 5 s
 `results/network/chaos.py`; `-ring`: 4 peers on a ring; `-before`: the same command run with main's `nodes/peer.py`
 (a0eaf41), before a peer wrote its checkpoint of round 0 before its first send; `-silent`: the same command run with
 `nodes/` of bf104f7, before a member that refuses an unmasking request or confirmation answered with a decline (it
-sent nothing, and the recipient waited its timeout); `-T5`: T = 5 s (`--timeout 5`). One run each: under local noise at
+sent nothing, and the recipient waited its timeout); `-T5`: T = 5 s (`--timeout 5`); `-d1`: distributed noise
+with `--dp-dropouts 1` (a sum may go without one member). One run each: under local noise at
 E = 16 the run without a fault alone ends anywhere from 0.08 to 0.36 test error (and near chance at 160 rounds, whose
 plan puts more noise on each release), so the gaps of single private runs say little; the counts and times do. The
 victim is the peer with the most neighbours (peer 0 on these graphs). Columns: wall
@@ -65,6 +66,7 @@ def command(run: dict, name: str) -> str:
     extra = "" if run["epsilon"] is None else f" --epsilon {run['epsilon']:g}"
     extra += "" if run["partition_s"] is None else f" --partition-s {run['partition_s']:g}"
     extra += "" if run["timeout_s"] == 1.0 else f" --timeout {run['timeout_s']:g}"
+    extra += f" --dp-dropouts {run['dp_dropouts']}" if run.get("dp_dropouts") else ""
     return (f"python results/network/chaos.py --privacy {run['privacy']} --scenario {run['scenario']} --topology "
             f"{run['topology']} --nodes {run['nodes']} --rounds {run['rounds']} --local-size {run['local_size']}{extra} "
             f"--workdir DIR --out results/network/chaos/{name}.json")
