@@ -39,7 +39,7 @@ def release_every_option():
 
 
 def distributed_noise_options() -> dict:
-    """``--dp-noise``, ``--dp-colluders`` and ``--dp-dropouts`` by parameter name (the simulator's)."""
+    """``--dp-noise``, ``--colluders`` and ``--dp-dropouts`` by parameter name (the simulator's)."""
     return {
         "dp_noise": click.option(
             "--dp-noise", type=click.Choice(NOISES), default="local", show_default=True,
@@ -48,10 +48,13 @@ def distributed_noise_options() -> dict:
                  "statistics, so each neighbourhood sum carries the noise once; accounted per distinct neighbourhood "
                  "sum holding a peer)."),
         "dp_colluders": click.option(
-            "--dp-colluders", type=click.IntRange(min=0), default=0, show_default=True,
-            help="With --dp-noise distributed: members besides the recipient whose shares may be known (colluding with "
-                 "it); the others' shares still add up to the full noise. Every closed neighbourhood needs at least "
-                 "--dp-colluders + --dp-dropouts + 2 peers."),
+            "--colluders", "--dp-colluders", "dp_colluders", type=click.IntRange(min=0), default=0, show_default=True,
+            help="With --secure-aggregation: members besides a recipient that may collude with it (vouch for any "
+                 "request set, pool what they hold). A member answers only sets of more than (neighbours + t) / 2 "
+                 "and at least t + 2 members, and a secret needs t + 1 shares, so every sum unmasked holds two "
+                 "honest members; a peer with fewer than t + 2 neighbours cannot be protected (an error). With "
+                 "--dp-noise distributed the others' shares still add up to the full noise: every closed "
+                 "neighbourhood needs at least t + --dp-dropouts + 2 peers. (--dp-colluders: the same option.)"),
         "dp_dropouts": click.option(
             "--dp-dropouts", type=click.IntRange(min=0), default=0, show_default=True,
             help="With --dp-noise distributed: members a neighbourhood sum may go without (dead, or their statistics "
@@ -71,19 +74,19 @@ def secure_aggregation_option():
              "--aggregate mean.")
 
 
-NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("dp_noise", "distributed"),
+NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("secure_aggregation", True),
          "dp_dropouts": ("dp_noise", "distributed")}
 """The privacy settings that change nothing without another (by parameter name): the other, and the value it needs
-(None: any value but None)."""
+(None: any value but None; True: the flag given)."""
 
 
 def refuse_idle_privacy_settings(ctx: click.Context) -> None:
     """A UsageError for a privacy setting given on the command line that its run would ignore: --dp-delta or --clip
-    without --dp-epsilon (no noise, no clipping either), --dp-colluders or --dp-dropouts without --dp-noise distributed. (Not for
-    ``crc experiment``, whose privacy table sets --dp-epsilon per column.)"""
+    without --dp-epsilon (no noise, no clipping either), --colluders without --secure-aggregation, --dp-dropouts
+    without --dp-noise distributed. (Not for ``crc experiment``, whose privacy table sets --dp-epsilon per column.)"""
+    flags = {parameter.name: parameter.opts[0] for parameter in ctx.command.params}
     for name, (other, value) in NEEDS.items():
         given = name in ctx.params and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
         if given and (ctx.params.get(other) is None if value is None else ctx.params.get(other) != value):
-            needed = f"--{other.replace('_', '-')}" + (f" {value}" if value else "")
-            flag = f"--{name.replace('_', '-')}"
-            raise click.UsageError(f"{flag} needs {needed}: a run without it ignores {flag}", ctx=ctx)
+            needed = flags[other] + (f" {value}" if isinstance(value, str) else "")
+            raise click.UsageError(f"{flags[name]} needs {needed}: a run without it ignores {flags[name]}", ctx=ctx)

@@ -86,8 +86,8 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
             "--release-every", str(config.release_every),
             *_privacy_arguments(config, sums_per_round), *keys,
-            *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index))]
-              if config.secure_aggregation else [])]
+            *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index)),
+               "--colluders", str(config.dp_colluders)] if config.secure_aggregation else [])]
 
 
 def sums_per_round(graph) -> int:
@@ -98,14 +98,13 @@ def sums_per_round(graph) -> int:
 
 def _privacy_arguments(config: SimulationConfig, per_round: int | None) -> list[str]:
     """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` of a private run (none otherwise); with distributed noise,
-    ``--dp-noise``, ``--dp-colluders``, ``--dp-dropouts`` and ``--dp-sums-per-round`` (``per_round``, if given)."""
+    ``--dp-noise``, ``--dp-dropouts`` and ``--dp-sums-per-round`` (``per_round``, if given)."""
     if config.dp_epsilon is None:
         return []
     common = ["--dp-epsilon", repr(config.dp_epsilon), "--dp-delta", repr(config.dp_delta), "--clip", repr(config.clip)]
     if config.dp_noise != "distributed":
         return common
-    return [*common, "--dp-noise", "distributed", "--dp-colluders", str(config.dp_colluders),
-            "--dp-dropouts", str(config.dp_dropouts),
+    return [*common, "--dp-noise", "distributed", "--dp-dropouts", str(config.dp_dropouts),
             *(["--dp-sums-per-round", str(per_round)] if per_round is not None else [])]
 
 

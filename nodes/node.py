@@ -243,7 +243,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                                 aggregate=options.aggregate, down_after=options.down_after, attack=options.attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=options.loss,
                                 loss_seed=options.loss_seed, privacy=privacy, secure_aggregation=masking,
-                                release_every=options.release_every)
+                                colluders=options.dp_colluders, release_every=options.release_every)
         peer = Peer(generative, phi, y, ess=options.ess or len(y) / options.lr, settings=settings, log=log)
     except ValueError as exc:  # a CRCError too: one line either way
         raise CRCError(str(exc)) from None

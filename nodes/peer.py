@@ -99,6 +99,7 @@ class Peer:
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
                                                     rounds=settings.rounds, metrics=self.metrics, log=self.log,
                                                     dropouts=settings.privacy.dropouts if self.release.distributed else None,
+                                                    colluders=settings.colluders,
                                                     resumed=self.round if resumed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,

@@ -70,9 +70,13 @@ Fixed point: x -> round(x 2^20) mod 2^64. Each term must satisfy |x| < 2^34 (abo
 decoded sum of d terms is within d 2^-21 (about 5e-7 d) of the exact sum, absolutely.
 
 Threshold and collusion: the shares of w's seeds go to the d - 1 other contributors with threshold
-t = floor((d-1)/2) + 1, a majority of them. u alone learns only the sum of S; u colluding with fewer than t
-contributors cannot rebuild a seed it was not given, and with d = 2 the other contributor already knows the sum
-minus its own part.
+floor((d-1)/2) + 1, a majority of them, and at least c + 1 for ``--colluders`` c (``threshold_for``): u alone learns
+only the sum of S; u colluding with up to c contributors cannot rebuild a seed it was not given (at the threshold,
+two colluders of four rebuilt a third member's self-mask and pairwise seeds from their shares and stripped its words
+to its statistics, with no request; tested). With c colluders a request set must also hold more than (d + c) / 2 and
+at least c + 2 members (``fewest_survivors``), so two sets answered in a round share an honest member (who commits to
+one) and every sum holds two honest members; a neighbourhood of fewer than c + 2 contributors cannot be unmasked (an
+error at start-up). With d = 2 the other contributor already knows the sum minus its own part.
 Membership: who is in N(u), with their keys, is each member's own configuration (the neighbourhoods file, whose
 keys must be those of the member's known-peers file: keys it knows out of band, ``crc.nodes.node``), never u's word;
 the vouches make every member of S confirm the same membership, so u cannot show one member a membership padded with
@@ -97,9 +101,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from zmq.utils import z85
 
 from crc.core.distributed_noise import FIXED_POINT_BITS
+from crc.core.errors import CRCError
 from crc.core.privacy import centre_counts
 from crc.nodes.wire import MAX_ENTRIES, NONCE_BYTES, SECURE_AGGREGATION_TERM_LIMIT, SEED_BYTES, SHARE_BYTES, encode_secure_aggregation
-from crc.protocol.neighbourhoods import fewest_survivors
+from crc.protocol.neighbourhoods import check_protectable, fewest_survivors, threshold_for
 
 SCALE_BITS = FIXED_POINT_BITS
 PRIME = 2**521 - 1
@@ -123,11 +128,6 @@ class Deviation(Refused):
 
     def __init__(self, detail: str):
         super().__init__("deviation", detail)
-
-
-def threshold_for(contributors: int) -> int:
-    """Shares needed to rebuild a self-mask seed: a majority of the other ``contributors - 1``."""
-    return (contributors - 1) // 2 + 1
 
 
 def to_fixed(x: np.ndarray) -> np.ndarray:
@@ -193,17 +193,23 @@ def shamir_join(shares: Mapping[int, int]) -> bytes:
 
 class Neighbourhood:
     """What a peer knows of one recipient's neighbourhood: the recipient, its contributors (sorted) and the run;
-    ``dropouts``: the ``--dp-dropouts`` of distributed noise (None without it), which sets ``fewest``, the fewest
-    contributors a request may name (``fewest_survivors``).
+    ``dropouts``: the ``--dp-dropouts`` of distributed noise (None without it), and ``colluders``, the
+    ``--colluders``, set ``fewest``, the fewest contributors a request may name (``fewest_survivors``), and the
+    shares' ``threshold`` (``threshold_for``); a ValueError if the colluders leave no sum that could be unmasked.
 
     ``holder(w, w')`` is w''s Shamir x-coordinate for w's shares: its 1-based position among N(u) without w."""
 
-    def __init__(self, run: str, recipient: str, contributors: list[str], *, dropouts: int | None = None):
+    def __init__(self, run: str, recipient: str, contributors: list[str], *, dropouts: int | None = None,
+                 colluders: int = 0):
         if not 2 <= len(contributors) <= MAX_ENTRIES or len(set(contributors)) != len(contributors):
             raise ValueError(f"a neighbourhood needs 2 to {MAX_ENTRIES} distinct contributors")
+        try:
+            check_protectable(len(contributors), colluders)
+        except CRCError as exc:
+            raise ValueError(f"the neighbourhood of {recipient}: {exc}") from None
         self.run, self.recipient, self.contributors = run, recipient, sorted(contributors)
-        self.threshold = threshold_for(len(contributors))
-        self.fewest = fewest_survivors(len(contributors), dropouts)
+        self.threshold = threshold_for(len(contributors), colluders)
+        self.fewest = fewest_survivors(len(contributors), dropouts, colluders)
 
     def others(self, me: str) -> list[str]:
         return [w for w in self.contributors if w != me]
@@ -422,9 +428,10 @@ class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
     ``crc.nodes.wire``; ``keys`` is the peer's ``SecureAggregationKeys``, ``dropouts`` the ``--dp-dropouts`` of
-    distributed noise (None without it), ``resumed`` the round the peer resumed at (``Contributor``)."""
+    distributed noise (None without it), ``colluders`` the ``--colluders`` (``Neighbourhood``), ``resumed`` the
+    round the peer resumed at (``Contributor``)."""
 
-    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, dropouts: int | None = None,
+    def __init__(self, me: str, run: str, peers: tuple[str, ...], keys, *, dropouts: int | None = None, colluders: int = 0,
                  resumed: int | None = None):
         missing = [u for u in peers if u not in keys.neighbourhoods]
         if missing:
@@ -437,9 +444,10 @@ class SecureNeighbourhoods:
                 raise ValueError(f"the neighbourhood given for {u} does not list this peer ({me})")
             if len(members) >= 2:
                 others = {w: key for w, key in members.items() if w != me}
-                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), dropouts=dropouts),
+                self.contributors[u] = Contributor(me, Neighbourhood(run, u, list(members), dropouts=dropouts,
+                                                                   colluders=colluders),
                                                    keys.secret_key, others, resumed=resumed)
-        self.own = Neighbourhood(run, me, list(peers), dropouts=dropouts) if len(peers) >= 2 else None
+        self.own = Neighbourhood(run, me, list(peers), dropouts=dropouts, colluders=colluders) if len(peers) >= 2 else None
 
     @property
     def protected(self) -> list[str]:

@@ -44,13 +44,16 @@ from crc.nodes.wire import Agree, Confirm, Decline, Masked, Rejected, Reveal, Un
 
 class SecureAggregationSession:
     """Secure aggregation for peer ``me`` of run ``run`` with neighbours ``peers`` over ``rounds`` rounds
-    (``dropouts``: distributed noise's ``--dp-dropouts``, None without it; ``resumed``: the round it resumed at from
+    (``dropouts``: distributed noise's ``--dp-dropouts``, None without it; ``colluders``: ``--colluders``;
+    ``resumed``: the round it resumed at from
     its checkpoint, whose requests it refuses, None for a fresh run); refusals are counted in ``metrics`` and logged
     to ``log``."""
 
     def __init__(self, me: str, run: str, peers: tuple[str, ...], keys: SecureAggregationKeys, *, rounds: int,
-                 metrics: Metrics, log: logging.Logger, dropouts: int | None = None, resumed: int | None = None):
-        self.neighbourhoods = SecureNeighbourhoods(me, run, peers, keys, dropouts=dropouts, resumed=resumed)
+                 metrics: Metrics, log: logging.Logger, dropouts: int | None = None, colluders: int = 0,
+                 resumed: int | None = None):
+        self.neighbourhoods = SecureNeighbourhoods(me, run, peers, keys, dropouts=dropouts, colluders=colluders,
+                                                   resumed=resumed)
         self.peers, self.rounds, self.metrics, self.log = peers, rounds, metrics, log
         self._unmasking: tuple[int, dict[str, Masked]] | None = None  # (round, survivors' masked statistics)
         self._agreements: dict[str, Agree] = {}

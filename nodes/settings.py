@@ -103,6 +103,9 @@ class PeerSettings:
     secure_aggregation: SecureAggregationKeys | None = None
     """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
     neighbourhood with its members' public keys. None: statistics travel as they are."""
+    colluders: int = 0
+    """Secure aggregation: members besides a recipient that may collude with it (``--colluders``), which sets the
+    request sets a member answers and the shares' threshold (``crc.protocol.neighbourhoods``)."""
     release_every: int = 1
     """k: the local step and its release in rounds 1, k + 1, 2k + 1, ... only; in the others the peer's statistics
     are the average of its closed neighbourhood's public statistics (``crc.core.privacy``, "Fewer releases")."""

@@ -39,7 +39,7 @@ NOT_VERTICAL = {
     "aggregate": "--aggregate", "attack": "--attack", "dp_epsilon": "--dp-epsilon", "neighbourhoods": "--neighbourhoods",
     "loss": "--loss", "start_at": "--start-at", "via": "--via",
     "momentum": "--momentum", "start": "--start", "safeguard": "--safeguard", "classifier": "--classifier",
-    "exact_diffusion": "--exact-diffusion", "algorithm": "--algorithm",
+    "exact_diffusion": "--exact-diffusion", "algorithm": "--algorithm", "dp_colluders": "--colluders",
 }
 """The options of a horizontal peer that a vertical group's peer does not take, by NodeOptions field."""
 

@@ -164,7 +164,7 @@ class DistributedNoise:
         σ, the noise of one neighbourhood sum beyond the recipient, the colluders and the dropouts, in statistics
         units.
     colluders, dropouts : int
-        ``--dp-colluders`` and ``--dp-dropouts`` (``share_variance``); the simulator's sums have every member.
+        ``--colluders`` and ``--dp-dropouts`` (``share_variance``); the simulator's sums have every member.
     rng : numpy.random.Generator
         The run's seeded noise.
     """

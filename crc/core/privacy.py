@@ -134,7 +134,7 @@ def check_settings(*, epsilon: float | None, delta: float, clip: float, iteratio
         return
     ranges = [
         (noise in NOISES, f"--dp-noise must be one of {', '.join(NOISES)}, got {noise!r}"),
-        (colluders >= 0, f"--dp-colluders must be at least 0, got {colluders}"),
+        (colluders >= 0, f"--colluders must be at least 0, got {colluders}"),
         (dropouts >= 0, f"--dp-dropouts must be at least 0, got {dropouts}"),
         (math.isfinite(epsilon) and epsilon > 0, f"--dp-epsilon must be a positive number, got {epsilon}"),
         (0 < delta < 1, f"--dp-delta must be in (0, 1), got {delta}"),

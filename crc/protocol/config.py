@@ -170,6 +170,9 @@ class SimulationConfig:
             if self.dp_epsilon is not None:
                 raise OptionConflict("--dp-epsilon is not available with a vertical or hybrid partition: the noise and "
                                      "its accountant are for the statistics of horizontal peers")
+            if self.dp_colluders:
+                raise OptionConflict("--colluders is not available with a vertical or hybrid partition: it sets the "
+                                     "request sets of horizontal secure aggregation")
             if partition.groups == 1 and self.loss > 0:
                 raise OptionConflict(f"--loss is not simulated with --partition {partition.spec}: its one group sends no "
                                      "statistics to another, and its members' messages are not dropped")

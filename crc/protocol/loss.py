@@ -20,13 +20,14 @@ from crc.protocol.neighbourhoods import fewest_survivors
 __all__ = ["loss_seed", "lossy_mixing"]
 
 
-def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool = False) -> Callable[[int], sp.csr_array]:
+def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool = False,
+                 colluders: int = 0) -> Callable[[int], sp.csr_array]:
     """The mixing of every round (1, 2, ...) after losses: row ``v`` averages ``v`` and the neighbours whose
     message reached it, with equal weights. ``mixing`` is the loss-free closed-neighbourhood averaging (a
     matrix or a function of the round); ``seeds[v]`` is node ``v``'s loss seed. With
-    ``secure_aggregation``, a node with two or more neighbours of which fewer than a majority of messages (at least
-    two: ``fewest_survivors``) arrived unmasks nothing and keeps its own statistics, as a real peer does
-    (``crc.nodes.secure_aggregation``)."""
+    ``secure_aggregation``, a node with two or more neighbours of which fewer messages arrived than a request may
+    name (a majority and at least two, more with ``colluders``: ``fewest_survivors``) unmasks nothing and keeps its
+    own statistics, as a real peer does (``crc.nodes.secure_aggregation``)."""
 
     def at(round_: int) -> sp.csr_array:
         base = sp.csr_array(mixing(round_) if callable(mixing) else mixing)
@@ -36,7 +37,8 @@ def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool
             neighbours = base.indices[base.indptr[v]:base.indptr[v + 1]]
             neighbours = neighbours[neighbours != v]
             kept = np.append(neighbours[~dropped(seeds[v], round_, len(neighbours), p)], v)
-            if secure_aggregation and len(neighbours) >= 2 and len(kept) - 1 < fewest_survivors(len(neighbours)):
+            fewest = fewest_survivors(len(neighbours), colluders=colluders)
+            if secure_aggregation and len(neighbours) >= 2 and len(kept) - 1 < fewest:
                 kept = np.array([v])
             rows.append(np.full(len(kept), v))
             cols.append(kept)

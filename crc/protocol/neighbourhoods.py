@@ -5,12 +5,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from crc.core.errors import CRCError
 
-def fewest_survivors(contributors: int, dropouts: int | None = None) -> int:
-    """The fewest of a recipient's ``contributors`` neighbours an unmasking request may name for them to answer: a
-    strict majority (at least two), so that no two disjoint request sets are both answered (a recipient that shows
-    {a, b} to a and b and {c, d} to c and d would unmask two sums, and with a colluder in each pair two peers'
-    statistics; two majorities share a member, which commits to one set).
+
+def fewest_survivors(contributors: int, dropouts: int | None = None, colluders: int = 0) -> int:
+    """The fewest of a recipient's ``contributors`` neighbours an unmasking request may name for them to answer: more
+    than (contributors + t) / 2 and at least t + 2, t = ``colluders`` (``--colluders``, members that may collude with
+    the recipient and vouch for any set). Two answered sets then share t + 1 members, at least one of them honest,
+    which commits to one set (with t = 0: a strict majority; a recipient that shows {a, b} to a and b and {c, d} to c
+    and d would unmask two sums), and every unmasked sum holds two honest members (a colluder x among three would
+    otherwise get {x, a} answered: a's statistics alone).
 
     With distributed noise (``dropouts`` given, ``--dp-dropouts`` d): besides, all but d of them. The shares are
     sized so that those of all members but t colluders and d dropouts add up to σ² (``share_variance``); the
@@ -19,8 +23,34 @@ def fewest_survivors(contributors: int, dropouts: int | None = None) -> int:
     accountant counts: with one colluder among three and no dropout allowed for, a set {x, a} unmasked a's
     statistics under σ²/2, and two such sets sharing the colluder two members' (measured to be answered once
     dropouts were taken from the colluders' allowance)."""
-    majority = max(2, contributors // 2 + 1)
+    majority = max(2, (contributors + colluders) // 2 + 1, colluders + 2)
     return majority if dropouts is None else max(majority, contributors - dropouts)
+
+
+def threshold_for(contributors: int, colluders: int = 0) -> int:
+    """Shares needed to rebuild a member's secret (its self-mask seed, a pairwise seed): a majority of the other
+    ``contributors - 1``, and more than the ``colluders`` t, who hold one share each of every other member's secrets
+    (with t at the threshold they would rebuild an honest member's pairwise seeds and strip its words to its own
+    statistics: with distributed noise, those carry only its share of the noise)."""
+    return max((contributors - 1) // 2 + 1, colluders + 1)
+
+
+def check_protectable(contributors: int, colluders: int) -> None:
+    """A CRCError unless a neighbourhood of ``contributors`` (>= 2) can be unmasked with ``colluders`` t: it needs
+    t + 2 of them (two honest members in every sum, a threshold of t + 1 among the others)."""
+    if contributors < colluders + 2:
+        raise CRCError(f"--colluders {colluders}: a peer with {contributors} neighbours can never have their sum "
+                       f"unmasked, which needs at least {colluders + 2} (two honest members in every sum); use a "
+                       "denser --topology or fewer --colluders")
+
+
+def check_graph_protectable(mixing, colluders: int) -> None:
+    """``check_protectable`` for every recipient of a closed-neighbourhood averaging matrix (n, n) with two or more
+    neighbours."""
+    degrees = np.diff(sp.csr_array(mixing).indptr) - 1
+    protected = degrees[degrees >= 2]
+    if colluders and protected.size:
+        check_protectable(int(protected.min()), colluders)
 
 
 def secure_aggregation_summary(mixing) -> dict:

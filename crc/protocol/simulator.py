@@ -23,7 +23,7 @@ from crc.protocol.central import CentralCache, CentralProgress, central_results
 from crc.protocol.config import SimulationConfig
 from crc.protocol.fedpc import fedpc_results
 from crc.protocol.loss import loss_seed, lossy_mixing
-from crc.protocol.neighbourhoods import secure_aggregation_summary
+from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 from crc.protocol.vertical import BestIterate, describe, resolve_partition
@@ -88,13 +88,15 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                                                                                           privacy.clip))
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
+    if config.secure_aggregation:
+        check_graph_protectable(first_graph(mixing), config.dp_colluders)
     messages = byzantine_for(rep, config)[1]
     delivered, last_heard = mixing, False
     if config.loss > 0:
         last_heard = messages is None and not config.secure_aggregation and accel.keeps_last_heard(split.model,
                                                                                                   config.acceleration)
         delivered = lossy_mixing(mixing, config.loss, [loss_seed(config.seed, rep.index, v) for v in range(config.nodes)],
-                                 secure_aggregation=config.secure_aggregation)
+                                 secure_aggregation=config.secure_aggregation, colluders=config.dp_colluders)
     engine = CRCEngine(rep.split.model, local, delivered, ess=ess_for(config), iterations=config.iters,
                        aggregation=config.aggregate, messages=messages,
                        accept=None if messages is None else receivers_check(rep, config, privacy), acceleration=config.acceleration,

@@ -68,8 +68,8 @@ def test_rounds_beyond_the_most_a_run_may_take_are_one_refusal_everywhere(comman
 @pytest.mark.parametrize("given, refused", [
     (["--clip", "3"], "--clip needs --dp-epsilon: a run without it ignores --clip"),
     (["--dp-delta", "1e-6"], "--dp-delta needs --dp-epsilon: a run without it ignores --dp-delta"),
-    (["--dp-epsilon", "4", "--dp-colluders", "1"], "--dp-colluders needs --dp-noise distributed: a run without it ignores "
-                                                   "--dp-colluders"),
+    (["--colluders", "1"], "--colluders needs --secure-aggregation: a run without it ignores --colluders"),
+    (["--dp-colluders", "1"], "--colluders needs --secure-aggregation: a run without it ignores --colluders"),
     (["--dp-epsilon", "4", "--dp-dropouts", "1"], "--dp-dropouts needs --dp-noise distributed: a run without it ignores "
                                                   "--dp-dropouts"),
 ])

@@ -195,7 +195,7 @@ def test_the_exact_plan_accounts_the_discrete_gaussian_by_zcdp_on_the_integer_se
     ({"epsilon": math.nan}, "--dp-epsilon"),
     ({"noise": "distributed"}, "--classifier aggregate"),
     ({"noise": "shared"}, "--dp-noise"),
-    ({"colluders": -1}, "--dp-colluders"),
+    ({"colluders": -1}, "--colluders"),
     ({"aggregate": "screened"}, "--aggregate screened"),
     ({"aggregate": "robust"}, "--aggregate screened"),
 ])

@@ -35,6 +35,7 @@ from crc.nodes.secure_aggregation import (
 )
 from crc.nodes.wire import NONCE_BYTES, SHARE_BYTES
 from crc.protocol import SimulationConfig
+from crc.protocol.neighbourhoods import fewest_survivors
 from crc.protocol.repeat import prepare_repeat
 from crc.protocol.simulator import make_engine
 from crc.tables.datasets import load_bundled
@@ -351,6 +352,62 @@ def test_a_restarted_contributor_never_seals_under_a_key_and_nonce_used_before()
             unseal(key, broken)
 
 
+@pytest.mark.parametrize("colluders", [0, 2])
+def test_colluders_below_the_threshold_cannot_strip_a_members_words(colluders):
+    """Members a and b of four collude with the recipient and pool the shares c sealed for them. With a threshold
+    of two (a majority of c's three others: the rule without --colluders) they rebuild c's self-mask seed and its
+    pairwise seed with d and, with their own pairwise seeds with c, strip c's words to c's statistics alone, with no
+    request at all (under distributed noise: with c's share of the noise only). With --colluders 2 the threshold is
+    three, and two shares rebuild neither."""
+    hood = Neighbourhood("run", RECIPIENT, CONTRIBUTORS, colluders=colluders)
+    peers = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in CONTRIBUTORS if o != w})
+             for w in CONTRIBUTORS}
+    stats, sent = send(peers)
+    a, b, c, d = CONTRIBUTORS
+
+    def opened(holder):  # c's shares held by ``holder``: of its self-mask seed, then of its pairwise seeds (a, b, d)
+        plain = unseal(peers[holder]._share_key(c, 0, c, holder), sent[c][1][holder])
+        return [int.from_bytes(plain[i * SHARE_BYTES:(i + 1) * SHARE_BYTES], "big") for i in range(len(CONTRIBUTORS))]
+
+    pooled = {hood.holder(c, holder): opened(holder) for holder in (a, b)}
+    rebuilt = []
+    for secret in (0, 3):
+        try:
+            rebuilt.append(shamir_join({x: shares[secret] for x, shares in pooled.items()}))
+        except ValueError:  # no seed at all
+            rebuilt.append(None)
+    stripped = None
+    if None not in rebuilt:
+        stripped = sent[c][0] - mask(rebuilt[0], SIZE)
+        for other, seed in ((a, peers[a]._pair_seed(c, 0)), (b, peers[b]._pair_seed(c, 0)), (d, rebuilt[1])):
+            stripped = stripped - mask(seed, SIZE) if c < other else stripped + mask(seed, SIZE)
+    recovered = stripped is not None and np.allclose(from_fixed(stripped), stats[c], rtol=0, atol=1e-5)
+    assert hood.threshold == (2 if colluders == 0 else 3) and recovered is (colluders == 0)
+
+
+@pytest.mark.parametrize("contributors, colluders, fewest", [(3, 0, 2), (4, 0, 3), (3, 1, 3), (4, 1, 3), (6, 1, 4),
+                                                             (6, 2, 5), (5, 3, 5)])
+def test_with_colluders_every_request_set_holds_two_honest_members_and_any_two_share_an_honest_one(
+        contributors, colluders, fewest):
+    """A colluder x among three (majority two) got {x, a} answered, a's statistics alone, and {x, b} besides; with
+    --colluders t a set needs more than (n + t) / 2 and at least t + 2 members."""
+    assert fewest_survivors(contributors, colluders=colluders) == fewest
+    assert fewest - colluders >= 2 and 2 * fewest - contributors > colluders
+    with pytest.raises(ValueError, match="at least 4"):
+        Neighbourhood("run", RECIPIENT, CONTRIBUTORS[:3], colluders=2)
+
+
+def test_a_colluder_among_three_gets_no_set_of_two_answered():
+    a, b, c = CONTRIBUTORS[:3]
+    hood = Neighbourhood("run", RECIPIENT, [a, b, c], colluders=1)
+    peers = {w: Contributor(w, hood, KEYS[w].secret, {o: KEYS[o].public for o in (a, b, c) if o != w}) for w in (a, b, c)}
+    _, sent = send(peers)
+    for pair in ([a, b], [a, c]):
+        with pytest.raises(Refused, match="fewer than"):
+            agree(peers, sent, pair)
+    assert set(ask(peers, sent, [a, b, c])) == {a, b, c}
+
+
 @pytest.mark.parametrize("contributors", [2, 3, 5, 8])
 def test_shamir_rebuilds_from_any_threshold_of_shares(contributors):
     secret = bytes(range(32))
@@ -374,10 +431,11 @@ def simulated(config: SimulationConfig) -> np.ndarray:
     return engine.run(config.rounds)
 
 
-@pytest.mark.parametrize("topology, loss", [("ring", 0.0), ("tree", 0.3)])
-def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topology, loss):
+@pytest.mark.parametrize("topology, loss, colluders", [("ring", 0.0, 0), ("tree", 0.3, 0), ("regular:3", 0.3, 1)])
+def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topology, loss, colluders):
+    """With --colluders 1 on regular:3 a lost message costs its recipient the round (every set names all three)."""
     settings = {"data": "twonorm", "nodes": 6, "local_size": 30, "rounds": 6, "topology": topology, "loss": loss,
-                "test_size": 300, "secure_aggregation": True}
+                "test_size": 300, "secure_aggregation": True, "dp_colluders": colluders}
     arguments = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items() if k != "secure_aggregation"]
     result = CliRunner().invoke(main, ["launch", *arguments, "--secure-aggregation", "--json", "--workdir", str(tmp_path)])
     assert result.exit_code == 0, result.output
