@@ -265,19 +265,20 @@ def test_no_overlap_is_one_line_and_exit_1_and_stops_the_group(group, tmp_path):
     assert errors[1][0] == 3 and "the group stops" in errors[1][1]
 
 
-@pytest.mark.parametrize("partition, topology", [("vertical:3", "tree"), ("hybrid:4x2", "tree"), ("hybrid:3x2", "ring")])
-def test_split_writes_each_members_settings_as_the_launcher_gives_them(tmp_path, partition, topology):
+@pytest.mark.parametrize("partition, topology, secure", [("vertical:3", "tree", False), ("vertical:3", "tree", True),
+                                                         ("hybrid:4x2", "tree", False), ("hybrid:3x2", "ring", False)])
+def test_split_writes_each_members_settings_as_the_launcher_gives_them(tmp_path, partition, topology, secure):
     """Each peer-<i>.toml, read back by `crc node --config`, holds every setting of the `crc node` command line that
     `crc launch` gives peer i on the same split and keys (its model, rounds and timeouts the defaults here) but the
     log level and, for a vertical group, whose peers take m / lr of the rows they align, the ESS."""
-    config = SimulationConfig.from_settings(data="wdbc", partition=partition, topology=topology)
+    config = SimulationConfig.from_settings(data="wdbc", partition=partition, topology=topology, secure_aggregation=secure)
     dataset = load_dataset("wdbc")
     config = resolve_partition(config, dataset)
     fp = config.feature_partition
     addresses = [f"tcp://127.0.0.1:{7200 + p}" for p in range(fp.peers)]
     topology_option = ["--topology", topology] if fp.kind == "hybrid" else []
     result = run("split", "--data", "wdbc", "--partition", partition, *topology_option, "--out", tmp_path,
-                 "--keys-for", ",".join(addresses))
+                 "--keys-for", ",".join(addresses), *(["--secure-aggregation"] if secure else []))
     assert result.exit_code == 0, result.output
     assert "keys/, known-peers-<i>.json and peer-<i>.toml" in " ".join(result.output.split())
     graph = Schedule(topology, fp.groups, seed=prepare_repeat(dataset, config, 0).graph_seed).graph(1)
@@ -295,6 +296,7 @@ def test_split_writes_each_members_settings_as_the_launcher_gives_them(tmp_path,
         assert written["block"] == b and written["peers"] == tuple(addresses[q] for q in members)
         assert written["data"] == str(tmp_path / f"node-{peer}.csv") and written["partition"] == partition
         assert written["checkpoint"] == str(tmp_path / f"checkpoint-{peer}") and written["secret_key"]
+        assert written["secure_aggregation"] is secure
         known = load_known_peers(tmp_path / f"known-peers-{peer}.json")
         assert {addresses[q] for q in members + block_peers} <= set(known) and addresses[peer] not in known
         if fp.kind == "hybrid":
@@ -326,3 +328,6 @@ def test_a_group_started_from_the_files_split_writes_equals_the_simulator(tmp_pa
     joined = ref.model.join([model.stats for model in models])
     np.testing.assert_allclose(joined, ref.best, rtol=1e-9, atol=1e-9 * np.abs(ref.best).max())
     assert [model.metrics["role"] for model in models] == ["label holder", "member"]
+    again = run("split", "--data", "wdbc", "--partition", "vertical:2", "--out", out, "--keys-for", ",".join(peers.addresses))
+    assert again.exit_code == 0 and "removed checkpoint-0, checkpoint-1: checkpoints of an earlier run" in again.stderr
+    assert not (out / "checkpoint-0").exists()  # new keys, a new run id: no member could resume from it
