@@ -91,7 +91,7 @@ def vertical_options() -> dict:
                  "label holder is the one peer whose --data has the label column. hybrid:GxK: one of G such groups, "
                  "whose blocks are averaged with --block-peers (needs --ess). [default: a horizontal peer]"),
         "block_peers": click.option(
-            "--block-peers", default="",
+            "--block-peers", type=StringList(), default="", metavar="ADDRESSES",
             help="With --partition hybrid:GxK: comma-separated addresses of the peers holding the same block in the "
                  "neighbouring groups, with whom this block's statistics are averaged every round."),
         "blocks": click.option(
@@ -227,8 +227,7 @@ def node(ctx, log_level, **options):
     """
     refuse_idle_privacy_settings(ctx)
     structure = {option.name: options.pop(option.name) for option in all_options()}
-    block_peers = tuple(p.strip() for p in (options.pop("block_peers") or "").split(",") if p.strip())
-    given = NodeOptions(block_peers=block_peers, model_options=structure, **options)
+    given = NodeOptions(model_options=structure, **options)
     with usage_errors(ctx):
         prepared = prepare(given, _configure_logging(log_level or default_log_level("info"), given.bind))
     received = {}

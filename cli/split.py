@@ -14,10 +14,11 @@ from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
 from crc.nodes import checkpoint
 from crc.nodes.deployment import node_file, write_deployment, write_vertical_deployment
+from crc.nodes.group_settings import group_graph, group_peer_settings, neighbourhoods, write_group_keys
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
 from crc.protocol import SimulationConfig
-from crc.protocol.repeat import load_for, make_split, repeat_seeds
+from crc.protocol.repeat import ess_for, load_for, make_split, repeat_seeds
 from crc.protocol.vertical import resolve_partition
 
 PEER_CONFIG_COMMENT = """crc node --config {name}: peer {index} of a trial deployment written by `crc split --keys-for`.
@@ -53,9 +54,27 @@ def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: b
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 
 
+def write_group_configs(directory, addresses: list[str], config: SimulationConfig, graph_seed) -> None:
+    """New keys and ``directory/peer-<i>.toml`` for every peer of ``config``'s vertical or hybrid partition: the
+    settings ``crc launch`` gives its peers (``crc.nodes.group_settings``), the paths relative to the file; the ESS
+    (``ess_for``, the same on every peer) for a hybrid partition only (a vertical group's peers take m / lr of the
+    rows they align); the graph over the groups drawn from ``graph_seed`` as the simulator's."""
+    directory = Path(directory)
+    around = neighbourhoods(config, group_graph(config, graph_seed))
+    write_group_keys(directory, addresses, around)
+    ess = ess_for(config) if config.feature_partition.kind == "hybrid" else None
+    for peer, (members, blocks) in enumerate(around):
+        settings = group_peer_settings(peer, addresses, config.feature_partition, members=members, block_peers=blocks,
+                                       directory=directory, ess=ess, secure_aggregation=config.secure_aggregation)
+        settings = {key: value.relative_to(directory).as_posix() if isinstance(value, Path) else value
+                    for key, value in settings.items()}
+        path = peer_config_file(directory, peer)
+        atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=peer)))
+
+
 @click.command(short_help="Write a trial deployment's files: node CSVs, schema, keys.")
 @options("data", "label", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
-         "test_size", "seed")
+         "topology", "test_size", "seed")
 @click.option("--drop-ids", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
               help="Vertical and hybrid partitions: leave this fraction of the rows out of each peer's file (at random, "
                    "seeded), a trial of the alignment: a group learns from the ids every one of its peers keeps.")
@@ -63,13 +82,15 @@ def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: b
 @click.option("--keys-for", "addresses", default=None, metavar="ADDRESSES",
               help="Also write keys for a trial deployment whose peers bind these comma-separated addresses "
                    "(tcp://HOST:PORT, one per node, in node order): a key pair per peer, OUT/keys/node-<i>.key and "
-                   ".key_secret, OUT/known-peers-<i>.json with every other peer's address and public key, and (horizontal "
-                   "partitions) OUT/peer-<i>.toml, peer i's settings for `crc node --config`. Existing keys are "
-                   "replaced, and the checkpoints of the earlier run in OUT/checkpoint-<i> removed: the new keys "
-                   "make a new run, which cannot resume from them.")
+                   ".key_secret, OUT/known-peers-<i>.json with its neighbours' addresses and public keys, and "
+                   "OUT/peer-<i>.toml, peer i's settings for `crc node --config` (a vertical or hybrid partition's: "
+                   "those `crc launch` gives its peers). Existing keys are replaced, and the checkpoints of the "
+                   "earlier run in OUT/checkpoint-<i> removed: the new keys make a new run, which cannot resume from "
+                   "them.")
 @click.option("--secure-aggregation", is_flag=True,
-              help="With --keys-for (a horizontal partition): the peers run secure aggregation; OUT/peer-<i>.toml "
-                   "turns it on and names OUT/neighbourhoods-<i>.json, written with the keys.")
+              help="With --keys-for (a horizontal partition, or a vertical group of three peers or more): the peers "
+                   "run secure aggregation; OUT/peer-<i>.toml turns it on (a horizontal partition's names "
+                   "OUT/neighbourhoods-<i>.json, written with the keys).")
 @click.pass_context
 def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
@@ -77,25 +98,32 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
 
     The split is the one `crc simulate` uses for the same options and seed
     (its first repeat), so a deployment can be compared with the simulator.
-    With --keys-for (a horizontal partition), node i runs `crc node --config OUT/peer-<i>.toml`: its
-    address, every other peer as a neighbour, its data, the schema, its keys,
-    its checkpoint OUT/checkpoint-<i> and its model file OUT/model-<i>.json.
+    With --keys-for, node i runs `crc node --config OUT/peer-<i>.toml`: its
+    address, its neighbours (a horizontal partition: every other peer), its
+    data, the schema, its keys, its checkpoint OUT/checkpoint-<i> and its
+    model file OUT/model-<i>.json.
 
     With --partition vertical:K, node-<b>.csv holds an `id` column and block
     b's feature columns (node-0.csv the label column too), each file's rows in
-    an order of their own; OUT/blocks.json names every block's features. Peer b
-    runs `crc node --partition vertical:K --blocks OUT/blocks.json --block b`.
-    With --partition hybrid:GxK, node-<gK+b>.csv holds block b of group g's
-    instances (block 0's the label too).
+    an order of their own; OUT/blocks.json names every block's features; with
+    --keys-for, OUT/peer-<b>.toml also names the partition, its block, the
+    blocks file and the other members. With --partition hybrid:GxK,
+    node-<gK+b>.csv holds block b of group g's instances (block 0's the label
+    too), and OUT/peer-<gK+b>.toml also names block b's peers in the groups
+    next to g on the --topology over the groups, and the ESS.
     """
-    config = SimulationConfig.from_settings(**settings)
+    if secure_aggregation and addresses is None:
+        raise click.UsageError("--secure-aggregation is for --keys-for")
+    config = SimulationConfig.from_settings(**settings, secure_aggregation=secure_aggregation)
     config.validate()
     check_partition_options(ctx, config, real_peers=True)
     config = fit_local_size(ctx, config)
     if drop_ids and config.feature_partition is None:
         raise click.UsageError("--drop-ids is for a vertical or hybrid --partition")
-    if secure_aggregation and (addresses is None or config.feature_partition is not None):
-        raise click.UsageError("--secure-aggregation is for --keys-for with a horizontal partition")
+    if (ctx.get_parameter_source("topology") is click.core.ParameterSource.COMMANDLINE
+            and (config.feature_partition is None or config.feature_partition.kind != "hybrid")):
+        raise click.UsageError("--topology is for a hybrid --partition (its graph over the groups); a horizontal "
+                               "split's peer-<i>.toml makes every peer a neighbour of every other")
     dataset = load_for(config)
     if config.feature_partition is not None:
         config = resolve_partition(config, dataset)
@@ -105,7 +133,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
             addresses = [check_address(a.strip(), "--keys-for") for a in addresses.split(",") if a.strip()]
         if len(addresses) != peers or len(set(addresses)) != len(addresses):
             raise CRCError(f"--keys-for: give {peers} distinct addresses, one per node (got {len(addresses)})")
-    drawn = make_split(dataset, config, repeat_seeds(config.seed, 0)[0])
+    split_seed, graph_seed, _ = repeat_seeds(config.seed, 0)
+    drawn = make_split(dataset, config, split_seed)
     if config.feature_partition is not None:
         held = write_vertical_deployment(dataset, drawn, out, seed=config.seed, drop_ids=drop_ids)
         fp = config.feature_partition
@@ -122,14 +151,16 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
         summary = (f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
                    f"test.csv ({len(drawn.test_rows)} instances), schema.json")
     if addresses is not None:
-        everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
-        write_peer_keys(out, addresses, everyone, force=True)
-        if config.feature_partition is None:
+        if config.feature_partition is not None:
+            write_group_configs(out, addresses, config, graph_seed)
+        else:
+            everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
+            write_peer_keys(out, addresses, everyone, force=True)
             write_peer_configs(out, addresses, secure_aggregation=secure_aggregation)
-    keys = ", keys/, known-peers-<i>.json" + (", neighbourhoods-<i>.json" if secure_aggregation else "")
-    click.echo(summary + (keys + (" and peer-<i>.toml" if config.feature_partition is None else "")
-                          if addresses is not None else ""))
-    if addresses is not None and config.feature_partition is None:  # new keys, a new run: no peer resumes these
+        hoods = ", neighbourhoods-<i>.json" if secure_aggregation and config.feature_partition is None else ""
+        summary += f", keys/, known-peers-<i>.json{hoods} and peer-<i>.toml"
+    click.echo(summary)
+    if addresses is not None:  # new keys, a new run: no peer resumes these
         discarded = [f"checkpoint-{i}" for i in range(peers) if checkpoint.discard(Path(out) / f"checkpoint-{i}")]
         if discarded:
             note(f"removed {_first_names(discarded)}: checkpoints of an earlier run, which the peers of these new keys "

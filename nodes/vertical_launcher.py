@@ -23,8 +23,8 @@ from crc.core.models import all_options
 from crc.nodes.alignment import require_psi
 from crc.nodes.block_steps import BlockSteps
 from crc.nodes.checkpoint import completed_round
-from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file, write_vertical_deployment
-from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.deployment import write_vertical_deployment
+from crc.nodes.group_settings import group_graph, group_peer_settings, neighbourhoods, node_arguments, write_group_keys
 from crc.nodes.launcher import PeerProcesses, free_ports, run_deadline_s
 from crc.nodes.settings import PeerSettings
 from crc.protocol import SimulationConfig
@@ -32,46 +32,27 @@ from crc.protocol.central import central_results
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import repeat_results, results_json
 from crc.protocol.vertical import describe, resolve_partition
-from crc.topologies import Schedule
 
 SETUP_KINDS = ("psi-request", "psi-answer", "psi-ids", "start")
 """The messages of a group's set-up (``crc.nodes.vertical_peer.Frame``): the alignment, the round-0 weights and a
 mixture's EM passes."""
 
 
-def neighbourhoods(config: SimulationConfig, graph) -> list[tuple[list[int], list[int]]]:
-    """Each peer's (group members, block neighbours) by peer number g K + b: the other peers of group g, and the peers
-    of block b in the groups next to g on ``graph`` (over the groups; None for a vertical partition)."""
-    fp = config.feature_partition
-    out = []
-    for g in range(fp.groups):
-        for b in range(fp.blocks):
-            members = [fp.peer(g, other) for other in range(fp.blocks) if other != b]
-            blocks = [] if graph is None else [fp.peer(h, b) for h in sorted(graph.neighbors(g))]
-            out.append((members, blocks))
-    return out
-
-
 def vertical_node_command(peer: int, addresses: list[str], config: SimulationConfig, *, members: list[int],
                           block_peers: list[int], workdir: Path, ess: float, timeout: float, first_round_timeout: float,
                           log_level: str, plaintext: bool = False) -> list[str]:
     """The ``crc node`` command line of peer ``peer`` = g K + b (at ``addresses[peer]``), the holder of block b of group
-    g, whose group ``members`` and (hybrid) ``block_peers`` are peer numbers too; timeouts in seconds."""
-    fp = config.feature_partition
-    keys = (["--insecure"] if plaintext else
-            ["--secret-key", str(peer_secret_key_file(workdir, peer)),
-             "--known-peers", str(peer_known_peers_file(workdir, peer))])
+    g, whose group ``members`` and (hybrid) ``block_peers`` are peer numbers too: its settings in the deployment
+    (``group_peer_settings``, as ``crc split --keys-for`` writes them, with ``ess``), and the run's model, rounds,
+    timeouts (seconds) and log level."""
+    settings = group_peer_settings(peer, addresses, config.feature_partition, members=members, block_peers=block_peers,
+                                   directory=workdir, ess=ess, secure_aggregation=config.secure_aggregation,
+                                   plaintext=plaintext)
     flags = {option.name: option.flag for option in all_options()}
     model = [arg for name, value in config.model_options.items() for arg in (flags[name], str(value))]
-    hybrid = ["--block-peers", ",".join(addresses[q] for q in block_peers)] if fp.kind == "hybrid" else []
-    return [sys.executable, "-I", "-m", "crc", "node", "--run-id", deployment_run_id(workdir), "--partition", fp.spec,
-            "--blocks", str(blocks_file(workdir)), "--block", str(peer % fp.blocks), "--id-column", ID_COLUMN,
-            "--bind", addresses[peer], "--peers", ",".join(addresses[q] for q in members), *hybrid,
-            "--data", str(node_file(workdir, peer)), "--schema", str(workdir / "schema.json"), "--model", config.model,
-            *model, "--rounds", str(config.rounds), "--ess", repr(ess), "--timeout", repr(timeout),
-            "--first-round-timeout", repr(first_round_timeout), "--checkpoint", str(workdir / f"checkpoint-{peer}"),
-            "--out", str(workdir / f"model-{peer}.json"), "--log-level", log_level, *keys,
-            *(["--secure-aggregation"] if config.secure_aggregation else [])]
+    return [sys.executable, "-I", "-m", "crc", "node", *node_arguments(settings), "--model", config.model, *model,
+            "--rounds", str(config.rounds), "--timeout", repr(timeout), "--first-round-timeout", repr(first_round_timeout),
+            "--log-level", log_level]
 
 
 def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
@@ -89,12 +70,12 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
         rep = prepare_repeat(dataset, config, 0)
         write_vertical_deployment(dataset, rep.split, workdir, seed=config.seed)
         fp = config.feature_partition
-        graph = Schedule(config.topology, fp.groups, seed=rep.graph_seed).graph(1) if fp.kind == "hybrid" else None
+        graph = group_graph(config, rep.graph_seed)
         around = neighbourhoods(config, graph)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(fp.peers)]
         ess = ess_for(config)
         if not plaintext:
-            write_peer_keys(workdir, addresses, [members + blocks for members, blocks in around], force=True)
+            write_group_keys(workdir, addresses, around)
         started = time.monotonic()
         peers.wait_ready()
         for peer, (members, blocks) in enumerate(around):

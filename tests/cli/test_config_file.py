@@ -75,8 +75,7 @@ def test_split_with_secure_aggregation_writes_the_neighbourhoods_its_peers_mask_
         hoods = json.loads((tmp_path / f"neighbourhoods-{index}.json").read_text())
         assert hoods == {u: {w: keys[w] for w in addresses if w != u} for u in addresses if u != address}
     refused = run("split", "--data", "twonorm", "--nodes", "3", "--out", tmp_path / "no-keys", "--secure-aggregation")
-    assert refused.exit_code == 2 and error_lines(refused) == ["Error: --secure-aggregation is for --keys-for with a "
-                                                               "horizontal partition"]
+    assert refused.exit_code == 2 and error_lines(refused) == ["Error: --secure-aggregation is for --keys-for"]
 
 
 def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy, tmp_path):

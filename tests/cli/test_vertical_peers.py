@@ -8,19 +8,30 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.cli.peer import node as node_command
 from crc.core.feature_partition import blocks_from_names, read_blocks_file
+from crc.core.model_file import load_model
 from crc.core.models.blocks import block_model
 from crc.core.schema import Schema
 from crc.nodes.block_steps import BlockSteps
+from crc.nodes.keys import load_known_peers
 from crc.nodes.launcher import free_ports
 from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.nodes.vertical_launcher import vertical_node_command
 from crc.nodes.vertical_node import load_block
+from crc.protocol import SimulationConfig
+from crc.protocol.repeat import ess_for, prepare_repeat
+from crc.protocol.vertical import resolve_partition
+from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
+from crc.topologies import Schedule
 from support.network import kill_and_reap
+from support.vertical import reference
 
 WAIT_S = 60.0
 
@@ -202,11 +213,14 @@ class Peers:
         self.processes = {}
 
     def start(self, block: int, data) -> None:
-        command = [sys.executable, "-I", "-m", "crc", "node", "--partition", "vertical:2", "--blocks", str(self.group / "blocks.json"),
-                   "--block", str(block), "--bind", self.addresses[block], "--peers", self.addresses[1 - block],
-                   "--data", str(data), "--schema", str(self.group / "schema.json"), "--out",
-                   str(self.tmp_path / f"m-{block}.json"), "--insecure", "--rounds", "3", "--timeout", "1",
-                   "--first-round-timeout", "3", "--down-after", "1"]
+        self.start_node(block, "--partition", "vertical:2", "--blocks", self.group / "blocks.json", "--block", block,
+                        "--bind", self.addresses[block], "--peers", self.addresses[1 - block], "--data", data,
+                        "--schema", self.group / "schema.json", "--out", self.tmp_path / f"m-{block}.json", "--insecure",
+                        "--rounds", "3", "--timeout", "1", "--first-round-timeout", "3", "--down-after", "1")
+
+    def start_node(self, block: int, *args) -> None:
+        """Start ``crc node ARGS`` as block ``block``'s peer, its log in ``log_path(block)``."""
+        command = [sys.executable, "-I", "-m", "crc", "node", *map(str, args)]
         with open(self.log_path(block), "ab") as log, open(os.devnull, "r+b") as devnull:
             if self.spawner is not None:
                 self.processes[block] = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
@@ -258,3 +272,71 @@ def test_no_overlap_is_one_line_and_exit_1_and_stops_the_group(group, tmp_path):
         errors = peers.errors()
     assert errors[0][0] == 1 and errors[0][1].startswith("Error: no instance id is held by every member of the group")
     assert errors[1][0] == 3 and "the group stops" in errors[1][1]
+
+
+@pytest.mark.parametrize("partition, topology, secure", [("vertical:3", "tree", False), ("vertical:3", "tree", True),
+                                                         ("hybrid:4x2", "tree", False), ("hybrid:3x2", "ring", False)])
+def test_split_writes_each_members_settings_as_the_launcher_gives_them(tmp_path, partition, topology, secure):
+    """Each peer-<i>.toml, read back by `crc node --config`, holds every setting of the `crc node` command line that
+    `crc launch` gives peer i on the same split and keys (its model, rounds and timeouts the defaults here) but the
+    log level and, for a vertical group, whose peers take m / lr of the rows they align, the ESS."""
+    config = SimulationConfig.from_settings(data="wdbc", partition=partition, topology=topology, secure_aggregation=secure)
+    dataset = load_dataset("wdbc")
+    config = resolve_partition(config, dataset)
+    fp = config.feature_partition
+    addresses = [f"tcp://127.0.0.1:{7200 + p}" for p in range(fp.peers)]
+    topology_option = ["--topology", topology] if fp.kind == "hybrid" else []
+    result = run("split", "--data", "wdbc", "--partition", partition, *topology_option, "--out", tmp_path,
+                 "--keys-for", ",".join(addresses), *(["--secure-aggregation"] if secure else []))
+    assert result.exit_code == 0, result.output
+    assert "keys/, known-peers-<i>.json and peer-<i>.toml" in " ".join(result.output.split())
+    graph = Schedule(topology, fp.groups, seed=prepare_repeat(dataset, config, 0).graph_seed).graph(1)
+    for peer in range(fp.peers):
+        g, b = divmod(peer, fp.blocks)
+        members = [fp.peer(g, other) for other in range(fp.blocks) if other != b]
+        block_peers = [fp.peer(h, b) for h in sorted(graph.neighbors(g))] if fp.kind == "hybrid" else []
+        launched = vertical_node_command(peer, addresses, config, members=members, block_peers=block_peers,
+                                         workdir=tmp_path, ess=ess_for(config), timeout=10.0, first_round_timeout=60.0,
+                                         log_level="info")
+        given = node_command.make_context("node", launched[5:]).params
+        written = node_command.make_context("node", ["--config", str(tmp_path / f"peer-{peer}.toml")]).params
+        own = {"log_level", *(["ess"] if fp.kind == "vertical" else [])}  # a launch's log level; a vertical ESS
+        assert {key for key in given if given[key] != written[key]} == own
+        assert written["block"] == b and written["peers"] == tuple(addresses[q] for q in members)
+        assert written["data"] == str(tmp_path / f"node-{peer}.csv") and written["partition"] == partition
+        assert written["checkpoint"] == str(tmp_path / f"checkpoint-{peer}") and written["secret_key"]
+        assert written["secure_aggregation"] is secure
+        known = load_known_peers(tmp_path / f"known-peers-{peer}.json")
+        assert {addresses[q] for q in members + block_peers} <= set(known) and addresses[peer] not in known
+        if fp.kind == "hybrid":
+            assert written["ess"] == ess_for(config) and len(written["block_peers"]) == len(block_peers) > 0
+
+
+def test_split_refuses_a_topology_without_groups_and_secure_aggregation_of_two_peers(tmp_path):
+    keys = ["--keys-for", "tcp://127.0.0.1:7300,tcp://127.0.0.1:7301"]
+    one_line(run("split", "--data", "wdbc", "--partition", "vertical:2", "--topology", "ring", "--out", tmp_path, *keys),
+             2, "--topology is for a hybrid --partition (its graph over the groups)")
+    one_line(run("split", "--data", "wdbc", "--partition", "vertical:2", "--secure-aggregation", "--out", tmp_path,
+                 *keys), 2, "--secure-aggregation: not with --partition vertical:2 on real peers")
+
+
+def test_a_group_started_from_the_files_split_writes_equals_the_simulator(tmp_path):
+    """`crc node --config OUT/peer-<b>.toml` for each block (run from another directory: the paths are the file's),
+    over CURVE with the split's keys: the join of the blocks' models is the simulator's RC of the block model."""
+    out, rounds = tmp_path / "deploy", 8
+    with Peers(out, tmp_path) as peers:
+        result = run("split", "--data", "wdbc", "--partition", "vertical:2", "--out", out, "--keys-for",
+                     ",".join(peers.addresses))
+        assert result.exit_code == 0, result.output
+        for block in range(2):
+            peers.start_node(block, "--config", out / f"peer-{block}.toml", "--rounds", rounds, "--timeout", "1",
+                             "--first-round-timeout", "10")
+        assert {block: code for block, (code, _) in peers.errors().items()} == {0: 0, 1: 0}
+    ref = reference("wdbc", "nb", 2, rounds=rounds)
+    models = [load_model(out / f"model-{block}.json") for block in range(2)]
+    joined = ref.model.join([model.stats for model in models])
+    np.testing.assert_allclose(joined, ref.best, rtol=1e-9, atol=1e-9 * np.abs(ref.best).max())
+    assert [model.metrics["role"] for model in models] == ["label holder", "member"]
+    again = run("split", "--data", "wdbc", "--partition", "vertical:2", "--out", out, "--keys-for", ",".join(peers.addresses))
+    assert again.exit_code == 0 and "removed checkpoint-0, checkpoint-1: checkpoints of an earlier run" in again.stderr
+    assert not (out / "checkpoint-0").exists()  # new keys, a new run id: no member could resume from it
