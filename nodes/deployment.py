@@ -42,9 +42,13 @@ def instance_ids(count: int) -> list[str]:
     return [f"i{position:0{width}d}" for position in range(count)]
 
 
+LABEL_BLOCK = 0
+"""The block whose peer holds the labels in each group of a vertical or hybrid deployment: its label holder."""
+
+
 def write_vertical_deployment(dataset: Dataset, split: Split, directory, *, seed: int, drop_ids: float = 0.0) -> list[int]:
     """A vertical or hybrid partition's files: ``node-<p>.csv`` for peer p = g K + b, holding block b of group g's
-    instances (the ``id`` column and block b's feature columns, the label column in block 0's only; rows in an order
+    instances (the ``id`` column and block b's feature columns, the label column in ``LABEL_BLOCK``'s only; rows in an order
     of the peer's own, seeded, and without a random fraction ``drop_ids`` of them), ``blocks.json`` (every block's
     feature names), ``test.csv`` (all columns) and ``schema.json`` (the whole schema, standardized on the training
     set). Returns the number of instances every peer of a group holds, by group."""
@@ -69,7 +73,7 @@ def write_vertical_deployment(dataset: Dataset, split: Split, directory, *, seed
             order = np.random.default_rng([seed, SHUFFLE_STREAM, peer]).permutation(len(part))
             order = order[int(round(drop_ids * len(part))):]
             kept_everywhere &= np.isin(np.arange(len(part)), order)
-            wanted = [names[j] for j in block] + ([schema.label] if b == 0 else [])
+            wanted = [names[j] for j in block] + ([schema.label] if b == LABEL_BLOCK else [])
             table = {ID_COLUMN: group_ids[order].tolist(), **{name: [columns[name][i] for i in order] for name in wanted}}
             write_csv(node_file(directory, peer), table)
         held.append(int(kept_everywhere.sum()))

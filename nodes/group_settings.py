@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crc.core.feature_partition import FeaturePartition
-from crc.nodes.deployment import ID_COLUMN, blocks_file, node_file
+from crc.nodes.deployment import ID_COLUMN, LABEL_BLOCK, blocks_file, node_file
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.protocol import SimulationConfig
 from crc.topologies import Schedule
@@ -46,12 +46,14 @@ def group_peer_settings(peer: int, addresses: list[str], fp: FeaturePartition, *
     """Peer ``peer`` = g K + b's settings (at ``addresses[peer]``, the holder of block b of group g, whose group
     ``members`` and, hybrid, ``block_peers`` are peer numbers too), by ``crc node`` option key (its long name without
     the dashes): its files and keys in ``directory`` (Paths), its checkpoint ``checkpoint-<peer>`` and model file
-    ``model-<peer>.json`` beside them, the run id of the keys written there; ``ess`` left out if None (a vertical
+    ``model-<peer>.json`` beside them, the run id of the keys written there, the group's label holder (the peer of
+    ``LABEL_BLOCK``, whose PSI request alone a member answers); ``ess`` left out if None (a vertical
     group's peers then take m / lr of the aligned group); ``plaintext``: no keys (``insecure``)."""
     directory = Path(directory)
     settings = {"run-id": deployment_run_id(directory), "partition": fp.spec, "blocks": blocks_file(directory),
                 "block": peer % fp.blocks, "id-column": ID_COLUMN, "bind": addresses[peer],
-                "peers": [addresses[q] for q in members]}
+                "peers": [addresses[q] for q in members],
+                "label-holder": addresses[peer - peer % fp.blocks + LABEL_BLOCK]}
     if fp.kind == "hybrid":
         settings["block-peers"] = [addresses[q] for q in block_peers]
     if ess is not None:
