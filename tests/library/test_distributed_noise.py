@@ -68,6 +68,16 @@ def test_a_complete_graph_has_one_sum_and_a_chain_one_per_peer():
     assert chain.recipient_set.tolist() == [0, 1, 2, 3]
 
 
+def test_with_dropouts_tolerated_every_recipient_has_a_sum_of_its_own():
+    """Two recipients of one closed neighbourhood may unmask different members once dropouts are tolerated: their sums
+    cannot share shares, and each is a release of every member."""
+    complete = Neighbourhoods.of(averaging_matrix(complete_graph(6)), 1)
+    assert len(complete.members) == 6 and complete.recipient_set.tolist() == list(range(6))
+    assert np.array_equal(complete.sums_per_peer(6), np.full(6, 6))
+    chain = Neighbourhoods.of(averaging_matrix(chain_graph(4)), 2)
+    assert chain.sums_per_peer(4).tolist() == [2, 3, 3, 2]  # distinct neighbourhoods already had their own
+
+
 def test_shares_leave_the_full_noise_beyond_the_recipient_the_colluders_and_the_dropouts():
     v = share_variance(1000.0, members=5, colluders=1)
     assert (5 - 1 - 1) * v >= 1000.0**2 > (5 - 1 - 1) * (v - 1)
