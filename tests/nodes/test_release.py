@@ -143,6 +143,9 @@ def test_with_dropouts_tolerated_recipients_of_one_closed_neighbourhood_get_inde
                       noise_key=bytes(32))
     shares = release.shares(0)
     assert all(not np.array_equal(shares[a], shares[b]) for a in peers for b in peers if a < b)
+    resumed = Release(MODEL, privacy=privacy, attack=None, bind=peers[0], hoods={address: whole for address in peers},
+                      noise_key=bytes(32))  # restarted from its checkpoint: a round sent again carries the same shares
+    assert all(np.array_equal(resumed.shares(0)[address], shares[address]) for address in peers)
     units = privacy.sigma * 2.0**FIXED_POINT_BITS
     for recipient in peers:  # each of the planned variance, sized for |N| - 1 - 1 honest members
         ratio = np.sum(shares[recipient].astype(np.float64) ** 2) / share_variance(units, 4, 0, 1)
