@@ -148,6 +148,7 @@ def option_list(options: dict):
 @release_every_option()
 @click.option("--dp-sums-per-round", type=click.IntRange(min=1), default=None,
               help="With --dp-noise distributed: the most distinct closed-neighbourhood sums any peer is in each round "
+                   "(with --dp-dropouts above 0, every recipient's sum counts: the largest closed neighbourhood) "
                    "(the same on every peer; `crc launch` computes it from the graph); the noise is planned for "
                    "--rounds times it [default: this peer's own count, right on a graph where all peers have it].")
 @click.option("--loss-seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,

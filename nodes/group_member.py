@@ -5,7 +5,7 @@ Its label holder is the member named by ``--label-holder`` (``label_holder``): a
 refused (counted and logged) and answers nothing, so that no member can pose as the label holder and learn which of
 its guessed ids this peer holds. Without it, the label holder is the peer whose PSI request came first (a warning at
 start-up); a request from another peer then means two label holders. None within ``first_round_timeout_s`` means
-none (both stop the peer with one line). A wait for the weights that
+none (both stop the peer with one line), and so does a checkpoint whose label holder is not the one named. A wait for the weights that
 runs out sends the scores again (the label holder may have restarted from its checkpoint); ``down_after`` of them in
 a row stop the group.
 """
@@ -38,6 +38,10 @@ class GroupMember(VerticalPeer):
         self._scored: int | None = None
         """The pass whose scores this peer sent last."""
         super().__init__(model, block, data, settings, **options)
+        if self.holder is not None and label_holder is not None and self.holder != label_holder:
+            raise CRCError(f"{settings.checkpoint_dir}: the checkpoint's label holder {self.holder} answered this peer's "
+                           f"PSI, but --label-holder names {label_holder}: its weights would be taken from a peer not "
+                           "named (remove the checkpoint to align the group again, or name the label holder it holds)")
         if self.holder is not None:  # resumed
             self.liveness = self.new_liveness((self.holder,))
 

@@ -90,10 +90,10 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
                "--colluders", str(config.dp_colluders)] if config.secure_aggregation else [])]
 
 
-def sums_per_round(graph) -> int:
-    """The most distinct closed-neighbourhood sums any peer of ``graph`` (networkx) is in each round: distributed
-    noise's k, as the simulator's ``plan_distributed`` counts it."""
-    return int(Neighbourhoods.of(averaging_matrix(graph)).sums_per_peer(graph.number_of_nodes()).max())
+def sums_per_round(graph, dropouts: int = 0) -> int:
+    """The most closed-neighbourhood sums any peer of ``graph`` (networkx) is in each round under ``--dp-dropouts``
+    ``dropouts``: distributed noise's k, as the simulator's ``plan_distributed`` counts it."""
+    return int(Neighbourhoods.of(averaging_matrix(graph), dropouts).sums_per_peer(graph.number_of_nodes()).max())
 
 
 def _privacy_arguments(config: SimulationConfig, per_round: int | None) -> list[str]:
@@ -246,7 +246,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
                                    attack=config.attack if index in byzantine else None, plaintext=plaintext,
-                                   start_at=start_at, sums_per_round=sums_per_round(graph))
+                                   start_at=start_at, sums_per_round=sums_per_round(graph, config.dp_dropouts))
             with open(workdir / f"node-{index}.log", "wb") as log:
                 peers.start(command, log)
         peers.await_exits(started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout),

@@ -425,11 +425,13 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     if options.dp_noise == "local":
         return plan_exact(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip,
                           rounds=options.rounds, release_every=options.release_every)
-    hoods = set(masking.closed_neighbourhoods(options.bind, options.peers).values())
-    per_round = options.dp_sums_per_round or len(hoods)
-    if per_round < len(hoods):
-        raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {len(hoods)} distinct neighbourhood sums each "
-                       "round, so its guarantee needs at least that many")
+    by_recipient = masking.closed_neighbourhoods(options.bind, options.peers)
+    hoods = set(by_recipient.values())
+    sums = len(by_recipient) if options.dp_dropouts > 0 else len(hoods)  # ``crc.core.distributed_noise``: its own with d > 0
+    per_round = options.dp_sums_per_round or sums
+    if per_round < sums:
+        raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {sums} neighbourhood sums of independent shares "
+                       "each round, so its guarantee needs at least that many")
     return plan_shares(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, rounds=options.rounds,
                        sums_per_round=per_round, sizes=[len(hood) for hood in hoods], colluders=options.dp_colluders,
                        dropouts=options.dp_dropouts)

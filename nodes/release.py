@@ -15,7 +15,9 @@ With distributed noise (``crc.core.distributed_noise``) the peer adds no noise o
 round it draws one discrete Gaussian share (integer, fixed-point units) for every distinct closed neighbourhood it
 is a member of, and adds it to what it sends that neighbourhood's recipient (masked, ``crc.nodes.secure_aggregation``)
 and, as a recipient, to its own part of its own neighbourhood's sum. Recipients with the same closed neighbourhood
-get the same share, as in the simulator; a resumed peer sends a round again with the same shares."""
+get the same share, as in the simulator, unless dropouts are tolerated (``--dp-dropouts``): two of them could then
+unmask different members of the same shares, so each gets its own; a resumed peer sends a round again with the
+same shares."""
 
 from __future__ import annotations
 
@@ -53,9 +55,11 @@ class Release:
         if self.distributed:
             if hoods is None:
                 raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation)")
-            self._hoods = dict(hoods)
             units = privacy.sigma * 2.0**FIXED_POINT_BITS
-            self._variances = {hood: share_variance(units, len(hood), privacy.colluders, privacy.dropouts) for hood in set(hoods.values())}
+            # one draw per distinct closed neighbourhood; with dropouts one per recipient (crc.core.distributed_noise)
+            self._sums = {address: (hood, address if privacy.dropouts > 0 else "") for address, hood in hoods.items()}
+            self._variances = {key: share_variance(units, len(key[0]), privacy.colluders, privacy.dropouts)
+                               for key in set(self._sums.values())}
             self._shares: dict[int, dict[str, np.ndarray]] = {}
 
     @property
@@ -91,15 +95,15 @@ class Release:
 
     def shares(self, round_: int) -> dict[str, np.ndarray] | None:
         """Distributed noise: this peer's share (size,) int64 in fixed-point units for each recipient of its
-        statistics of ``round_``, one draw per distinct closed neighbourhood (the same on a second call, and for the
-        same noise key); None without distributed noise."""
+        statistics of ``round_``, one draw per distinct closed neighbourhood, or per recipient with dropouts (the same
+        on a second call, and for the same noise key); None without distributed noise."""
         if not self.distributed:
             return None
         if round_ not in self._shares:
             rng = self._keystream(round_)
-            drawn = {hood: discrete_gaussian_array(rng, variance, (self.model.size,))
-                     for hood, variance in sorted(self._variances.items(), key=lambda item: sorted(item[0]))}
-            self._shares = {round_: {address: drawn[hood] for address, hood in self._hoods.items()},
+            drawn = {key: discrete_gaussian_array(rng, variance, (self.model.size,))
+                     for key, variance in sorted(self._variances.items(), key=lambda item: (sorted(item[0][0]), item[0][1]))}
+            self._shares = {round_: {address: drawn[key] for address, key in self._sums.items()},
                             **{r: s for r, s in self._shares.items() if r == round_ - 1}}
         return self._shares[round_]
 

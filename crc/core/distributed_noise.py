@@ -26,6 +26,11 @@ members add one share for all of them; distinct neighbourhoods get independent s
 is released k_u times, k_u the number of distinct closed neighbourhoods holding u, and the accountant composes
 T max_u k_u releases (``crc.protocol.accountant``, ``zcdp``). On a tree k_u = degree + 1, and distributed noise
 buys nothing over local noise; on a complete graph k_u = 1 and every aggregate carries σ / n instead of σ / √n.
+Sharing holds only while every such recipient unmasks the same members: with dropouts tolerated (d > 0) two of
+them may unmask sets that differ, one left x out (x dropped on its link, or it claims so), and two sums of the
+same shares differ by x's statistics plus its one share, of variance σ² / (|N[w]| - 1 - t - d). So with d > 0
+every recipient's sum has shares of its own (``Neighbourhoods.of``), and k_u = |N[u]|: a complete graph then
+buys nothing over local noise either.
 
 Sensitivity. One release changes s_u by at most Δ (``crc.core.privacy``); rounding to fixed point adds at most
 ½ per coordinate to each of the two neighbouring values, so the integer sensitivity is Δ 2^F + √size.
@@ -78,12 +83,13 @@ def integer_sensitivity(sensitivity: float, size: int) -> float:
 
 @dataclass(frozen=True)
 class Neighbourhoods:
-    """The distinct closed neighbourhoods of a mixing.
+    """The closed-neighbourhood sums of a mixing: one per distinct closed neighbourhood, or, with dropouts
+    tolerated, one per recipient (``of``).
 
     Attributes
     ----------
     members : list of (k,) int arrays
-        Each distinct closed neighbourhood's peers.
+        Each sum's peers.
     recipient_set : (n,) int array
         The index in ``members`` of each peer's own closed neighbourhood.
     """
@@ -92,18 +98,23 @@ class Neighbourhoods:
     recipient_set: np.ndarray
 
     @classmethod
-    def of(cls, mixing) -> Neighbourhoods:
-        """From a closed-neighbourhood averaging matrix (n, n)."""
+    def of(cls, mixing, dropouts: int = 0) -> Neighbourhoods:
+        """From a closed-neighbourhood averaging matrix (n, n); with ``dropouts`` (``--dp-dropouts``) > 0 every
+        recipient's sum is its own, even where closed neighbourhoods coincide (module docstring)."""
         csr = sp.csr_array(mixing)
+        members: list[np.ndarray] = []
         index: dict[tuple[int, ...], int] = {}
         recipient_set = np.empty(csr.shape[0], dtype=np.int64)
         for w in range(csr.shape[0]):
             key = tuple(sorted(set(csr.indices[csr.indptr[w]:csr.indptr[w + 1]].tolist()) | {w}))
-            recipient_set[w] = index.setdefault(key, len(index))
-        return cls([np.array(key, dtype=np.int64) for key in index], recipient_set)
+            if dropouts > 0 or key not in index:
+                index[key] = len(members)
+                members.append(np.array(key, dtype=np.int64))
+            recipient_set[w] = index[key]
+        return cls(members, recipient_set)
 
     def sums_per_peer(self, n: int) -> np.ndarray:
-        """k_u (n,): how many distinct neighbourhood sums hold each peer each round."""
+        """k_u (n,): how many neighbourhood sums of independent shares hold each peer each round."""
         return np.bincount(np.concatenate(self.members), minlength=n)
 
     def smallest(self) -> int:

@@ -197,7 +197,7 @@ class SimulationConfig:
 
         if self.dp_noise == "distributed":
             return plan_distributed(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
-                                    neighbourhoods=Neighbourhoods.of(mixing), colluders=self.dp_colluders,
+                                    neighbourhoods=Neighbourhoods.of(mixing, self.dp_dropouts), colluders=self.dp_colluders,
                                     dropouts=self.dp_dropouts)
         return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
                     release_every=self.release_every)

@@ -73,8 +73,8 @@ def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | 
     distributed noise."""
     if privacy is None or privacy.noise != "distributed":
         return None
-    return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing)), privacy.sigma, privacy.colluders,
-                            np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM]), dropouts=privacy.dropouts)
+    return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing), privacy.dropouts), privacy.sigma,
+                            privacy.colluders, np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM]), dropouts=privacy.dropouts)
 
 
 def make_engine(rep: Repeat, config: SimulationConfig, network: Network,

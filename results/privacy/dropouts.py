@@ -2,8 +2,10 @@
 paper's algorithm with the classifier from the last aggregate, δ = 1e-5, 1,000 test instances, 10 repeats, no
 colluders, on the graphs where distributed noise reaches ε = 4 (degree.md). With ``--dp-dropouts d`` a sum is
 unmasked without up to d of its members, so every share is sized for |N| - 1 - d honest ones instead of |N| - 1: the
-sum of all members carries (|N| - 1) / (|N| - 1 - d) times the noise the accountant needs. The simulator's sums have
-every member, so this is the price paid in a run where nobody drops. Writes dropouts.json next to this file, one
+sum of all members carries (|N| - 1) / (|N| - 1 - d) times the noise the accountant needs. With d > 0 recipients of
+one closed neighbourhood no longer share its shares (they may unmask different members), so on the complete graph a
+peer is in 50 sums a round instead of 1 (``crc.core.distributed_noise``). The simulator's sums have every member, so
+this is the price paid in a run where nobody drops. Writes dropouts.json next to this file, one
 entry per finished cell (rerun to resume), and dropouts.md:
 
     python results/privacy/dropouts.py
@@ -60,7 +62,10 @@ def main() -> None:
         f"error stays within {WITHIN} of the graph's non-private run. Every member's share is sized for |N| - 1 - d "
         "honest ones, so in these runs, where nobody drops, each sum carries (|N| - 1) / (|N| - 1 - d) times the "
         "noise of d = 0: 6/5 and 6/4 on regular:6, 10/9 and 10/8 on regular:10, 49/48 and 49/47 on the complete "
-        "graph. Written by `python results/privacy/dropouts.py`.\n\n" + table(done) + "\n")
+        "graph. On the complete graph d > 0 changes the accounting too: the recipients, who shared one sum's shares with d = 0, "
+        "may then unmask different members (two sums of the same shares would differ by one member's statistics and "
+        "share), so each recipient's sum has shares of its own and a peer is released in 50 sums a round instead of "
+        "1. Written by `python results/privacy/dropouts.py`.\n\n" + table(done) + "\n")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.protocol import SimulationConfig, simulate
 from crc.protocol.accountant import epsilon_spent, plan_distributed
+from crc.protocol.neighbourhoods import fewest_survivors
 from crc.topologies import averaging_matrix, chain_graph, complete_graph, network_factory
 from support.tables import mixed_columns, prepared
 
@@ -66,6 +67,16 @@ def test_a_complete_graph_has_one_sum_and_a_chain_one_per_peer():
     assert [m.tolist() for m in chain.members] == [[0, 1], [0, 1, 2], [1, 2, 3], [2, 3]]
     assert chain.sums_per_peer(4).tolist() == [2, 3, 3, 2]
     assert chain.recipient_set.tolist() == [0, 1, 2, 3]
+
+
+def test_with_dropouts_tolerated_every_recipient_has_a_sum_of_its_own():
+    """Two recipients of one closed neighbourhood may unmask different members once dropouts are tolerated: their sums
+    cannot share shares, and each is a release of every member."""
+    complete = Neighbourhoods.of(averaging_matrix(complete_graph(6)), 1)
+    assert len(complete.members) == 6 and complete.recipient_set.tolist() == list(range(6))
+    assert np.array_equal(complete.sums_per_peer(6), np.full(6, 6))
+    chain = Neighbourhoods.of(averaging_matrix(chain_graph(4)), 2)
+    assert chain.sums_per_peer(4).tolist() == [2, 3, 3, 2]  # distinct neighbourhoods already had their own
 
 
 def test_shares_leave_the_full_noise_beyond_the_recipient_the_colluders_and_the_dropouts():
@@ -134,3 +145,24 @@ def test_exact_release_of_a_batch_is_each_row_released_in_turn_with_its_own_ess(
     np.testing.assert_array_equal(batch, rows)
     np.testing.assert_allclose(model.ess(batch), [50.0, 80.0], rtol=1e-12)
     assert not np.allclose(batch, stats)
+
+
+def test_every_request_set_a_member_answers_carries_the_full_noise_beyond_the_colluders_and_the_claimed_dropouts():
+    """The request rule (``fewest_survivors``) and the shares' size (``share_variance``) must agree: a deviating
+    recipient that claims d honest members dropped every round, its t colluders kept in the set, still unmasks
+    at least σ² of honest noise; one member fewer would be under σ², and that set is refused."""
+    sigma = 1000.0
+    for contributors in range(2, 13):
+        for colluders in range(contributors):
+            for dropouts in range(contributors):
+                members = contributors + 1  # the closed neighbourhood: the recipient and its contributors
+                if members - 1 - colluders - dropouts < 1:
+                    with pytest.raises(CRCError, match=f"at least {colluders + dropouts + 2} peers"):
+                        share_variance(sigma, members, colluders, dropouts)
+                    continue
+                v = share_variance(sigma, members, colluders, dropouts)
+                fewest = fewest_survivors(contributors, dropouts)
+                honest = fewest - colluders  # the smallest set answered, every colluder in it
+                assert honest * v >= sigma**2, (contributors, colluders, dropouts)
+                if fewest == contributors - dropouts:  # the rule, not the majority, binds: one fewer is short of σ²
+                    assert (honest - 1) * v < sigma**2 or honest - 1 < 1

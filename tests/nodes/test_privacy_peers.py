@@ -198,3 +198,27 @@ def test_a_launch_whose_distributed_noise_cannot_be_planned_stops_before_any_pee
     assert launched.exit_code != 0
     assert "at least 3 peers (the recipient, 1 colluder(s), 0 dropout(s) and one honest member)" in launched.output
     assert not list(tmp_path.glob("node-*.log"))
+
+
+def test_a_real_peer_tolerating_dropouts_plans_for_every_recipients_sum_of_its_statistics():
+    """A peer of a complete graph of four is in one distinct closed neighbourhood; with ``--dp-dropouts 1`` each of
+    the four recipients' sums has its own shares (``crc.nodes.release``) and is a release: k = 4, and a smaller
+    ``--dp-sums-per-round`` is refused."""
+    from crc.core.acceleration import acceleration_of, resolve
+    from crc.nodes.node import NodeOptions, _privacy
+    from crc.nodes.settings import SecureAggregationKeys
+
+    peers = [f"tcp://127.0.0.1:{7000 + i}" for i in range(4)]
+    model = make_model("nb", SCHEMA)
+    chosen = resolve({"algorithm": "paper", "classifier": "aggregate", "dp_epsilon": 4.0})
+    masking = SecureAggregationKeys("", {u: {w: "" for w in peers if w != u} for u in peers[1:]})
+
+    def plan(**options):
+        node = NodeOptions(bind=peers[0], data="", schema="", out="", peers=tuple(peers[1:]), rounds=8, dp_epsilon=4.0,
+                           dp_noise="distributed", **options)
+        return _privacy(model, node, chosen["iters"], acceleration_of(chosen), masking)
+
+    assert plan().sums_per_round == 1
+    assert plan(dp_dropouts=1).sums_per_round == 4
+    with pytest.raises(CRCError, match="is in 4 neighbourhood sums"):
+        plan(dp_dropouts=1, dp_sums_per_round=3)

@@ -128,3 +128,25 @@ def test_recipients_of_one_closed_neighbourhood_get_one_share():
                       hoods={address: whole for address in peers}, noise_key=bytes(32))
     shares = release.shares(0)
     assert shares[peers[1]] is shares[peers[0]] and shares[peers[2]] is shares[peers[0]]
+
+
+def test_with_dropouts_tolerated_recipients_of_one_closed_neighbourhood_get_independent_shares():
+    """With ``--dp-dropouts 1`` on a complete graph of four, a recipient may unmask {b, c, d} and another {a, c} (d
+    dropped on its link, or it claims so): with one share for both, the difference of their sums would be d's
+    statistics plus its one share, of variance sigma^2 / 2. Each recipient's share is its own draw instead."""
+    peers = [f"tcp://127.0.0.1:{7000 + i}" for i in range(4)]
+    whole = frozenset(peers)
+    privacy = plan_distributed(MODEL, epsilon=4.0, delta=1e-5, clip=1.0, rounds=4, colluders=0, dropouts=1,
+                               neighbourhoods=Neighbourhoods.of(np.full((4, 4), 1 / 4), 1))
+    assert privacy.sums_per_round == 4  # every recipient's sum holds this peer and is accounted
+    release = Release(MODEL, privacy=privacy, attack=None, bind=peers[0], hoods={address: whole for address in peers},
+                      noise_key=bytes(32))
+    shares = release.shares(0)
+    assert all(not np.array_equal(shares[a], shares[b]) for a in peers for b in peers if a < b)
+    resumed = Release(MODEL, privacy=privacy, attack=None, bind=peers[0], hoods={address: whole for address in peers},
+                      noise_key=bytes(32))  # restarted from its checkpoint: a round sent again carries the same shares
+    assert all(np.array_equal(resumed.shares(0)[address], shares[address]) for address in peers)
+    units = privacy.sigma * 2.0**FIXED_POINT_BITS
+    for recipient in peers:  # each of the planned variance, sized for |N| - 1 - 1 honest members
+        ratio = np.sum(shares[recipient].astype(np.float64) ** 2) / share_variance(units, 4, 0, 1)
+        assert chi2.ppf(1e-9, MODEL.size) < ratio < chi2.ppf(1 - 1e-9, MODEL.size)

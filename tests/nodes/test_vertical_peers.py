@@ -461,3 +461,19 @@ def test_a_member_that_sends_plain_scores_to_a_secure_group_is_rejected_and_the_
 def test_secure_aggregation_of_one_members_scores_is_refused():
     with pytest.raises(CRCError, match="two members or more"):
         group(reference("wdbc", "nb", 2, rounds=2), clock=FakeClock(), secure=True)
+
+
+def test_a_member_resumed_from_a_checkpoint_of_another_label_holder_than_its_label_holder_stops_in_one_line(
+        wdbc3, tmp_path):
+    """A member whose checkpoint holds one label holder, restarted with --label-holder naming another, stops naming
+    both (before, it went on taking the checkpoint's peer's weights: a member that took a poser's request first-come
+    and was then given --label-holder kept answering the poser). The one it holds, named, resumes."""
+    holder, poser, _ = addresses(3)
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, tmp_path, clock=clock), clock)
+    bus.start()
+    bus.run(until=lambda: bus.peers[addresses(3)[2]].pass_ == 2)
+    member = make_peer(wdbc3, 2, wdbc3.block_data(2), tmp_path, clock=clock, label_holder=holder)
+    assert member.resumed and member.holder == holder  # the checkpoint's label holder is the one named: it goes on
+    with pytest.raises(CRCError, match=f"label holder {holder}.*--label-holder names {poser}"):
+        make_peer(wdbc3, 2, wdbc3.block_data(2), tmp_path, clock=clock, label_holder=poser)
