@@ -14,7 +14,7 @@ one entry per finished cell (rerun to resume), and degree.md:
 import math
 from pathlib import Path
 
-from levers import SETTING, WITHIN, fill, first_within
+from levers import SETTING, WITHIN, fill, first_within, grid_lines
 
 from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
@@ -42,14 +42,12 @@ def cell(row: dict, epsilon: float | None) -> float:
 
 def table(done: dict) -> str:
     today = done[key(ROWS[0], None)]
-    lines = ["| graph | noise | " + " | ".join("∞" if e is None else f"ε = {e:g}" for e in EPSILONS)
-             + f" | ε within {WITHIN} of its ∞ | of the tree's ∞ |", "|---" * (len(EPSILONS) + 4) + "|"]
+    rows = []
     for row in ROWS:
         errors = [done[key(row, e)] for e in EPSILONS]
-        lines.append(f"| {row['topology']} | {row['noise']} | " + " | ".join(f"{e:.3f}" for e in errors)
-                     + f" | {first_within(errors[1:], errors[0], EPSILONS[1:])} | "
-                     f"{first_within(errors[1:], today, EPSILONS[1:])} |")
-    return "\n".join(lines)
+        rows.append(([row["topology"], row["noise"]], errors, [first_within(errors[1:], errors[0], EPSILONS[1:]),
+                                                                first_within(errors[1:], today, EPSILONS[1:])]))
+    return grid_lines(["graph", "noise"], EPSILONS, [f"ε within {WITHIN} of its ∞", "of the tree's ∞"], rows)
 
 
 def main() -> None:

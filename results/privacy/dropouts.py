@@ -14,7 +14,7 @@ entry per finished cell (rerun to resume), and dropouts.md:
 import math
 from pathlib import Path
 
-from levers import SETTING, WITHIN, fill, first_within
+from levers import SETTING, WITHIN, fill, first_within, grid_lines
 
 from crc.protocol import SimulationConfig, simulate
 from crc.topologies import network_factory
@@ -43,13 +43,11 @@ def cell(row: dict, epsilon: float | None) -> float:
 
 
 def table(done: dict) -> str:
-    lines = ["| graph | --dp-dropouts | " + " | ".join("∞" if e is None else f"ε = {e:g}" for e in EPSILONS)
-             + f" | ε within {WITHIN} of ∞ |", "|---" * (len(EPSILONS) + 3) + "|"]
+    rows = []
     for row in ROWS:
         errors = [done[key(row, e)] for e in EPSILONS]
-        lines.append(f"| {row['topology']} | {row['dropouts']} | " + " | ".join(f"{e:.3f}" for e in errors)
-                     + f" | {first_within(errors[1:], errors[0], EPSILONS[1:])} |")
-    return "\n".join(lines)
+        rows.append(([row["topology"], str(row["dropouts"])], errors, [first_within(errors[1:], errors[0], EPSILONS[1:])]))
+    return grid_lines(["graph", "--dp-dropouts"], EPSILONS, [f"ε within {WITHIN} of ∞"], rows)
 
 
 def main() -> None:

@@ -80,6 +80,16 @@ def fill(out: Path, rows, epsilons, key, cell) -> dict:
     return done
 
 
+def grid_lines(leading: list[str], epsilons, trailing: list[str], rows) -> str:
+    """A Markdown table: the ``leading`` columns, one per ε of ``epsilons`` (∞ for None) and the ``trailing`` ones,
+    then one line per (leading cells, errors by ε (None: not run), trailing cells) of ``rows``."""
+    header = [*leading, *("∞" if e is None else f"ε = {e:g}" for e in epsilons), *trailing]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for first, errors, last in rows:
+        lines.append("| " + " | ".join([*first, *("–" if e is None else f"{e:.3f}" for e in errors), *last]) + " |")
+    return "\n".join(lines)
+
+
 def first_within(errors: list[float | None], reference: float, epsilons: tuple = EPSILONS[1:]) -> str:
     """The smallest ε of the grid whose error (``errors``, one per private ε of ``epsilons``, None: not run) is within
     WITHIN of ``reference``, from which on every larger ε's is."""

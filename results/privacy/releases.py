@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from levers import SETTING, WITHIN, fill, first_within
+from levers import SETTING, WITHIN, fill, first_within, grid_lines
 
 from crc.core.engine import CRCEngine
 from crc.protocol import SimulationConfig
@@ -85,15 +85,13 @@ def key(row: dict, epsilon: float | None) -> str:
 def table(done: dict, score: str) -> str:
     """Rows of ROWS by ε, and the ε each reaches against today's non-private run (ROWS[0] at ∞)."""
     today = done[key(ROWS[0], None)][score]
-    lines = ["| graph | k | momentum | steps j | releases | " + " | ".join(
-        "∞" if e is None else f"ε = {e:g}" for e in EPSILONS) + f" | ε within {WITHIN} of {today:.3f} |",
-             "|---" * (len(EPSILONS) + 6) + "|"]
+    rows = []
     for row in ROWS:
         errors = [done.get(key(row, e), {}).get(score) for e in EPSILONS]
-        lines.append(f"| {row['topology']} | {row['release_every']} | {row['momentum']:g} | {row['steps']} | "
-                     f"{-(-64 // row['release_every'])} | " + " | ".join("–" if x is None else f"{x:.3f}" for x in errors)
-                     + f" | {first_within(errors[1:], today, EPSILONS[1:])} |")
-    return "\n".join(lines)
+        rows.append(([row["topology"], str(row["release_every"]), f"{row['momentum']:g}", str(row["steps"]),
+                      str(-(-64 // row["release_every"]))], errors, [first_within(errors[1:], today, EPSILONS[1:])]))
+    return grid_lines(["graph", "k", "momentum", "steps j", "releases"], EPSILONS, [f"ε within {WITHIN} of {today:.3f}"],
+                      rows)
 
 
 def main() -> None:
