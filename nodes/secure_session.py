@@ -15,7 +15,8 @@ least two neighbours) it then, after gathering the round's masked statistics:
 
 A member of S that refuses declines (``take_decline``): the wait for that stage ends at once (``settled``), as at its
 timeout, the round given up before the confirmations, unmasked from the others' reveals after them. A neighbour's
-declines are logged once while they last (a warning, then at debug level until it agrees again).
+declines are logged once while they last (a warning, then at debug level until it agrees again), for its first
+``LOGGED_DECLINE_SPELLS`` spells; later spells at debug level only.
 
 As a contributor it agrees to a request (``answer``) and reveals on the confirmation (``answer_confirmation``)
 only if every other member of the set vouched for the same set and membership; a confirmation that does not show
@@ -30,6 +31,7 @@ bounded.
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable, Mapping
 
@@ -40,6 +42,10 @@ from crc.nodes.metrics import Metrics
 from crc.nodes.secure_aggregation import Deviation, Refused, SecureNeighbourhoods
 from crc.nodes.settings import SecureAggregationKeys
 from crc.nodes.wire import Agree, Confirm, Decline, Masked, Rejected, Reveal, Unmask
+
+LOGGED_DECLINE_SPELLS = 3
+"""Spells of declines (declines until the member agrees again) logged as a warning per neighbour; later ones at debug
+level, so that a member that declines every other round cannot grow the log by two lines a round."""
 
 
 class SecureAggregationSession:
@@ -61,6 +67,7 @@ class SecureAggregationSession:
         self._reveals: dict[str, Reveal] = {}
         self._declines: dict[str, str] = {}  # member -> the reason code of its decline of the open unmasking
         self._declining: set[str] = set()  # neighbours whose declines are logged already (until they agree again)
+        self._decline_spells: collections.Counter = collections.Counter()  # neighbour -> its spells of declines so far
         self._final_asked: set[str] = set()  # neighbours whose last round's unmasking this peer has answered to the end
         self._refused_senders: set[str] = set()  # neighbours whose requests were refused (logged once each)
         self._deviating_senders: set[str] = set()  # neighbours caught deviating (logged as an error once each)
@@ -158,7 +165,9 @@ class SecureAggregationSession:
         self._agreements[agreement.sender] = agreement
         if agreement.sender in self._declining:
             self._declining.discard(agreement.sender)
-            self.log.info("%s agrees to this peer's unmasking requests again (round %d)", agreement.sender, agreement.round)
+            if self._decline_spells[agreement.sender] <= LOGGED_DECLINE_SPELLS:
+                self.log.info("%s agrees to this peer's unmasking requests again (round %d)", agreement.sender,
+                              agreement.round)
 
     def take_decline(self, decline: Decline) -> None:
         """A member's decline of the open unmasking: it will not answer this stage (logged as a warning the first time
@@ -168,10 +177,16 @@ class SecureAggregationSession:
             raise Rejected("stale", f"a decline of {decline.recipient}'s unmasking, not this peer's", decline.sender)
         self._check_awaited(decline, "a decline", self._reveals if self._confirmed else self._agreements)
         self._declines[decline.sender] = decline.reason
-        level = logging.DEBUG if decline.sender in self._declining else logging.WARNING
-        self.log.log(level, "%s declined this peer's unmasking of round %d (reason: %s; its log says more)%s",
-                     decline.sender, decline.round, decline.reason,
-                     "" if decline.sender in self._declining else " (logged again once it agrees again)")
+        spell_begins = decline.sender not in self._declining
+        if spell_begins:
+            self._decline_spells[decline.sender] += 1
+        spells = self._decline_spells[decline.sender]
+        logged = spell_begins and spells <= LOGGED_DECLINE_SPELLS
+        note = (" (logged again once it agrees again)" if spells < LOGGED_DECLINE_SPELLS else
+                " (its later declines are logged at debug level only)")
+        self.log.log(logging.WARNING if logged else logging.DEBUG,
+                     "%s declined this peer's unmasking of round %d (reason: %s; its log says more)%s",
+                     decline.sender, decline.round, decline.reason, note if logged else "")
         self._declining.add(decline.sender)
 
     def confirm(self) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ import pytest
 from crc.core.models import make_model
 from crc.nodes.keys import new_key_pair
 from crc.nodes.metrics import Metrics
-from crc.nodes.secure_session import SecureAggregationSession
+from crc.nodes.secure_session import LOGGED_DECLINE_SPELLS, SecureAggregationSession
 from crc.nodes.settings import SecureAggregationKeys
 from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
 from support.tables import mixed_columns, prepared
@@ -321,3 +321,21 @@ def test_a_neighbours_declines_are_logged_once_while_they_last(sessions, caplog)
     assert [level for level, _ in records] == [logging.WARNING, logging.DEBUG, logging.INFO, logging.WARNING]
     assert "declined" in records[0][1] and "resumed" in records[0][1] and a in records[0][1]
     assert "again" in records[2][1] and "changed" in records[3][1]
+
+
+def test_a_neighbour_that_declines_every_other_round_logs_a_bounded_number_of_lines(sessions, caplog):
+    """Declining and agreeing in turn began a new spell of declines each time, two log lines (a warning and 'agrees
+    again') every two rounds for the whole run; after LOGGED_DECLINE_SPELLS spells the rest goes to debug level."""
+    a = CONTRIBUTORS[0]
+    recipient = sessions[RECIPIENT]
+    received = masked_for_recipient(sessions, 0)
+    with caplog.at_level(logging.INFO, logger="test.session"):
+        for round_ in range(40):
+            recipient.open(received, round_)
+            if round_ % 2:
+                recipient.take_agreement(Agree(a, round_, {}))
+            else:
+                recipient.take_decline(Decline(a, round_, RECIPIENT, "changed"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(caplog.records) == 2 * LOGGED_DECLINE_SPELLS and len(warnings) == LOGGED_DECLINE_SPELLS
+    assert "debug level only" in warnings[-1]
