@@ -92,7 +92,7 @@ class SecureAggregationSession:
         try:
             reply = self.neighbourhoods.agree_frame(request)
         except Refused as refusal:
-            return self._decline(request.sender, request.round, refusal)
+            return self._decline(request.sender, request.round, refusal, "unmasking request")
         if reply is None and request.round == self.rounds - 1:  # a notice: nothing more will be asked for that round
             self._final_asked.add(request.sender)
         return reply
@@ -106,11 +106,11 @@ class SecureAggregationSession:
         try:
             return self.neighbourhoods.reveal_frame(confirmation)
         except Refused as refusal:
-            return self._decline(confirmation.sender, confirmation.round, refusal)
+            return self._decline(confirmation.sender, confirmation.round, refusal, "confirmation")
 
-    def _decline(self, sender: str, round_: int, refusal: Refused) -> bytes:
-        """Count and log ``refusal`` of ``sender``'s request or confirmation for ``round_``; the decline to send it
-        (after it, nothing more is asked of this peer for that round)."""
+    def _decline(self, sender: str, round_: int, refusal: Refused, what: str) -> bytes:
+        """Count and log ``refusal`` of ``sender``'s ``what`` (its unmasking request or confirmation) for ``round_``;
+        the decline to send it (after it, nothing more is asked of this peer for that round)."""
         if round_ == self.rounds - 1:
             self._final_asked.add(sender)
         self.metrics.reveals_refused += 1
@@ -123,7 +123,7 @@ class SecureAggregationSession:
             self.log.log(level, "deviation detected in %s's unmasking of round %d: %s; nothing revealed", sender, round_,
                          refusal)
         else:
-            self.log.log(level, "refused %s's unmasking request for round %d: %s", sender, round_, refusal)
+            self.log.log(level, "refused %s's %s for round %d: %s", sender, what, round_, refusal)
         return self.neighbourhoods.decline_frame(sender, round_, refusal)
 
     def final_answered(self) -> bool:
