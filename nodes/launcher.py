@@ -34,7 +34,7 @@ from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
-from crc.protocol.neighbourhoods import secure_aggregation_summary
+from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
 from crc.protocol.rules import check_secure_aggregation
@@ -235,6 +235,8 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         write_deployment(dataset, rep.split, workdir)
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
         config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
+        if config.secure_aggregation:  # as in the simulator: here, not in every peer's log
+            check_graph_protectable(averaging_matrix(graph), config.dp_colluders)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options

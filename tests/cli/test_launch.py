@@ -129,3 +129,14 @@ def test_a_failed_launch_keeps_the_temporary_directory_its_error_names(monkeypat
     assert (seen["directory"] / "node-0.log").exists()
     (seen["directory"] / "node-0.log").unlink()
     seen["directory"].rmdir()
+
+
+def test_a_graph_too_sparse_for_the_colluders_is_one_line_before_any_peer_starts(tmp_path):
+    """It was 'no peer finished; see the logs in ...', each peer's log holding the reason."""
+    result = run("launch", *SMALL, "--topology", "chain", "--secure-aggregation", "--colluders", "1",
+                 "--workdir", tmp_path / "work")
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines()[-1] == ("Error: --colluders 1: a peer with 2 neighbours can never have their sum "
+                                              "unmasked, which needs at least 3 (two honest members in every sum); use "
+                                              "a denser --topology or fewer --colluders")
+    assert not list((tmp_path / "work").glob("node-*.log"))
