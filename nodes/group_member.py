@@ -5,7 +5,8 @@ Its label holder is the member named by ``--label-holder`` (``label_holder``): a
 refused (counted and logged) and answers nothing, so that no member can pose as the label holder and learn which of
 its guessed ids this peer holds. Without it, the label holder is the peer whose PSI request came first (a warning at
 start-up); a request from another peer then means two label holders. None within ``first_round_timeout_s`` means
-none (both stop the peer with one line), and so does a checkpoint whose label holder is not the one named. A wait for the weights that
+none (both stop the peer with one line, which names the peers whose request it refused: a wrong --label-holder), and
+so does a checkpoint whose label holder is not the one named. A wait for the weights that
 runs out sends the scores again (the label holder may have restarted from its checkpoint); ``down_after`` of them in
 a row stop the group.
 """
@@ -37,6 +38,8 @@ class GroupMember(VerticalPeer):
         """The label holder's address, once its PSI request came."""
         self._scored: int | None = None
         """The pass whose scores this peer sent last."""
+        self.refused: set[str] = set()
+        """Peers whose PSI request this peer refused: not the one ``--label-holder`` names."""
         super().__init__(model, block, data, settings, **options)
         if self.holder is not None and label_holder is not None and self.holder != label_holder:
             raise CRCError(f"{settings.checkpoint_dir}: the checkpoint's label holder {self.holder} answered this peer's "
@@ -64,6 +67,11 @@ class GroupMember(VerticalPeer):
                        message.sender)
 
     def expire_group(self) -> Outgoing:
+        if self.holder is None and self.refused:
+            raise CRCError(f"no PSI request from {self.named_holder}, the label holder --label-holder names, within "
+                           f"{self.settings.first_round_timeout_s:g} s; this peer refused the request of "
+                           f"{', '.join(sorted(self.refused))} (--label-holder must be the address of the member whose "
+                           f"--data has the label column {self.model.schema.label!r})")
         if self.holder is None:
             raise CRCError(f"no label holder: no peer of the group sent a PSI request within "
                            f"{self.settings.first_round_timeout_s:g} s (exactly one member's --data must have the label "
@@ -85,6 +93,7 @@ class GroupMember(VerticalPeer):
 
     def _on_request(self, message: PSIRequest) -> Outgoing:
         if self.named_holder is not None and message.sender != self.named_holder:
+            self.refused.add(message.sender)
             raise Rejected("sender", f"a PSI request from {message.sender}, but --label-holder names "
                                      f"{self.named_holder}: only the label holder's request is answered", message.sender)
         if self.holder is not None and message.sender != self.holder:

@@ -477,3 +477,17 @@ def test_a_member_resumed_from_a_checkpoint_of_another_label_holder_than_its_lab
     assert member.resumed and member.holder == holder  # the checkpoint's label holder is the one named: it goes on
     with pytest.raises(CRCError, match=f"label holder {holder}.*--label-holder names {poser}"):
         make_peer(wdbc3, 2, wdbc3.block_data(2), tmp_path, clock=clock, label_holder=poser)
+
+
+def test_a_member_given_the_wrong_label_holder_stops_naming_the_request_it_refused(wdbc3):
+    """Block 2's peer is told that block 1's peer (a member without labels) is the label holder: it refuses block 0's
+    request and, at the first round's timeout, says so (it was 'no peer of the group sent a PSI request')."""
+    holder, other, member = addresses(3)
+    clock = FakeClock()
+    peers = group(wdbc3, clock=clock, label_holder=holder)
+    peers[member] = make_peer(wdbc3, 2, wdbc3.block_data(2), clock=clock, label_holder=other)
+    bus = Bus(peers, clock)
+    bus.start()
+    bus.run()
+    assert str(bus.errors[member]).startswith(f"no PSI request from {other}, the label holder --label-holder names, "
+                                              f"within 5 s; this peer refused the request of {holder} ")
