@@ -135,7 +135,7 @@ def share_variance(sigma_units: float, members: int, colluders: int, dropouts: i
     if honest < 1:
         raise CRCError(f"distributed noise needs every closed neighbourhood to have at least {colluders + dropouts + 2} "
                        f"peers (the recipient, {colluders} colluder(s), {dropouts} dropout(s) and one honest member), "
-                       f"got one of {members}")
+                       f"got one of {members}: use a denser --topology, or fewer --colluders or --dp-dropouts")
     return grid_variance(sigma_units, honest)
 
 

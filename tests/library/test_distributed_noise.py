@@ -86,7 +86,8 @@ def test_shares_leave_the_full_noise_beyond_the_recipient_the_colluders_and_the_
     assert (5 - 1 - 1 - 2) * v >= 1000.0**2 > (5 - 1 - 1 - 2) * (v - 1)
     with pytest.raises(CRCError, match="at least 3 peers"):
         share_variance(1000.0, members=2, colluders=1)
-    with pytest.raises(CRCError, match="at least 5 peers"):
+    with pytest.raises(CRCError, match="at least 5 peers .*got one of 4: use a denser --topology, or fewer --colluders "
+                                       "or --dp-dropouts$"):
         share_variance(1000.0, members=4, colluders=1, dropouts=2)
 
 
