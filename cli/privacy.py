@@ -60,7 +60,8 @@ def distributed_noise_options() -> dict:
             help="With --dp-noise distributed: members a neighbourhood sum may go without (dead, or their statistics "
                  "late) and still be unmasked; the shares are sized so that the others' still add up to the full "
                  "noise beyond the colluders, so every share is larger. With 0 a member missing costs its "
-                 "neighbourhood the round (and, if it stays dead, every later one)."),
+                 "neighbourhood the round (and, if it stays dead, every later one). A request still names a "
+                 "majority of a peer's neighbours and two at least, so a ring's sums can go without none (refused)."),
     }
 
 

@@ -236,7 +236,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
         config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
         if config.secure_aggregation:  # as in the simulator: here, not in every peer's log
-            check_graph_protectable(averaging_matrix(graph), config.dp_colluders)
+            check_graph_protectable(averaging_matrix(graph), config.dp_colluders, config.dp_dropouts)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options

@@ -44,13 +44,21 @@ def check_protectable(contributors: int, colluders: int) -> None:
                        "denser --topology or fewer --colluders")
 
 
-def check_graph_protectable(mixing, colluders: int) -> None:
+def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
     """``check_protectable`` for every recipient of a closed-neighbourhood averaging matrix (n, n) with two or more
-    neighbours."""
+    neighbours; with ``dropouts`` d (``--dp-dropouts``), a CRCError unless some recipient's sum may go without d
+    members (a request names ``fewest_survivors`` of them): else the shares, sized for d, would only add noise."""
     degrees = np.diff(sp.csr_array(mixing).indptr) - 1
     protected = degrees[degrees >= 2]
     if colluders and protected.size:
         check_protectable(int(protected.min()), colluders)
+    usable = max((k - fewest_survivors(k, colluders=colluders) for k in set(protected.tolist())), default=0)
+    if dropouts > usable:
+        fewer = f"--dp-dropouts {usable} or fewer" if usable else "no --dp-dropouts"
+        raise CRCError(f"--dp-dropouts {dropouts}: no sum on this graph may go without more than {usable} member(s) "
+                       f"(a request names more than (neighbours + --colluders) / 2 of a peer's neighbours, and at "
+                       f"least {colluders + 2}), so larger shares would only add noise; use a denser --topology or "
+                       f"{fewer}")
 
 
 def secure_aggregation_summary(mixing) -> dict:

@@ -89,7 +89,7 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
     if config.secure_aggregation:
-        check_graph_protectable(first_graph(mixing), config.dp_colluders)
+        check_graph_protectable(first_graph(mixing), config.dp_colluders, config.dp_dropouts)
     messages = byzantine_for(rep, config)[1]
     delivered, last_heard = mixing, False
     if config.loss > 0:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -14,7 +15,7 @@ from crc.core.errors import CRCError
 from crc.core.models import make_model
 from crc.protocol import SimulationConfig, simulate
 from crc.protocol.accountant import epsilon_spent, plan_distributed
-from crc.protocol.neighbourhoods import fewest_survivors
+from crc.protocol.neighbourhoods import check_graph_protectable, fewest_survivors
 from crc.topologies import averaging_matrix, chain_graph, complete_graph, network_factory
 from support.tables import mixed_columns, prepared
 
@@ -167,3 +168,26 @@ def test_every_request_set_a_member_answers_carries_the_full_noise_beyond_the_co
                 assert honest * v >= sigma**2, (contributors, colluders, dropouts)
                 if fewest == contributors - dropouts:  # the rule, not the majority, binds: one fewer is short of σ²
                     assert (honest - 1) * v < sigma**2 or honest - 1 < 1
+
+
+
+@pytest.mark.parametrize("graph, dropouts, colluders, usable", [(nx.cycle_graph(6), 1, 0, 0),
+                                                                (nx.random_regular_graph(3, 6, seed=1), 2, 0, 1),
+                                                                (nx.random_regular_graph(4, 6, seed=1), 2, 1, 1)],
+                         ids=["ring", "regular:3", "regular:4 with a colluder"])
+def test_dropouts_that_no_sum_of_the_graph_may_go_without_are_one_line(graph, dropouts, colluders, usable):
+    """A request names a majority of a recipient's neighbours and at least two, so on a ring (two neighbours) a sum
+    can never go without one: --dp-dropouts 1 there sized every share for one honest member instead of two (twice
+    the noise) and bought no dropout tolerance. As many as some sum may go without are accepted."""
+    with pytest.raises(CRCError, match=rf"^--dp-dropouts {dropouts}: no sum on this graph may go without more than "
+                                       rf"{usable} member\(s\)"):
+        check_graph_protectable(averaging_matrix(graph), colluders, dropouts)
+    check_graph_protectable(averaging_matrix(graph), colluders, usable)
+
+
+def test_the_simulator_refuses_dropouts_no_sum_may_go_without():
+    config = SimulationConfig.from_settings(data="wdbc", nodes=6, rounds=1, topology="ring", classifier="aggregate",
+                                            secure_aggregation=True, dp_epsilon=4.0, dp_noise="distributed",
+                                            dp_dropouts=1)
+    with pytest.raises(CRCError, match="^--dp-dropouts 1: no sum on this graph"):
+        simulate(config, network_factory("ring", math.inf))
