@@ -258,6 +258,14 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
         if alone:
             log.warning("secure aggregation: this peer's statistics go as they are to %s, whose only neighbour it is "
                         "(the sum of one term is the term)", ", ".join(alone))
+        own = peer.session.neighbourhoods.own
+        if privacy is not None and privacy.dropouts and own is not None:
+            usable = len(own.contributors) - own.fewest
+            if privacy.dropouts > usable:
+                log.warning("--dp-dropouts %d: a request for this peer's sum names %d of its %d neighbours, so the sum "
+                            "can go without %d at most; the shares sized for %d only add noise here (crc simulate and "
+                            "crc launch refuse such a graph)", privacy.dropouts, own.fewest, len(own.contributors),
+                            usable, privacy.dropouts)
     return Node(options, shared, structure, peer, keys, privacy)
 
 

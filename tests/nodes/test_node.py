@@ -240,3 +240,21 @@ def test_via_routes_a_neighbour_to_another_address_and_refuses_strangers():
             routes((wrong,), peers)
     with pytest.raises(CRCError, match="twice"):
         routes(("tcp://127.0.0.1:7001=tcp://127.0.0.1:9001", "tcp://127.0.0.1:7001=tcp://127.0.0.1:9002"), peers)
+
+
+@pytest.mark.parametrize("dropouts, warned", [(0, False), (1, True)])
+def test_a_peer_whose_own_sum_cannot_go_without_a_member_warns_that_dp_dropouts_only_adds_noise(
+        tmp_path, deployment, caplog, dropouts, warned):
+    """A triangle: a request for a peer's sum names both of its neighbours (a majority, at least two), so
+    --dp-dropouts 1 sizes every share for one honest member instead of two and no sum can go without one. A real
+    peer sees only its own neighbourhoods: it warns (crc simulate and crc launch refuse the graph)."""
+    bind, first, second = (f"tcp://127.0.0.1:{port}" for port in free_ports(3))
+    write_peer_keys(tmp_path, [bind, first, second], [[1, 2], [0, 2], [0, 1]])
+    given = options(deployment, plaintext=False, secure_aggregation=True, run="trial-4", bind=bind, peers=(first, second),
+                    checkpoint=str(tmp_path / "checkpoint"), neighbourhoods=str(tmp_path / "neighbourhoods-0.json"),
+                    secret_key=str(tmp_path / "keys" / "node-0.key_secret"),
+                    known_peers=str(tmp_path / "known-peers-0.json"), algorithm="paper", classifier="aggregate",
+                    dp_epsilon=4.0, dp_noise="distributed", dp_dropouts=dropouts)
+    with caplog.at_level(logging.INFO, logger=LOG.name):
+        prepare(given, LOG)
+    assert ("--dp-dropouts 1: a request for this peer's sum names 2 of its 2 neighbours" in caplog.text) == warned
