@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from crc.core.acceleration import Acceleration, acceleration_of, describe, resolve
 from crc.core.calibration import DEFAULT_LR
+from crc.core.distributed_noise import sum_key
 from crc.core.errors import CRCError, MalformedOption, OptionConflict
 from crc.core.model_file import TrainedModel
 from crc.core.models import make_model, model_options
@@ -435,7 +436,7 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
                           rounds=options.rounds, release_every=options.release_every)
     by_recipient = masking.closed_neighbourhoods(options.bind, options.peers)
     hoods = set(by_recipient.values())
-    sums = len(by_recipient) if options.dp_dropouts > 0 else len(hoods)  # ``crc.core.distributed_noise``: its own with d > 0
+    sums = len({sum_key(u, hood, options.dp_dropouts) for u, hood in by_recipient.items()})
     per_round = options.dp_sums_per_round or sums
     if per_round < sums:
         raise CRCError(f"--dp-sums-per-round {per_round}: this peer is in {sums} neighbourhood sums of independent shares "

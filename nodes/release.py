@@ -29,7 +29,14 @@ import numpy as np
 
 from crc.core.attacks import poison
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
-from crc.core.distributed_noise import FIXED_POINT_BITS, exact_release, fixed_point, noise_in_statistics, share_variance
+from crc.core.distributed_noise import (
+    FIXED_POINT_BITS,
+    exact_release,
+    fixed_point,
+    noise_in_statistics,
+    share_variance,
+    sum_key,
+)
 from crc.core.models.base import GenerativeModel
 from crc.core.plausibility import SECURE_AGGREGATION_TERM_LIMIT
 from crc.core.privacy import Privacy
@@ -56,8 +63,7 @@ class Release:
             if hoods is None:
                 raise ValueError("distributed noise needs every recipient's closed neighbourhood (secure aggregation)")
             units = privacy.sigma * 2.0**FIXED_POINT_BITS
-            # one draw per distinct closed neighbourhood; with dropouts one per recipient (crc.core.distributed_noise)
-            self._sums = {address: (hood, address if privacy.dropouts > 0 else "") for address, hood in hoods.items()}
+            self._sums = {address: sum_key(address, hood, privacy.dropouts) for address, hood in hoods.items()}
             self._variances = {key: share_variance(units, len(key[0]), privacy.colluders, privacy.dropouts)
                                for key in set(self._sums.values())}
             self._shares: dict[int, dict[str, np.ndarray]] = {}

@@ -81,6 +81,13 @@ def integer_sensitivity(sensitivity: float, size: int) -> float:
     return sensitivity * 2.0**FIXED_POINT_BITS + math.sqrt(size)
 
 
+def sum_key(recipient, members, dropouts: int) -> tuple:
+    """Which sum of independent shares ``recipient``'s unmasking of its closed neighbourhood ``members`` takes: one
+    per distinct closed neighbourhood, shared by the recipients that have it, or, with ``dropouts`` (``--dp-dropouts``)
+    > 0, one per recipient (module docstring)."""
+    return members, recipient if dropouts > 0 else ""
+
+
 @dataclass(frozen=True)
 class Neighbourhoods:
     """The closed-neighbourhood sums of a mixing: one per distinct closed neighbourhood, or, with dropouts
@@ -103,13 +110,14 @@ class Neighbourhoods:
         recipient's sum is its own, even where closed neighbourhoods coincide (module docstring)."""
         csr = sp.csr_array(mixing)
         members: list[np.ndarray] = []
-        index: dict[tuple[int, ...], int] = {}
+        index: dict[tuple, int] = {}
         recipient_set = np.empty(csr.shape[0], dtype=np.int64)
         for w in range(csr.shape[0]):
-            key = tuple(sorted(set(csr.indices[csr.indptr[w]:csr.indptr[w + 1]].tolist()) | {w}))
-            if dropouts > 0 or key not in index:
+            hood = tuple(sorted(set(csr.indices[csr.indptr[w]:csr.indptr[w + 1]].tolist()) | {w}))
+            key = sum_key(w, hood, dropouts)
+            if key not in index:
                 index[key] = len(members)
-                members.append(np.array(key, dtype=np.int64))
+                members.append(np.array(hood, dtype=np.int64))
             recipient_set[w] = index[key]
         return cls(members, recipient_set)
 
