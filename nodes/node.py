@@ -33,6 +33,7 @@ from crc.nodes.metrics import MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys, check_masking_run
 from crc.nodes.transport import Transport
+from crc.protocol.neighbourhoods import droppable
 from crc.protocol.rules import check_release_every, check_secure_aggregation
 
 SCHEME = "tcp://"
@@ -261,7 +262,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                         "(the sum of one term is the term)", ", ".join(alone))
         own = peer.session.neighbourhoods.own
         if privacy is not None and privacy.dropouts and own is not None:
-            usable = len(own.contributors) - own.fewest
+            usable = droppable(len(own.contributors), options.dp_colluders)
             if privacy.dropouts > usable:
                 log.warning("--dp-dropouts %d: a request for this peer's sum names %d of its %d neighbours, so the sum "
                             "can go without %d at most; the shares sized for %d only add noise here (crc simulate and "

@@ -37,8 +37,8 @@ def lossy_mixing(mixing, p: float, seeds: list[int], *, secure_aggregation: bool
             neighbours = base.indices[base.indptr[v]:base.indptr[v + 1]]
             neighbours = neighbours[neighbours != v]
             kept = np.append(neighbours[~dropped(seeds[v], round_, len(neighbours), p)], v)
-            fewest = fewest_survivors(len(neighbours), colluders=colluders)
-            if secure_aggregation and len(neighbours) >= 2 and len(kept) - 1 < fewest:
+            if (secure_aggregation and len(neighbours) >= 2
+                    and len(kept) - 1 < fewest_survivors(len(neighbours), colluders=colluders)):
                 kept = np.array([v])
             rows.append(np.full(len(kept), v))
             cols.append(kept)

@@ -27,6 +27,17 @@ def fewest_survivors(contributors: int, dropouts: int | None = None, colluders: 
     return majority if dropouts is None else max(majority, contributors - dropouts)
 
 
+def droppable(contributors: int, colluders: int = 0) -> int:
+    """How many of a recipient's ``contributors`` its sum may go without: those a request need not name
+    (``fewest_survivors``), the most ``--dp-dropouts`` can use there."""
+    return contributors - fewest_survivors(contributors, colluders=colluders)
+
+
+def neighbour_counts(mixing) -> np.ndarray:
+    """Each peer's number of neighbours (n,) in a closed-neighbourhood averaging matrix (n, n)."""
+    return np.diff(sp.csr_array(mixing).indptr) - 1
+
+
 def threshold_for(contributors: int, colluders: int = 0) -> int:
     """Shares needed to rebuild a member's secret (its self-mask seed, a pairwise seed): a majority of the other
     ``contributors - 1``, and more than the ``colluders`` t, who hold one share each of every other member's secrets
@@ -48,11 +59,11 @@ def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
     """``check_protectable`` for every recipient of a closed-neighbourhood averaging matrix (n, n) with two or more
     neighbours; with ``dropouts`` d (``--dp-dropouts``), a CRCError unless some recipient's sum may go without d
     members (a request names ``fewest_survivors`` of them): else the shares, sized for d, would only add noise."""
-    degrees = np.diff(sp.csr_array(mixing).indptr) - 1
+    degrees = neighbour_counts(mixing)
     protected = degrees[degrees >= 2]
     if colluders and protected.size:
         check_protectable(int(protected.min()), colluders)
-    usable = max((k - fewest_survivors(k, colluders=colluders) for k in set(protected.tolist())), default=0)
+    usable = max((droppable(k, colluders) for k in set(protected.tolist())), default=0)
     if dropouts > usable:
         fewer = f"--dp-dropouts {usable} or fewer" if usable else "no --dp-dropouts"
         raise CRCError(f"--dp-dropouts {dropouts}: no sum on this graph may go without more than {usable} member(s) "
@@ -67,7 +78,7 @@ def secure_aggregation_summary(mixing) -> dict:
     messages to them cannot be hidden), and the messages of a round with and without secure aggregation (a
     protected recipient's neighbours each send masked statistics, receive its unmasking request, agree to its set,
     receive the others' vouches and reveal)."""
-    degrees = np.diff(sp.csr_array(mixing).indptr) - 1
+    degrees = neighbour_counts(mixing)
     protected = degrees >= 2
     messages = int(degrees.sum())
     return {"protected_fraction": float(degrees[protected].sum() / messages) if messages else 1.0,
