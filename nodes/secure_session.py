@@ -65,7 +65,7 @@ class SecureAggregationSession:
         self._agreements: dict[str, Agree] = {}
         self._confirmed = False
         self._reveals: dict[str, Reveal] = {}
-        self._declines: dict[str, str] = {}  # member -> the reason code of its decline of the open unmasking
+        self._declines: set[str] = set()  # members that declined the open unmasking (the reason is logged)
         self._declining: set[str] = set()  # neighbours whose declines are logged already (until they agree again)
         self._decline_spells: collections.Counter = collections.Counter()  # neighbour -> its spells of declines so far
         self._final_asked: set[str] = set()  # neighbours whose last round's unmasking this peer has answered to the end
@@ -136,7 +136,7 @@ class SecureAggregationSession:
         """Stage 1: the unmasking request for every neighbour (to one left out of ``received``, a notice); the
         unmasking of ``round_`` is open if as many contributors' statistics arrived as a request must name (a
         majority, ``fewest_survivors``; with fewer, every request is a notice)."""
-        self._agreements, self._reveals, self._declines, self._confirmed = {}, {}, {}, False
+        self._agreements, self._reveals, self._declines, self._confirmed = {}, {}, set(), False
         own = self.neighbourhoods.own
         self._unmasking = (round_, dict(received)) if len(received) >= own.fewest else None
         return {address: self.neighbourhoods.unmask_frame(address, received, round_) for address in self.peers}
@@ -176,7 +176,7 @@ class SecureAggregationSession:
         if decline.recipient != self.neighbourhoods.me:
             raise Rejected("stale", f"a decline of {decline.recipient}'s unmasking, not this peer's", decline.sender)
         self._check_awaited(decline, "a decline", self._reveals if self._confirmed else self._agreements)
-        self._declines[decline.sender] = decline.reason
+        self._declines.add(decline.sender)
         spell_begins = decline.sender not in self._declining
         if spell_begins:
             self._decline_spells[decline.sender] += 1
