@@ -15,22 +15,24 @@ from crc.topologies import Schedule, averaging_matrix, describe_schedule, save_g
 
 
 @click.command(short_help="Density, diameter and spectral gap of a communication graph.")
-@options("topology", "period", "nodes", "rounds", "seed")
+@options("topology", "period", "nodes", "rounds", "seed", "dp_colluders")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the graph of round 1 here: .json, or an edge list for any other name; "
                    "`--topology file:OUT` reads it back.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnostics as JSON.")
-def graph(topology, period, nodes, rounds, seed, out, as_json):
+def graph(topology, period, nodes, rounds, seed, dp_colluders, out, as_json):
     """Describe the communication graph that `crc simulate` and `crc launch`
     draw for the same --topology, --nodes and --seed (their first repeat):
     edges, density, diameter and spectral gap of the averaging matrix (larger
     mixes faster), and what --secure-aggregation protects on its first graph
-    (messages to a peer with a single neighbour cannot be hidden). With
-    --period, the means over the graphs used in --rounds rounds.
+    (messages to a peer with a single neighbour cannot be hidden; with
+    --colluders, the peers with too few neighbours to be protected, and the
+    most members a sum may go without: the largest --dp-dropouts the graph
+    takes). With --period, the means over the graphs used in --rounds rounds.
     """
     schedule = Schedule(topology, nodes, period=period or math.inf, seed=repeat_seeds(seed, 0)[1])
     summary = describe_schedule(schedule, rounds)
-    secure = secure_aggregation_summary(averaging_matrix(schedule.graph(1)))
+    secure = secure_aggregation_summary(averaging_matrix(schedule.graph(1)), dp_colluders)
     if out:
         save_graph(schedule.graph(1), out)
     if as_json:
@@ -43,6 +45,21 @@ def graph(topology, period, nodes, rounds, seed, out, as_json):
                f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
     click.echo(f"secure aggregation: {secure['protected_fraction']:.1%} of messages protected; "
                f"{secure['single_neighbour_peers']} peer(s) with a single neighbour")
+    click.echo(_against_colluders(secure))
     if out:
         note(f"wrote {out}")
 
+
+
+def _against_colluders(secure: dict) -> str:
+    """The line on --colluders t of a ``secure_aggregation_summary``: the peers with 2 to t + 1 neighbours, whose
+    sums cannot be unmasked (a run refuses the graph), else the most members a sum may go without."""
+    t, few = secure["colluders"], secure["too_few_for_colluders"]
+    if few:
+        degrees = "2 neighbours" if t == 1 else f"2 to {t + 1} neighbours"
+        return (f"with --colluders {t}: {few} peer(s) with {degrees}, too few to be protected (unmasking needs "
+                f"{t + 2}: two honest members besides the colluders); `crc simulate` and `crc launch` refuse this graph")
+    usable = secure["usable_dropouts"]
+    dropouts = (f"the best-connected peers' sums may go without {usable} member(s), the largest --dp-dropouts the "
+                "graph takes" if usable else "no sum may go without a member (no --dp-dropouts)")
+    return f"with --colluders {t}: no peer has too few neighbours; {dropouts}"

@@ -28,6 +28,7 @@ from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.errors import CRCError
+from crc.nodes.block_steps import em_passes
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
@@ -58,10 +59,12 @@ def _stop(signum, frame):
 
 
 class _RoundsDone:
-    """Rounds the peers have completed so far, read from their checkpoints (at most every ``CHECKPOINT_POLL_S``)."""
+    """Rounds the peers have completed so far, read from their checkpoints (at most every ``CHECKPOINT_POLL_S``), at
+    most ``rounds`` each: a vertical group's peers checkpoint passes, the ``em`` EM passes of a mixture first and,
+    vertical, a last pass that only scores."""
 
-    def __init__(self, directory: Path, nodes: int):
-        self.directory, self.nodes = directory, nodes
+    def __init__(self, directory: Path, nodes: int, rounds: int, em: int = 0):
+        self.directory, self.nodes, self.cap, self.em = directory, nodes, rounds, em
         self.rounds = [0] * nodes
         self._read_at = -float("inf")
 
@@ -72,7 +75,7 @@ class _RoundsDone:
             for index in range(self.nodes):
                 done = completed_round(self.directory / f"checkpoint-{index}")
                 if done is not None:  # None: unreadable right now; keep the last reading
-                    self.rounds[index] = max(self.rounds[index], done)
+                    self.rounds[index] = max(self.rounds[index], min(max(done - self.em, 0), self.cap))
         return sum(self.rounds)
 
 
@@ -128,10 +131,9 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CRCError(f"--workdir {workdir}: cannot create it ({exc.strerror or exc})") from None
-    # a vertical group's peers count their passes: the rounds and the last, scoring-only one
-    peers, rounds = (config.feature_partition.peers, config.rounds + 1) if vertical else (config.nodes, config.rounds)
-    rounds_done = _RoundsDone(directory, peers)
-    bar = Progress(peers * rounds, "launching", "peer-rounds", phases=1)
+    peers = config.feature_partition.peers if vertical else config.nodes
+    rounds_done = _RoundsDone(directory, peers, config.rounds, em_passes(config.model) if vertical else 0)
+    bar = Progress(peers * config.rounds, "launching", "peer-rounds", phases=1)
     bar.phase("preparing the peers' files and starting the peers")
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     stopped, failed = None, False

@@ -33,6 +33,12 @@ from crc.core.models.circuit import EM_ITERATIONS
 from crc.core.numeric import logsumexp, normalise_exp
 
 
+def em_passes(kind: str) -> int:
+    """The EM passes a vertical group of ``--model kind`` runs before its start: a mixture's (pc, a ``BlockMixture``),
+    else none."""
+    return EM_ITERATIONS if kind == "pc" else 0
+
+
 class BlockSteps:
     """The computations of the peer holding block ``block`` of ``model`` (a block product or a mixture of them)."""
 
@@ -50,7 +56,7 @@ class BlockSteps:
         self.components = model.components if isinstance(model, BlockMixture) else 1
         self.width = self.classes * self.components
         """Columns of a row of scores and weights: the (sub-)classes."""
-        self.em_passes = EM_ITERATIONS if isinstance(model, BlockMixture) else 0
+        self.em_passes = em_passes(model.kind)
         """Passes of EM before the start (a mixture's ML start)."""
 
     @property

@@ -36,8 +36,10 @@ def neighbourhoods(config: SimulationConfig, graph) -> list[tuple[list[int], lis
 
 def write_group_keys(directory, addresses: list[str], around: list[tuple[list[int], list[int]]]) -> None:
     """New keys for the peers at ``addresses`` (``crc.nodes.keys.write_peer_keys``, replacing any there), each knowing
-    the keys of its members and block neighbours (``around``, as ``neighbourhoods`` gives them) and of theirs."""
-    write_peer_keys(directory, addresses, [members + blocks for members, blocks in around], force=True)
+    the keys of its members and block neighbours (``around``, as ``neighbourhoods`` gives them) and of theirs; no
+    neighbourhoods files (a group's peers mask their scores with their members' keys, ``crc.nodes.score_masks``)."""
+    write_peer_keys(directory, addresses, [members + blocks for members, blocks in around], force=True,
+                    neighbourhoods=False)
 
 
 def group_peer_settings(peer: int, addresses: list[str], fp: FeaturePartition, *, members: list[int],

@@ -255,12 +255,14 @@ def load_neighbourhoods(path, own: str, neighbours: Iterable[str]) -> dict[str, 
 
 
 def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]] | None = None, *,
-                    force: bool = False) -> None:
+                    force: bool = False, neighbourhoods: bool = True) -> None:
     """Keys of a deployment of ``len(addresses)`` peers: a key pair per peer in ``directory/keys/node-<i>.key`` and
     ``.key_secret``, and per peer ``directory/known-peers-<i>.json`` with the addresses and public keys of its
     ``neighbours[i]`` and of their neighbours (of every other peer without ``neighbours``): only the neighbours may
     connect (``crc.nodes.node``), the others are the members of the neighbours' neighbourhoods whose keys secure
-    aggregation needs to know out of band. With ``neighbours``, also ``directory/neighbourhoods-<i>.json``."""
+    aggregation needs to know out of band. With ``neighbours`` and ``neighbourhoods``, also
+    ``directory/neighbourhoods-<i>.json`` (a horizontal peer's secure aggregation reads it; a vertical or hybrid
+    group's peers read none)."""
     names = [f"node-{index}" for index in range(len(addresses))]
     pairs = write_keys(Path(directory) / "keys", names, force=force)
     public = [load_public_key(public_file) for public_file, _ in pairs]
@@ -268,6 +270,6 @@ def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]]
         others = neighbours[index] if neighbours is not None else [j for j in range(len(addresses)) if j != index]
         known = others if neighbours is None else sorted({j for u in others for j in [u, *neighbours[u]]} - {index})
         write_known_peers(peer_known_peers_file(directory, index), {addresses[j]: public[j] for j in known})
-        if neighbours is not None:  # the neighbours' neighbours are known: the members secure aggregation masks with
+        if neighbours is not None and neighbourhoods:  # each neighbourhood: the members secure aggregation masks with
             hoods = {addresses[u]: {addresses[w]: public[w] for w in neighbours[u]} for u in others}
             atomic_write_json(peer_neighbourhoods_file(directory, index), hoods)

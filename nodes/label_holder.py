@@ -195,10 +195,13 @@ class LabelHolder(VerticalPeer):
         self.liveness.end_round(received)
         self.passed(t)
         if t <= self.em_passes:
-            self.log.debug("pass %d of %d: EM", t, self.passes)
-        else:
-            self.log.info("pass %d of %d: the group's training soft 0-1 loss %.4f%s", t, self.passes, loss,
-                          " (best so far)" if best and not self.hybrid else "")
+            self.log.debug("EM pass %d of %d", t, self.em_passes)
+        elif self.hybrid:  # pass E + r scores the average round r starts from
+            self.log.info("round %d of %d: the group's training soft 0-1 loss %.4f (of the average it starts from)",
+                          t - self.em_passes, self.settings.rounds, loss)
+        else:  # pass E + r scores iterate r - 1 (0: the start), the last pass iterate T
+            self.log.info("iterate %d of %d: the group's training soft 0-1 loss %.4f%s", t - self.em_passes - 1,
+                          self.settings.rounds, loss, " (best so far)" if best else "")
         frame = self._weights_frame(t, best, weights)
         frames = [(peer, frame) for peer in self.settings.peers]
         if not self.done:

@@ -289,7 +289,7 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     if privacy:
         results["privacy"] = privacy[0]
     if config.secure_aggregation:
-        results["secure_aggregation"] = {**secure_aggregation_summary(averaging_matrix(graph)),
+        results["secure_aggregation"] = {**secure_aggregation_summary(averaging_matrix(graph), config.dp_colluders),
                                          "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
                                          "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics),
                                          "deviations": sum(m.get("deviations", 0) for m in metrics)}

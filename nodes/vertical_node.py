@@ -81,8 +81,10 @@ class VerticalNode:
         rejected = sum(peer.metrics.rejected.values())
         if finished:
             self._write_model()
-            peer.log.info("done: %d passes, best iterate %d, %d rejected; model of block %d written to %s", peer.pass_,
-                          peer.best_iterate, rejected, peer.block, self.options.out)
+            kept = ("the last statistics (a hybrid group keeps no best iterate)" if peer.chosen_iterate is None
+                    else f"best iterate {peer.chosen_iterate}")
+            peer.log.info("done after %s: %s, %d rejected; model of block %d written to %s", peer.reached(peer.pass_),
+                          kept, rejected, peer.block, self.options.out)
         return NodeOutcome(finished=finished, alone=False, rounds_done=peer.pass_ or 0, neighbours=len(settings.peers),
                            rejected=rejected, group_stopped=stopped)
 
@@ -92,8 +94,9 @@ class VerticalNode:
         holder = settings.bind if isinstance(peer, LabelHolder) else peer.holder
         metrics = {**peer.metrics.to_json(), "bind": settings.bind, "peers": list(settings.peers), "role": peer.role,
                    "partition": self.partition, "block": peer.block, "label_holder": holder, "ess": peer.ess,
-                   "rows": len(peer.data.ids), "best_iterate": peer.best_iterate,
-                   "secure_aggregation": peer.masks is not None}
+                   "rows": len(peer.data.ids), "secure_aggregation": peer.masks is not None}
+        if peer.chosen_iterate is not None:
+            metrics["best_iterate"] = peer.chosen_iterate
         if peer.gossip is not None:
             metrics["block_peers"] = list(peer.gossip.neighbours)
         TrainedModel(peer.steps.schema, self.options.model, peer.best, metrics, **self.structure).save(self.options.out)

@@ -318,6 +318,22 @@ class VerticalPeer:
         if self.hybrid:  # no choice of the iterate: the last one is the classifier
             self.best, self.best_iterate = self.stats, t
 
+    @property
+    def chosen_iterate(self) -> int | None:
+        """RC's iterate ``best`` holds, counted in rounds (0: the start, after a mixture's EM passes; t: after round
+        t); None in a hybrid partition, which keeps no best iterate (the last statistics are the classifier)."""
+        return None if self.hybrid else max(self.best_iterate - self.em_passes, 0)
+
+    def reached(self, pass_: int) -> str:
+        """Where the group is after pass ``pass_``, in the rounds T it was given (not the passes: a mixture's EM passes
+        come first, and a vertical group's pass T + 1 after them only scores the last iterate)."""
+        rounds, done = self.settings.rounds, pass_ - self.em_passes
+        if done < 0 or (done == 0 and self.em_passes):
+            return f"EM pass {pass_} of {self.em_passes}"
+        if done <= rounds:
+            return f"round {done} of {rounds}"
+        return f"round {rounds} of {rounds} and the last pass, which only scores"
+
     def _checked(self, stats: np.ndarray, t: int) -> np.ndarray:
         """The statistics (size,) after pass ``t``'s step, if a neighbour would take them (``crc.core.plausibility``);
         a Rejected with the cause otherwise, and nothing changes: weights chosen pass by pass can walk a block's
@@ -433,7 +449,7 @@ class VerticalPeer:
         except (CRCError, Rejected) as exc:
             raise CRCError(f"{self.settings.checkpoint_dir}: damaged checkpoint: {exc}") from None
         self.pass_, self.done = state.round, state.round >= self.passes
-        self.log.info("resumed from checkpoint at pass %d of %d", self.pass_, self.passes)
+        self.log.info("resumed from checkpoint after %s", self.reached(self.pass_))
         return True
 
     def _restore(self, round_: int, vector: np.ndarray) -> None:

@@ -55,6 +55,12 @@ def check_protectable(contributors: int, colluders: int) -> None:
                        "denser --topology or fewer --colluders")
 
 
+def usable_dropouts(degrees: np.ndarray, colluders: int = 0) -> int:
+    """The most members any sum may go without (``droppable``) among the recipients with two or more neighbours, by
+    their numbers of neighbours ``degrees`` (n,): the largest ``--dp-dropouts`` a graph takes (0 with none)."""
+    return max([0, *(droppable(k, colluders) for k in set(degrees[degrees >= 2].tolist()))])
+
+
 def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
     """``check_protectable`` for every recipient of a closed-neighbourhood averaging matrix (n, n) with two or more
     neighbours; with ``dropouts`` d (``--dp-dropouts``), a CRCError unless some recipient's sum may go without d
@@ -63,7 +69,7 @@ def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
     protected = degrees[degrees >= 2]
     if colluders and protected.size:
         check_protectable(int(protected.min()), colluders)
-    usable = max((droppable(k, colluders) for k in set(protected.tolist())), default=0)
+    usable = usable_dropouts(degrees, colluders)
     if dropouts > usable:
         fewer = f"--dp-dropouts {usable} or fewer" if usable else "no --dp-dropouts"
         raise CRCError(f"--dp-dropouts {dropouts}: no sum on this graph may go without more than {usable} member(s) "
@@ -72,16 +78,21 @@ def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
                        f"{fewer}")
 
 
-def secure_aggregation_summary(mixing) -> dict:
+def secure_aggregation_summary(mixing, colluders: int = 0) -> dict:
     """From a closed-neighbourhood averaging matrix (n, n): the fraction of messages that reach their recipient
     masked (those to recipients with at least two neighbours), how many recipients have a single neighbour (whose
     messages to them cannot be hidden), and the messages of a round with and without secure aggregation (a
     protected recipient's neighbours each send masked statistics, receive its unmasking request, agree to its set,
-    receive the others' vouches and reveal)."""
+    receive the others' vouches and reveal). Against ``colluders`` t (``--colluders``): how many recipients have two
+    to t + 1 neighbours, too few to be unmasked (``check_protectable``: a run refuses such a graph), and the most
+    members a sum may go without (``usable_dropouts``, the largest ``--dp-dropouts`` the graph takes)."""
     degrees = neighbour_counts(mixing)
     protected = degrees >= 2
     messages = int(degrees.sum())
     return {"protected_fraction": float(degrees[protected].sum() / messages) if messages else 1.0,
             "single_neighbour_peers": int(np.sum(degrees == 1)),
             "messages_per_round": int(5 * degrees[protected].sum() + degrees[~protected].sum()),
-            "plain_messages_per_round": messages}
+            "plain_messages_per_round": messages,
+            "colluders": colluders,
+            "too_few_for_colluders": int(np.sum(protected & (degrees < colluders + 2))),
+            "usable_dropouts": usable_dropouts(degrees, colluders)}

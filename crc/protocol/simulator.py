@@ -137,7 +137,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     if privacy is not None:
         result["privacy"] = privacy.to_json()
     if config.secure_aggregation:
-        result["secure_aggregation"] = secure_aggregation_summary(first_graph(mixing))
+        result["secure_aggregation"] = secure_aggregation_summary(first_graph(mixing), config.dp_colluders)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
         result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out

@@ -49,13 +49,26 @@ def test_launch_json_does_not_name_a_removed_work_directory_and_draws_the_peers(
 
 def test_progress_counts_the_rounds_in_the_peers_checkpoints(tmp_path, monkeypatch):
     monkeypatch.setattr("crc.cli.launch.CHECKPOINT_POLL_S", 0.0)
-    rounds_done = _RoundsDone(tmp_path, 3)
+    rounds_done = _RoundsDone(tmp_path, 3, 8)
     assert rounds_done() == 0
     for index, round_ in ((0, 5), (2, 7)):
         checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=round_, stats=[0.0], metrics={})
     assert rounds_done() == 12
     (tmp_path / "checkpoint-2" / checkpoint.file_name(7)).write_text("{broken")  # unreadable for a moment: keep 7
     assert rounds_done() == 12
+
+
+@pytest.mark.parametrize("em, passes, rounds", [(0, (3, 9), 3 + 8), (50, (30, 59), 0 + 8)])
+def test_progress_of_a_vertical_group_counts_its_rounds_not_its_passes(tmp_path, monkeypatch, em, passes, rounds):
+    """A vertical group of 8 rounds checkpoints a mixture's EM passes first, then 8 rounds and a pass that only
+    scores: at most 8 rounds a peer, 16 for two."""
+    monkeypatch.setattr("crc.cli.launch.CHECKPOINT_POLL_S", 0.0)
+    rounds_done = _RoundsDone(tmp_path, 2, 8, em)
+    for index, pass_ in enumerate(passes):
+        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=pass_, stats=[0.0], metrics={})
+    assert rounds_done() == rounds
+    checkpoint.save(tmp_path / "checkpoint-0", identity={}, round_=em + 8 + 1, stats=[0.0], metrics={})
+    assert rounds_done() == 16
 
 
 def descendants(pid: int) -> set[int]:

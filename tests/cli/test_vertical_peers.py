@@ -290,6 +290,7 @@ def test_split_writes_each_members_settings_as_the_launcher_gives_them(tmp_path,
                  "--keys-for", ",".join(addresses), *(["--secure-aggregation"] if secure else []))
     assert result.exit_code == 0, result.output
     assert "keys/, known-peers-<i>.json and peer-<i>.toml" in " ".join(result.output.split())
+    assert not list(tmp_path.glob("neighbourhoods-*.json"))  # a group's peers read none (--neighbourhoods refused)
     graph = Schedule(topology, fp.groups, seed=prepare_repeat(dataset, config, 0).graph_seed).graph(1)
     for peer in range(fp.peers):
         g, b = divmod(peer, fp.blocks)

@@ -442,6 +442,7 @@ def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topolo
     expected = simulated(SimulationConfig.from_settings(**settings))
     summary = json.loads(result.stdout)["secure_aggregation"]
     assert summary["reveals_refused"] == 0 and (summary["unmask_fallbacks"] > 0) == (loss > 0)
+    assert summary["colluders"] == colluders and summary["too_few_for_colluders"] == 0  # the run's --colluders
     for index in range(settings["nodes"]):
         stats = load_model(tmp_path / f"model-{index}.json").stats
         assert np.max(np.abs(stats - expected[index])) <= 1e-6 * np.max(np.abs(expected[index]))

@@ -40,12 +40,16 @@ def test_launch_of_a_vertical_group_equals_simulate(tmp_path, model):
     """The mixture of block products (pc) runs its EM passes first, counted with the set-up."""
     config = SimulationConfig.from_settings(data="wdbc", model=model, partition="vertical:3", rounds=ROUNDS,
                                             rc_converged=False)
-    results = launch_groups(config, tmp_path)
+    results = launch_groups(config, tmp_path, log_level="info")
     expected = simulate(config, network_factory(config.topology))
     ref = reference("wdbc", model, 3, rounds=ROUNDS)
     em = EM_ITERATIONS if model == "pc" else 0
     joined = ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
     assert_same_statistics(joined, ref.best)
+    chosen = load_model(tmp_path / "model-0.json").metrics["best_iterate"]  # counted in rounds, EM passes apart
+    assert 0 <= chosen <= ROUNDS and not list(tmp_path.glob("neighbourhoods-*.json"))
+    assert (f"done after round {ROUNDS} of {ROUNDS} and the last pass, which only scores: best iterate {chosen},"
+            in (tmp_path / "node-1.log").read_text())
     for section in ("crc", "rc", "ml"):
         for key, value in expected[section].items():
             assert results[section][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (section, key)
@@ -78,12 +82,16 @@ def test_launch_of_hybrid_groups_equals_simulate(tmp_path):
     rounds = 12
     config = SimulationConfig.from_settings(data="wdbc", model="qda", partition="hybrid:3x2", topology="tree",
                                             rounds=rounds, rc_converged=False)
-    results = launch_groups(config, tmp_path)
+    results = launch_groups(config, tmp_path, log_level="info")
     expected = simulate(config, network_factory(config.topology))
     ref = hybrid_reference("wdbc", "qda", 3, 2, rounds=rounds, topology="tree")
     for g in range(3):
         joined = ref.model.join([load_model(tmp_path / f"model-{2 * g + b}.json").stats for b in range(2)])
         assert_same_statistics(joined, ref.best[g])
+    assert "best_iterate" not in load_model(tmp_path / "model-0.json").metrics  # a hybrid group keeps none
+    log = (tmp_path / "node-0.log").read_text()
+    assert f"done after round {rounds} of {rounds}: the last statistics (a hybrid group keeps no best iterate)" in log
+    assert "best iterate" not in log.replace("keeps no best iterate", "")
     for section in ("crc", "rc", "ml"):
         for key, value in expected[section].items():
             assert results[section][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (section, key)

@@ -4,6 +4,7 @@ thread on a fake clock (tests/support/vertical.py), against the simulator's vert
 from __future__ import annotations
 
 import copy
+import logging
 
 import msgpack
 import numpy as np
@@ -395,6 +396,33 @@ def test_hybrid_groups_equal_the_simulator_round_by_round(data, model, groups, b
         group_frames = 1 if peer.role == "member" else blocks - 1
         setup = 1 if peer.role == "member" else 3 * (blocks - 1)
         assert bus.sent[address] == setup + (em + rounds) * group_frames + rounds * len(peer.gossip.neighbours)
+
+
+@pytest.mark.parametrize("model", ["nb", "pc"])
+def test_the_label_holder_logs_the_rounds_it_was_given_not_its_passes(model, caplog):
+    """T rounds are E + T + 1 passes (a mixture's EM passes, then the T steps and a pass that only scores): the label
+    holder logs the losses of iterates 0 .. T "of T", and the iterate it keeps is counted in rounds too."""
+    caplog.set_level(logging.INFO, logger="crc.node")
+    bus = run_group(reference("wdbc", model, 2, rounds=ROUNDS))
+    holder = bus.peers[addresses(2)[0]]
+    logged = [r.getMessage().split(":")[0] for r in caplog.records if "soft 0-1 loss" in r.getMessage()]
+    assert logged == [f"iterate {i} of {ROUNDS}" for i in range(ROUNDS + 1)]
+    assert holder.chosen_iterate == int(np.argmin(holder.metrics.soft_loss))
+    assert holder.reached(holder.pass_) == f"round {ROUNDS} of {ROUNDS} and the last pass, which only scores"
+
+
+def test_a_hybrid_label_holder_logs_rounds_and_keeps_no_best_iterate(caplog):
+    caplog.set_level(logging.INFO, logger="crc.node")
+    ref = hybrid_reference("wdbc", "nb", 2, 2, rounds=ROUNDS)
+    clock = FakeClock()
+    bus = Bus(hybrid_group(ref, clock=clock), clock)
+    bus.start()
+    bus.run()
+    holder = bus.peers[addresses(2, 0)[0]]
+    logged = [r.getMessage() for r in caplog.records if r.name == holder.log.name and "soft 0-1 loss" in r.getMessage()]
+    assert [line.split(":")[0] for line in logged] == [f"round {r} of {ROUNDS}" for r in range(1, ROUNDS + 1)]
+    assert not any("best" in line for line in logged)
+    assert holder.chosen_iterate is None and holder.reached(holder.pass_) == f"round {ROUNDS} of {ROUNDS}"
 
 
 def test_in_a_hybrid_partition_a_dead_peer_stops_its_group_and_the_others_go_on(tmp_path):
