@@ -50,7 +50,6 @@ def graph(topology, period, nodes, rounds, seed, dp_colluders, out, as_json):
         note(f"wrote {out}")
 
 
-
 def _against_colluders(secure: dict) -> str:
     """The line on --colluders t of a ``secure_aggregation_summary``: the peers with 2 to t + 1 neighbours, whose
     sums cannot be unmasked (a run refuses the graph), else the most members a sum may go without."""
