@@ -15,7 +15,7 @@ from crc.cli.summary import note_short_test_set, print_summary, warn_absent_clas
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
-from crc.protocol.known_gaps import far_from_rc_warning
+from crc.protocol.known_gaps import far_from_rc_warning, nb_better_warning
 from crc.tables.datasets import BUNDLED, load_bundled
 from crc.topologies import network_factory
 
@@ -52,9 +52,9 @@ def simulate(ctx, as_json: bool, out: str | None, plots: str | None, **options):
     check_partition_options(ctx, config)
     config = fit_local_size(ctx, config)
     warned = _warn_tiny_count(config.test_size)
-    far = far_from_rc_warning(config)
-    if far:
-        warn(far)
+    for known in (far_from_rc_warning(config), nb_better_warning(config)):
+        if known:
+            warn(known)
     network = network_factory(config.topology, config.period or math.inf)
     started = time.perf_counter()
     with Progress(config.repeats * config.rounds, "simulating", "rounds", phases=config.repeats) as bar:
