@@ -300,6 +300,8 @@ class Peer:
                 self.liveness.waiting(message.sender, message.round)
             elif isinstance(message, Resumed):
                 self.liveness.heard(message.sender)
+                if self.session is not None:
+                    self.session.take_resumed(message)
                 for again in self.resends.answer(message):
                     self.metrics.frames_resent += self._send_to(transport, message.sender, again)
             elif isinstance(message, Unmask):

@@ -177,12 +177,15 @@ def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_pa
         assert sum(model.metrics["missing"].values()) < graph.degree(victim) * (10 - killed_at), model.metrics["missing"]
 
 
-def test_a_restarted_peer_gets_again_what_its_neighbours_sent_its_dead_process(tmp_path):
+@pytest.mark.parametrize("privacy", [{}, {"secure_aggregation": True}], ids=["plain", "secure-aggregation"])
+def test_a_restarted_peer_gets_again_what_its_neighbours_sent_its_dead_process(tmp_path, privacy):
     """A peer paused (its neighbours' statistics of its round pile up unread in its sockets), then killed and restarted
     from its checkpoint: those statistics died with it. It tells its neighbours the round it resumed at and they send
-    them again, so its first round after the restart takes far less than its --timeout (20 s) instead of all of it."""
+    them again, so its first round after the restart takes far less than its --timeout (20 s) instead of all of it.
+    Under secure aggregation they send the same masked words again, and take the notice as its decline of their
+    unmasking of that round (their requests died with it too)."""
     timeout = 20.0
-    config, graph, _ = scenario(tmp_path, nodes=3, rounds=60, topology="ring")
+    config, graph, _ = scenario(tmp_path, nodes=3, rounds=60, topology="ring", **privacy)
     victim, others = 0, [1, 2]
     with Network(tmp_path, graph, config, timeout=timeout) as net:
         net.start_all()
