@@ -5,10 +5,16 @@ neighbour and round). Of a neighbour's frames further ahead only the latest is k
 it tells how far the neighbour has got, and the peer may skip ahead to it (``Peer._catch_up``). A stale frame (an
 earlier round), one beyond the run's rounds, a second one for the same slot, and one of the wrong kind (plain where
 masked statistics are expected, or the reverse) are refused with their cause. What is held is thus at most
-neighbours x (window + 2) frames.
+neighbours x (window + 3) frames, the last round taken included.
+
+A neighbour re-sends its frames to a peer that restarted (``crc.nodes.resend``), so a frame may come twice: a copy
+of a frame held, or of one of the last round taken, is a copy (``is_copy``), which the peer drops without counting it
+as received or rejected; taking it is idempotent.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from crc.nodes.wire import Masked, Message, Rejected
 
@@ -20,6 +26,7 @@ class Inbox:
     def __init__(self, *, rounds: int, window: int, masked: bool = False):
         self.rounds, self.window, self.masked = rounds, window, masked
         self._slots: dict[int, dict[str, Message | Masked]] = {}  # round -> sender -> its statistics message
+        self._taken: dict[str, Message | Masked] = {}  # the last round taken: sender -> its statistics message
 
     def put(self, message: Message | Masked, awaited: int) -> Message | Masked | None:
         """Keep ``message`` for its round while the peer awaits round ``awaited``; returns the frame of the same
@@ -44,6 +51,13 @@ class Inbox:
         slot[message.sender] = message
         return replaced
 
+    def is_copy(self, message: Message | Masked) -> bool:
+        """Whether ``message`` is a copy of the one its sender sent for its round, held or of the last round taken
+        (the same statistics, or the same masked words and shares)."""
+        held = self._slots.get(message.round, {}).get(message.sender)
+        taken = self._taken.get(message.sender)
+        return any(kept is not None and kept.round == message.round and _same(kept, message) for kept in (held, taken))
+
     def complete(self, round_: int, senders) -> bool:
         """Whether every one of ``senders`` has sent its statistics of ``round_``."""
         slot = self._slots.get(round_, {})
@@ -61,4 +75,14 @@ class Inbox:
         """The statistics of ``round_`` by sender, removed with those of every earlier round."""
         for old in [r for r in self._slots if r < round_]:
             del self._slots[old]
-        return self._slots.pop(round_, {})
+        self._taken = self._slots.pop(round_, {})
+        return dict(self._taken)
+
+
+def _same(a: Message | Masked, b: Message | Masked) -> bool:
+    """Whether two statistics messages of one sender and round carry the same bytes."""
+    if isinstance(a, Message) and isinstance(b, Message):
+        return np.array_equal(a.stats, b.stats)
+    if isinstance(a, Masked) and isinstance(b, Masked):
+        return np.array_equal(a.words, b.words) and a.shares == b.shares
+    return False

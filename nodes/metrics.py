@@ -68,6 +68,8 @@ class Metrics:
     """Waiting notices sent: frames telling the neighbours that this peer still waits (``crc.nodes.liveness``)."""
     notices_received: int = 0
     """Waiting notices received from the neighbours."""
+    frames_resent: int = 0
+    """Frames sent again to neighbours that resumed from their checkpoints (``crc.nodes.resend``)."""
 
     @classmethod
     def for_neighbours(cls, peers) -> Metrics:

@@ -7,14 +7,17 @@ are rooms of their own, each tested on its own:
 * ``Liveness`` (``crc.nodes.liveness``): which neighbours a round waits for, until when (waiting notices); who is
   down;
 * ``Inbox`` (``crc.nodes.inbox``): what arrived early, kept for its round, bounded; stale frames refused;
+* ``Resends`` (``crc.nodes.resend``): the last rounds' frames sent, sent again once to a neighbour that restarted;
 * ``SecureAggregationSession`` (``crc.nodes.secure_session``): masking, unmasking requests, reveals;
 * ``Release`` (``crc.nodes.release``): differential-privacy noise, and a research Byzantine peer's poison;
 * ``PeerCheckpoints`` (``crc.nodes.peer_checkpoint``): what a checkpoint holds and its writing every round;
 * ``Metrics`` (``crc.nodes.metrics``): the counts a peer reports.
 
 A peer left behind (restarted, started late) uses what its neighbours queued for it round by round, and skips ahead
-to their round where nothing more will come for its own (``Peer._catch_up``). Anything invalid is rejected, counted
-by cause and never touches the statistics. The network is a PeerTransport given to ``Peer.run``, which closes it.
+to their round where nothing more will come for its own (``Peer._catch_up``); resumed from its checkpoint, it first
+tells its neighbours the round it resumed at, and they send it again what they had sent its last process. Anything
+invalid is rejected, counted by cause and never touches the statistics. The network is a PeerTransport given to
+``Peer.run``, which closes it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
 from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState, identity, kept_links
 from crc.nodes.release import Release
+from crc.nodes.resend import Resends
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
 from crc.nodes.wire import (
@@ -51,12 +55,14 @@ from crc.nodes.wire import (
     Masked,
     Message,
     Rejected,
+    Resumed,
     Reveal,
     Unmask,
     Waiting,
     check_statistics,
     decode,
     encode,
+    encode_resumed,
     encode_waiting,
 )
 
@@ -88,10 +94,10 @@ class Peer:
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None,
                                            masked=settings.secure_aggregation is not None)
-        resumed = self._resume()
+        self.resumed = self._resume()  # whether it resumed from a checkpoint
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
-                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=resumed))
+                               noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.resumed))
         self.session = None
         if masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
@@ -100,12 +106,13 @@ class Peer:
                                                     rounds=settings.rounds, metrics=self.metrics, log=self.log,
                                                     dropouts=settings.privacy.dropouts if self.release.distributed else None,
                                                     colluders=settings.colluders,
-                                                    resumed=self.round if resumed else None)
+                                                    resumed=self.round if self.resumed else None)
         self.liveness = Liveness(settings.peers, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,
                                  clock=clock, metrics=self.metrics, log=self.log)
         self.inbox = Inbox(rounds=settings.rounds, window=settings.window_rounds,
                            masked=self.session is not None and self.session.receives_masked)
+        self.resends = Resends(self.log)
         self.stop = threading.Event()
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
@@ -152,6 +159,8 @@ class Peer:
                 if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
                     self.checkpoints.save(self.state, self.metrics, before_send=True)
                 self._send(transport)  # our statistics of the round we start from
+                if self.resumed:
+                    self._announce(transport)
             while self.round < self.settings.rounds:
                 if not self.step(transport):
                     break
@@ -289,6 +298,12 @@ class Peer:
             if isinstance(message, Waiting):
                 self.metrics.notices_received += 1
                 self.liveness.waiting(message.sender, message.round)
+            elif isinstance(message, Resumed):
+                self.liveness.heard(message.sender)
+                if self.session is not None:
+                    self.session.take_resumed(message)
+                for again in self.resends.answer(message):
+                    self.metrics.frames_resent += self._send_to(transport, message.sender, again)
             elif isinstance(message, Unmask):
                 self.liveness.heard(message.sender)
                 reply = self.session.answer(message)
@@ -309,7 +324,11 @@ class Peer:
 
     def _keep(self, message: Message | Masked, size: int, wanted: int) -> None:
         """Put a neighbour's statistics into the inbox; how far the neighbour has got is noted even for a stale frame
-        (it is behind, but alive). A frame beyond the window that a later one replaces is counted as ``ahead``."""
+        (it is behind, but alive). A frame beyond the window that a later one replaces is counted as ``ahead``. A copy
+        of a frame held or just taken (a neighbour sent it again after this peer restarted) is dropped, uncounted."""
+        if self.inbox.is_copy(message):
+            self.liveness.statistics_from(message.sender, message.round)  # re-sent in order: its latest round then
+            return
         try:
             replaced = self.inbox.put(message, wanted)
         except Rejected as rejection:
@@ -521,12 +540,14 @@ class Peer:
         if self.session is None:
             dropped_for = transport.send(frame)
             self.metrics.count_sent(len(self.settings.peers) - len(dropped_for), len(frame))
+            frames = dict.fromkeys(self.settings.peers, frame)
         else:
             shares = self.release.shares(self.round)
             frames = self.session.frames(stats, self.round, schema_id=self.model.schema_id, ess=self.ess, shares=shares,
                                          plain=lambda address: frame if shares is None else self._encode(
                                              self.release.with_share(stats, address, self.round)))
             dropped_for = [address for address, each in frames.items() if not self._send_to(transport, address, each)]
+        self.resends.record(self.round, {address: each for address, each in frames.items() if address not in dropped_for})
         self.metrics.send_dropped += len(dropped_for)
         for address in sorted(self._full_queues - set(dropped_for)):
             self.log.info("round %d: queue to %s takes frames again", self.round, address)
@@ -535,6 +556,13 @@ class Peer:
                          "round %d: queue to %s full, statistics not sent%s", self.round, address,
                          "" if address in self._full_queues else " (logged again once it takes frames again)")
         self._full_queues = set(dropped_for)
+
+    def _announce(self, transport: PeerTransport) -> None:
+        """Tell the neighbours the round this peer resumed at: what they sent its last process of it and later died
+        with it, and they send it again (``crc.nodes.resend``)."""
+        transport.send(encode_resumed(run=self.settings.run, sender=self.settings.bind, round_=self.round))
+        self.log.info("told the neighbours it resumed at round %d (they send again what they sent its last process)",
+                      self.round)
 
     def _encode(self, stats: np.ndarray) -> bytes:
         """A plain statistics frame of this peer's current round."""

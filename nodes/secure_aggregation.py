@@ -44,7 +44,8 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    round up at once (the set cannot be confirmed); after them it stops waiting for that member's reveal and unmasks
    what the others revealed, as it would at the timeout. Either way it ends as it would have after waiting its
    ``--timeout`` for a member that did not answer, only sooner (a restarted member declines the round it resumed
-   at: its neighbours used to wait a timeout for it).
+   at: its neighbours used to wait a timeout for it; its ``resumed`` notice counts as that decline where the request
+   died with its last process, ``SecureAggregationSession.take_resumed``).
 
    Why a decline is safe: it carries no seed, share or vouch, and its reason is a function of what u itself sent
    (the set, the bundles, the vouches relayed) and of the member's own state that u sees anyway (whether it sent
@@ -58,7 +59,9 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
    connection's key names the sender).
 
 Sealed bundles carry a random 96-bit nonce (``seal``): a peer resumed from its checkpoint masks its last round again,
-under the same sealing key, and never reuses a nonce with it.
+under the same sealing key, and never reuses a nonce with it. Its neighbours send the resumed peer again the masked
+frames its last process got (``crc.nodes.resend``): the same bytes, never masked anew, so it holds one frame twice,
+and the commitments above still give it at most one sum of a round.
 
 Distributed noise (``--dp-noise distributed``, ``crc.core.distributed_noise``): w adds its integer discrete
 Gaussian share η_w (fixed-point units, ``crc.nodes.release``) to F(s_w) before masking, so y_w carries F(s_w) + η_w

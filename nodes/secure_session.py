@@ -14,7 +14,9 @@ least two neighbours) it then, after gathering the round's masked statistics:
    S that does not agree costs the round: the others reveal nothing for a set it did not vouch for).
 
 A member of S that refuses declines (``take_decline``): the wait for that stage ends at once (``settled``), as at its
-timeout, the round given up before the confirmations, unmasked from the others' reveals after them. A neighbour's
+timeout, the round given up before the confirmations, unmasked from the others' reveals after them. A member that
+says it resumed at or after the round from its checkpoint (``take_resumed``) is taken as declining: it refuses every
+request and confirmation of that round, and those already sent to it died with its last process. A neighbour's
 declines are logged once while they last (a warning, then at debug level until it agrees again), for its first
 ``LOGGED_DECLINE_SPELLS`` spells; later spells at debug level only.
 
@@ -41,7 +43,7 @@ from crc.core.models.base import GenerativeModel
 from crc.nodes.metrics import Metrics
 from crc.nodes.secure_aggregation import Deviation, Refused, SecureNeighbourhoods
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Agree, Confirm, Decline, Masked, Rejected, Reveal, Unmask
+from crc.nodes.wire import Agree, Confirm, Decline, Masked, Rejected, Resumed, Reveal, Unmask
 
 LOGGED_DECLINE_SPELLS = 3
 """Spells of declines (declines until the member agrees again) logged as a warning per neighbour; later ones at debug
@@ -176,18 +178,33 @@ class SecureAggregationSession:
         if decline.recipient != self.neighbourhoods.me:
             raise Rejected("stale", f"a decline of {decline.recipient}'s unmasking, not this peer's", decline.sender)
         self._check_awaited(decline, "a decline", self._reveals if self._confirmed else self._agreements)
-        self._declines.add(decline.sender)
-        spell_begins = decline.sender not in self._declining
+        self._declined(decline.sender, decline.round, decline.reason)
+
+    def take_resumed(self, notice: Resumed) -> None:
+        """A neighbour resumed at ``notice.round`` from its checkpoint: if it is a member of the open unmasking that still
+        owes this stage's answer and the round is at most the one it resumed at, taken as its decline (reason
+        ``resumed``: it refuses that round's requests and confirmations, ``Contributor.agree``, and those sent to it
+        died with its last process); otherwise nothing."""
+        if self._unmasking is None or not self._unmasking[0] <= notice.round or notice.sender not in self._unmasking[1]:
+            return
+        if notice.sender in (self._reveals if self._confirmed else self._agreements) or notice.sender in self._declines:
+            return
+        self._declined(notice.sender, self._unmasking[0], "resumed")
+
+    def _declined(self, sender: str, round_: int, reason: str) -> None:
+        """``sender`` will not answer this stage of the unmasking of ``round_``, for ``reason``: noted and logged."""
+        self._declines.add(sender)
+        spell_begins = sender not in self._declining
         if spell_begins:
-            self._decline_spells[decline.sender] += 1
-        spells = self._decline_spells[decline.sender]
+            self._decline_spells[sender] += 1
+        spells = self._decline_spells[sender]
         logged = spell_begins and spells <= LOGGED_DECLINE_SPELLS
         note = (" (logged again once it agrees again)" if spells < LOGGED_DECLINE_SPELLS else
                 " (its later declines are logged at debug level only)")
         self.log.log(logging.WARNING if logged else logging.DEBUG,
                      "%s declined this peer's unmasking of round %d (reason: %s; its log says more)%s",
-                     decline.sender, decline.round, decline.reason, note if logged else "")
-        self._declining.add(decline.sender)
+                     sender, round_, reason, note if logged else "")
+        self._declining.add(sender)
 
     def confirm(self) -> dict[str, bytes]:
         """Stage 3: once every contributor agreed, the confirmation for each (the others' vouches for it); nothing

@@ -37,6 +37,13 @@ A peer that has waited a while for its neighbours' statistics tells its other ne
     waiting  v, type, run, from, round (the round whose statistics the sender still awaits: its statistics of
              round + 1 come late, not never)
 
+A peer resumed from its checkpoint tells its neighbours so, once, when it starts again (``crc.nodes.resend``)::
+
+    resumed  v, type, run, from, round (the round the sender resumed at: what its neighbours sent its last process
+             of that round and later died with it; each re-sends the frames of those rounds it still holds, once)
+
+A peer of an earlier release rejects a ``resumed`` frame as malformed (counted, logged once) and goes on as before.
+
 Nothing is trusted: the frame size is checked before decoding, msgpack runs
 with tight limits, every field is type-checked, and the payload must be finite
 and of the expected length. Given the model, the statistics must then be
@@ -111,7 +118,8 @@ recipient; a share bundle is missing or does not decrypt; the confirmation is of
 confirmation lacks a member's vouch for the set (``Deviation``)."""
 
 WAITING = "waiting"
-WAITING_FIELDS = frozenset({"v", "type", "run", "from", "round"})
+RESUMED = "resumed"
+NOTICE_FIELDS = frozenset({"v", "type", "run", "from", "round"})
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
           "stats-ess", "magnitude", "counts", "theta", "stale", "ahead", "duplicate", "forged")
@@ -136,6 +144,15 @@ class Message:
 @dataclass(frozen=True)
 class Waiting:
     """A neighbour still awaits its neighbours' statistics of ``round``: its own of round + 1 come late, not never."""
+
+    sender: str
+    round: int
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A neighbour resumed at ``round`` from its checkpoint: the frames of that round and later sent to its last
+    process are lost."""
 
     sender: str
     round: int
@@ -227,7 +244,16 @@ def encode(*, run: str, sender: str, round_: int, schema_id: str, ess: float, st
 
 def encode_waiting(*, run: str, sender: str, round_: int) -> bytes:
     """A waiting notice: ``sender`` still awaits its neighbours' statistics of ``round_``."""
-    return msgpack.packb({"v": PROTOCOL_VERSION, "type": WAITING, "run": run, "from": sender, "round": int(round_)},
+    return _encode_notice(WAITING, run, sender, round_)
+
+
+def encode_resumed(*, run: str, sender: str, round_: int) -> bytes:
+    """A resumed notice: ``sender`` resumed at ``round_`` from its checkpoint."""
+    return _encode_notice(RESUMED, run, sender, round_)
+
+
+def _encode_notice(kind: str, run: str, sender: str, round_: int) -> bytes:
+    return msgpack.packb({"v": PROTOCOL_VERSION, "type": kind, "run": run, "from": sender, "round": int(round_)},
                          use_bin_type=True)
 
 
@@ -245,7 +271,7 @@ def encode_secure_aggregation(kind: str, *, run: str, sender: str, round_: int, 
 
 
 def decode(frame: bytes, expect: Expectation, key: str | None = None
-           ) -> Message | Waiting | Masked | Unmask | Agree | Confirm | Reveal | Decline:
+           ) -> Message | Waiting | Resumed | Masked | Unmask | Agree | Confirm | Reveal | Decline:
     """Validate a frame that came over a connection authenticated with ``key`` (z85; None: not authenticated)
     against ``expect``; raise Rejected with the first cause found."""
     if len(frame) > expect.max_frame_bytes:
@@ -257,8 +283,9 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None
                               max_map_len=max(len(FIELDS), entries), max_ext_len=0)
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
-    if isinstance(obj, dict) and obj.get("type") == WAITING:
-        return _decode_waiting(obj, expect, key)
+    if isinstance(obj, dict) and obj.get("type") in (WAITING, RESUMED):
+        notice = Waiting if obj["type"] == WAITING else Resumed
+        return notice(_check_header(obj, NOTICE_FIELDS, expect, key), obj["round"])
     if (expect.secure_aggregation and isinstance(obj, dict) and isinstance(obj.get("type"), str)
             and obj["type"] in SECURE_AGGREGATION_FIELDS):  # a map as the type is no key to look up
         return _decode_secure_aggregation(obj, expect, key)
@@ -333,10 +360,6 @@ def _check_header(obj: dict, fields: frozenset, expect: Expectation, key: str | 
         raise Rejected("malformed", f"round {obj['round']} out of range", sender)
     check_origin(obj, sender, expect, key)
     return sender
-
-
-def _decode_waiting(obj: dict, expect: Expectation, key: str | None) -> Waiting:
-    return Waiting(_check_header(obj, WAITING_FIELDS, expect, key), obj["round"])
 
 
 def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None

@@ -18,7 +18,10 @@ aggregate classifier, 100 instances a peer, timeout T = 1 s, first round F = 5 s
 `results/network/chaos.py`; `-ring`: 4 peers on a ring; `-before`: the same command run with main's `nodes/peer.py`
 (a0eaf41), before a peer wrote its checkpoint of round 0 before its first send; `-silent`: the same command run with
 `nodes/` of bf104f7, before a member that refuses an unmasking request or confirmation answered with a decline (it
-sent nothing, and the recipient waited its timeout); `-T5`: T = 5 s (`--timeout 5`); `-d1`: distributed noise
+sent nothing, and the recipient waited its timeout); `-noresend`: the same command run with `nodes/` of 7c902b0,
+before a peer resumed from its checkpoint told its neighbours its round and they sent it again what they had sent
+its killed process (its first round waited for frames that died with it); `-T5`: T = 5 s (`--timeout 5`); `-d1`:
+distributed noise
 with `--dp-dropouts 1` (a sum may go without one member). One run each: under local noise at
 E = 16 the run without a fault alone ends anywhere from 0.08 to 0.36 test error (and near chance at 160 rounds, whose
 plan puts more noise on each release), so the gaps of single private runs say little; the counts and times do. The

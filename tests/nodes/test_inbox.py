@@ -77,3 +77,28 @@ def test_statistics_of_the_wrong_kind_are_refused():
     receiving_masked = Inbox(rounds=ROUNDS, window=WINDOW, masked=True)
     receiving_masked.put(masked, 0)
     assert receiving_masked.complete(0, [A])
+
+
+def test_a_copy_of_a_frame_held_or_of_the_last_round_taken_is_told_apart_from_another_frame():
+    """A neighbour re-sends the bytes it sent (``crc.nodes.resend``): a copy of a frame held, or of the last round
+    taken, is a copy; other statistics for the same slot, and a frame of an older round taken, are not (``put``
+    refuses them as duplicate and stale)."""
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    inbox.put(stats(A, 5), 5)
+    inbox.put(stats(A, 6), 5)
+    other = Message(sender=A, round=6, stats=np.full(4, -1.0))
+    assert inbox.is_copy(stats(A, 6)) and not inbox.is_copy(other) and not inbox.is_copy(stats(B, 6))
+    assert refusal(inbox, other, 5) == "duplicate"
+    inbox.take(5)
+    assert inbox.is_copy(stats(A, 5)) and not inbox.is_copy(Message(sender=A, round=5, stats=np.zeros(4)))
+    inbox.take(6)
+    assert inbox.is_copy(stats(A, 6)) and not inbox.is_copy(stats(A, 5))
+    assert refusal(inbox, stats(A, 5), 7) == "stale"
+
+
+def test_a_copy_of_masked_statistics_needs_the_same_words_and_shares():
+    words = np.arange(4, dtype=np.uint64)
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW, masked=True)
+    inbox.put(Masked(A, 2, words, {B: b"sealed"}), 2)
+    assert inbox.is_copy(Masked(A, 2, words.copy(), {B: b"sealed"}))
+    assert not inbox.is_copy(Masked(A, 2, words, {B: b"other"})) and not inbox.is_copy(Masked(A, 2, words + 1, {B: b"sealed"}))

@@ -177,6 +177,37 @@ def test_a_killed_peer_restarted_from_its_checkpoint_rejoins_and_finishes(tmp_pa
         assert sum(model.metrics["missing"].values()) < graph.degree(victim) * (10 - killed_at), model.metrics["missing"]
 
 
+@pytest.mark.parametrize("privacy", [{}, {"secure_aggregation": True}], ids=["plain", "secure-aggregation"])
+def test_a_restarted_peer_gets_again_what_its_neighbours_sent_its_dead_process(tmp_path, privacy):
+    """A peer paused (its neighbours' statistics of its round pile up unread in its sockets), then killed and restarted
+    from its checkpoint: those statistics died with it. It tells its neighbours the round it resumed at and they send
+    them again, so its first round after the restart takes far less than its --timeout (20 s) instead of all of it.
+    Under secure aggregation they send the same masked words again, and take the notice as its decline of their
+    unmasking of that round (their requests died with it too)."""
+    timeout = 20.0
+    config, graph, _ = scenario(tmp_path, nodes=3, rounds=60, topology="ring", **privacy)
+    victim, others = 0, [1, 2]
+    with Network(tmp_path, graph, config, timeout=timeout) as net:
+        net.start_all()
+        net.wait_for_round(victim, 3)
+        net.signal(victim, signal.SIGSTOP)
+        time.sleep(0.5)  # the neighbours send it what they can, then wait for it
+        net.signal(victim, signal.SIGKILL)
+        net.processes[victim].wait(timeout=10)
+        resumed_at = net.checkpoint_round(victim)
+        net.start(victim)
+        net.wait_for_log(victim, f"resumed from checkpoint at round {resumed_at}")
+        started = time.monotonic()
+        net.wait_for_round(victim, resumed_at + 1, limit=timeout / 2)
+        first_round_s = time.monotonic() - started
+        assert net.wait() == {i: 0 for i in range(3)}
+    metrics = {i: load_model(net.model_path(i)).metrics for i in range(3)}
+    assert first_round_s < timeout / 2, first_round_s
+    assert sum(metrics[i]["frames_resent"] for i in others) >= 1 and metrics[victim]["frames_resent"] == 0
+    assert metrics[victim]["rejected"]["duplicate"] == 0, metrics[victim]["rejected"]
+    assert "resumed at round" in net.log_path(others[0]).read_text()
+
+
 def test_a_paused_peer_does_not_hang_the_others(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=4, rounds=12)
     paused, late = hub_and_leaf(graph)

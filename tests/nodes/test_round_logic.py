@@ -74,7 +74,7 @@ class FakeTransport:
     jumps to the next arrival, the slice's end or the deadline, whichever comes
     first, and the frames due by then are returned. Neighbours in ``full``
     have a full queue: ``send`` reports them and they get nothing. The peer's waiting notices are noted in
-    ``notices``, not answered.
+    ``notices``, its resumed notices in ``resumed`` (the round), not answered.
     """
 
     def __init__(self, clock: FakeClock, answer, *, poll_slice_s: float = PeerSettings.poll_slice_s,
@@ -83,6 +83,7 @@ class FakeTransport:
         self.key_of = key_of
         self.sent: list[bytes] = []
         self.notices: list[tuple[float, int]] = []  # (when, round awaited) of the peer's waiting notices
+        self.resumed: list[int] = []  # the rounds its resumed notices name
         self.closed_linger_ms: int | None = None
         self._pending: list[tuple[float, int, bytes]] = []
         self._order = itertools.count()
@@ -93,6 +94,9 @@ class FakeTransport:
         obj = msgpack.unpackb(frame)
         if obj["type"] == wire.WAITING:  # the peer says it still waits: the fake neighbours take note only
             self.notices.append((self.clock.now, obj["round"]))
+            return sorted(self.full)
+        if obj["type"] == wire.RESUMED:
+            self.resumed.append(obj["round"])
             return sorted(self.full)
         self.sent.append(frame)
         for delay, reply in self.answer(obj["round"]):
@@ -283,6 +287,24 @@ def test_a_duplicate_is_rejected_and_the_first_copy_used(setup):
     setup.assert_follows_simulator(peer, transport)
 
 
+def test_a_copy_of_a_frame_held_or_just_taken_is_dropped_uncounted(setup):
+    """A neighbour that sends its statistics again (to a peer that restarted, ``crc.nodes.resend``) sends the same
+    bytes: the copy, before or after its round is taken, changes nothing and is neither received nor rejected."""
+    twice = NEIGHBOURS[-1]
+
+    def answer(round_):
+        replies = setup.neighbours_answer(round_)
+        again = [(0.0, setup.frame(twice, round_))]
+        return again + replies + again if round_ == 2 else replies
+
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    transport = FakeTransport(clock, answer)
+    assert peer.run(transport)
+    assert no_rejections(peer) and peer.metrics.messages_received == len(NEIGHBOURS) * ROUNDS
+    setup.assert_follows_simulator(peer, transport)
+
+
 def test_a_message_beyond_the_runs_rounds_is_rejected(setup):
     sender = NEIGHBOURS[0]
     beyond = [(0.0, setup.frame(sender, ROUNDS, stats=setup.history[0][sender])),
@@ -452,6 +474,7 @@ def test_a_resumed_peer_continues_from_its_checkpoint_and_ends_like_an_uninterru
     transport = FakeTransport(resumed.clock, setup.neighbours_answer)
     assert resumed.run(transport) is True
     assert sorted(transport.sent_stats()) == list(range(stopped_at, ROUNDS))
+    assert transport.resumed == [stopped_at] and answer_until_stop.resumed == []  # told once, and only when resumed
 
     uninterrupted = setup.peer(FakeClock())
     assert uninterrupted.run(FakeTransport(uninterrupted.clock, setup.neighbours_answer))
@@ -494,7 +517,7 @@ def test_a_peer_sends_a_round_only_once_its_checkpoint_holds_it(setup, tmp_path)
     class Watching(FakeTransport):
         def send(self, frame: bytes) -> list[str]:
             message = msgpack.unpackb(frame)
-            if message["type"] != wire.WAITING:
+            if message["type"] not in (wire.WAITING, wire.RESUMED):
                 held_at_send[message["round"]] = checkpoint.completed_round(tmp_path)
             return super().send(frame)
 
@@ -1046,6 +1069,41 @@ class Recorder:
     def send_to(self, address: str, frame: bytes) -> bool:
         self.to.append((address, frame))
         return True
+
+
+class Everyone(Recorder):
+    """A Recorder that takes a frame for every neighbour too (``send``)."""
+
+    def send(self, frame: bytes) -> list[str]:
+        self.to += [(ADDRESS[u], frame) for u in NEIGHBOURS]
+        return []
+
+
+@pytest.mark.parametrize("privacy", [None, "secure", "distributed"])
+def test_a_neighbour_that_resumed_gets_the_very_frames_sent_again_once(setup, privacy, caplog):
+    """A neighbour that resumed at round 0 gets this peer's frames of its last KEEP_ROUNDS rounds (1 and 2) again:
+    the bytes sent then (under secure aggregation the same masked words and sealed shares, with distributed noise the
+    same share: nothing masked or drawn anew), once; a flood of notices sends nothing more and is logged
+    LOGGED_RESUMES times."""
+    from crc.nodes.resend import KEEP_ROUNDS, LOGGED_RESUMES
+
+    peer = {None: lambda: setup.peer(FakeClock()), "secure": lambda: secure_peer(setup),
+            "distributed": lambda: secure_peer(setup, dropouts=0)}[privacy]()
+    transport = Everyone()
+    for round_ in range(3):
+        peer.round = round_
+        peer._send(transport)
+    u = ADDRESS[3]  # its neighbourhood (nodes 1 and 2) hides this peer's statistics under secure aggregation
+    first = [frame for address, frame in transport.to if address == u]
+    assert len(first) == 3 and {msgpack.unpackb(frame)["type"] for frame in first} == {"stats" if privacy is None else "masked"}
+    sent = len(transport.to)
+    with caplog.at_level(logging.DEBUG, logger="crc.node"):
+        for _ in range(50):
+            peer._accept(wire.encode_resumed(run="crc", sender=u, round_=0), None, 2, transport)
+    assert transport.to[sent:] == [(u, frame) for frame in first[-KEEP_ROUNDS:]]
+    assert peer.metrics.frames_resent == KEEP_ROUNDS and no_rejections(peer)
+    logged = [r for r in caplog.records if r.levelno >= logging.INFO and "resumed at round" in r.getMessage()]
+    assert len(logged) == LOGGED_RESUMES
 
 
 def test_rounds_that_cannot_be_unmasked_are_counted_each_and_logged_once_while_they_last(setup, caplog):

@@ -12,7 +12,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.metrics import Metrics
 from crc.nodes.secure_session import LOGGED_DECLINE_SPELLS, SecureAggregationSession
 from crc.nodes.settings import SecureAggregationKeys
-from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Rejected, Reveal, Unmask, decode, encode
+from crc.nodes.wire import Agree, Confirm, Decline, Expectation, Masked, Rejected, Resumed, Reveal, Unmask, decode, encode
 from support.tables import mixed_columns, prepared
 
 PEERS = [f"tcp://127.0.0.1:{7200 + i}" for i in range(4)]
@@ -301,6 +301,35 @@ def test_a_decline_after_the_confirmations_ends_the_wait_and_the_others_reveals_
     assert second.value.cause == "duplicate" and isinstance(late, Reveal)
     assert not recipient.settled()  # the others' reveals are still awaited
     for w in CONTRIBUTORS[1:]:
+        recipient.take_reveal(decode(sessions[w].answer_confirmation(decode(confirmations[w], expect(w))), expect(RECIPIENT)))
+    assert recipient.settled()
+    np.testing.assert_allclose(recipient.close(MODEL, ESS), sum(statistics(i) for i in range(1, 4)), rtol=0, atol=1e-5)
+
+
+def test_a_member_that_resumed_at_or_after_the_round_is_taken_as_declining_it(sessions):
+    """A member's resumed notice for the round being unmasked or a later one ends its wait as its decline would (it
+    refuses that round, and what was sent to it died with it): before the confirmations the round is given up, after
+    them the others' reveals unmask the sum. A notice of an earlier round, from a neighbour outside the set or from a
+    member that answered this stage changes nothing."""
+    a, b, c = CONTRIBUTORS
+    recipient = sessions[RECIPIENT]
+    received = masked_for_recipient(sessions, 2, senders=(a, b))
+    requests = recipient.open(received, 2)
+    recipient.take_agreement(decode(sessions[b].answer(decode(requests[b], expect(b))), expect(RECIPIENT)))
+    for unheeded in (Resumed(a, 1), Resumed(c, 2), Resumed(b, 2)):
+        recipient.take_resumed(unheeded)
+        assert not recipient.settled() and recipient.declines == 0, unheeded
+    recipient.take_resumed(Resumed(a, 3))
+    assert recipient.settled() and recipient.declines == 1 and recipient.confirm() == {}
+    assert recipient.close(MODEL, ESS) is None
+
+    received = masked_for_recipient(sessions, 3)
+    requests = recipient.open(received, 3)
+    for w in CONTRIBUTORS:
+        recipient.take_agreement(decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)))
+    confirmations = recipient.confirm()
+    recipient.take_resumed(Resumed(a, 3))  # restarted after agreeing: its confirmation died with it
+    for w in (b, c):
         recipient.take_reveal(decode(sessions[w].answer_confirmation(decode(confirmations[w], expect(w))), expect(RECIPIENT)))
     assert recipient.settled()
     np.testing.assert_allclose(recipient.close(MODEL, ESS), sum(statistics(i) for i in range(1, 4)), rtol=0, atol=1e-5)

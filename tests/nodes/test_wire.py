@@ -173,17 +173,19 @@ def test_corrupted_valid_frames_decode_or_are_rejected(flips, values):
 NEIGHBOUR = "tcp://127.0.0.1:7001"
 
 
-def test_a_waiting_notice_round_trips_and_is_checked_like_any_frame():
-    notice = decode(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), EXPECT)
-    assert isinstance(notice, wire.Waiting) and (notice.sender, notice.round) == (NEIGHBOUR, 5)
-    assert len(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5)) < 64
+@pytest.mark.parametrize("encode_notice, kind", [(wire.encode_waiting, wire.Waiting), (wire.encode_resumed, wire.Resumed)])
+def test_a_notice_round_trips_and_is_checked_like_any_frame(encode_notice, kind):
+    notice = decode(encode_notice(run="r1", sender=NEIGHBOUR, round_=5), EXPECT)
+    assert type(notice) is kind and (notice.sender, notice.round) == (NEIGHBOUR, 5)
+    assert len(encode_notice(run="r1", sender=NEIGHBOUR, round_=5)) < 64
     keyed = replace(EXPECT, known_keys={NEIGHBOUR: "key"})
-    assert decode(wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), keyed, "key").round == 5
-    packed = {"v": wire.PROTOCOL_VERSION, "type": wire.WAITING, "run": "r1", "from": NEIGHBOUR, "round": 5}
+    assert decode(encode_notice(run="r1", sender=NEIGHBOUR, round_=5), keyed, "key").round == 5
+    packed = msgpack.unpackb(encode_notice(run="r1", sender=NEIGHBOUR, round_=5))
     for data, expect, key, cause in [
-        (wire.encode_waiting(run="r2", sender=NEIGHBOUR, round_=5), EXPECT, None, "run"),
-        (wire.encode_waiting(run="r1", sender="tcp://10.0.0.9:1", round_=5), EXPECT, None, "sender"),
-        (wire.encode_waiting(run="r1", sender=NEIGHBOUR, round_=5), keyed, "other", "forged"),
+        (encode_notice(run="r2", sender=NEIGHBOUR, round_=5), EXPECT, None, "run"),
+        (encode_notice(run="r1", sender="tcp://10.0.0.9:1", round_=5), EXPECT, None, "sender"),
+        (encode_notice(run="r1", sender=NEIGHBOUR, round_=5), keyed, "other", "forged"),
+        (encode_notice(run="r1", sender=NEIGHBOUR, round_=5), keyed, None, "forged"),
         (msgpack.packb({**packed, "round": -1}), EXPECT, None, "malformed"),
         (msgpack.packb({**packed, "round": True}), EXPECT, None, "malformed"),
         (msgpack.packb({**packed, "extra": 1}), EXPECT, None, "malformed"),
