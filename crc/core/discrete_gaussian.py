@@ -26,7 +26,7 @@ KEYSTREAM_CHUNK = 1 << 16
 
 class KeyedRandom(random.Random):
     """``random.Random`` whose bits are the keystream SHAKE-256(key ‖ counter) of ``key`` (32 bytes);
-    ``randbelow(n)`` is uniform on [0, n) by rejection (``random.Random._randbelow`` over ``getrandbits``)."""
+    ``randbelow(n)`` is uniform on [0, n) by rejection of ``getrandbits(n.bit_length())``."""
 
     def __init__(self, key: bytes):
         if len(key) != 32:
@@ -43,13 +43,14 @@ class KeyedRandom(random.Random):
         """The state is the keystream: seeding has no effect (``random.Random.__init__`` calls it)."""
 
     def _bytes(self, count: int) -> bytes:
-        if self._position + count > len(self._buffer):
-            self._buffer, self._position = self._buffer[self._position:], 0
+        start = self._position
+        end = start + count
+        if end > len(self._buffer):
+            self._buffer, start, end = self._buffer[start:], 0, count
             while len(self._buffer) < count:
                 self._buffer += self._block()
-        out = self._buffer[self._position:self._position + count]
-        self._position += count
-        return out
+        self._position = end
+        return self._buffer[start:end]
 
     def getrandbits(self, k: int) -> int:
         if k <= 0:
@@ -60,8 +61,22 @@ class KeyedRandom(random.Random):
         return self.getrandbits(53) * 2.0**-53
 
     def randbelow(self, n: int) -> int:
-        """A uniform integer in [0, n)."""
-        return self._randbelow(n)
+        """A uniform integer in [0, n), n >= 1: ``getrandbits(k)``, k = n.bit_length(), until below n (what
+        ``random.Random`` does, written out: the samplers spend most of their time here, and the draws must not
+        depend on the Python release)."""
+        if n < 1:
+            raise ValueError(f"randbelow needs n >= 1, got {n}")
+        k = n.bit_length()
+        size, shift = (k + 7) // 8, -k % 8
+        while True:
+            start = self._position
+            if start + size <= len(self._buffer):  # ``_bytes`` inlined: most of a draw's time is these calls
+                self._position = start + size
+                r = int.from_bytes(self._buffer[start:start + size], "little") >> shift
+            else:
+                r = int.from_bytes(self._bytes(size), "little") >> shift
+            if r < n:
+                return r
 
     @classmethod
     def from_seed(cls, *seed: object) -> KeyedRandom:

@@ -41,6 +41,21 @@ def test_bernoulli_exp_is_true_with_probability_exp_minus_gamma(numerator, denom
     assert abs(hits / 20000 - p) < 5 * math.sqrt(p * (1 - p) / 20000)
 
 
+def test_randbelow_rejects_getrandbits_of_the_bit_length_until_below_n():
+    """The keystream's uniform integers are a fixed function of its bits (the draws of a key must not change with the
+    code or the Python release), here across the end of a keystream block too."""
+    fast, spec = KeyedRandom.from_seed("randbelow"), KeyedRandom.from_seed("randbelow")
+    for n in (1, 2, 3, 7, 8, 255, 256, 257, 10**20 + 3, 2**800 - 5):
+        for _ in range(700 if n > 2**700 else 50):
+            expected = spec.getrandbits(n.bit_length())
+            while expected >= n:
+                expected = spec.getrandbits(n.bit_length())
+            assert fast.randbelow(n) == expected
+    assert fast._counter > 1
+    with pytest.raises(ValueError):
+        fast.randbelow(0)
+
+
 def test_the_sampler_follows_the_discrete_gaussian_mass_function():
     variance, count = 2, 20000
     draws = discrete_gaussian_array(KeyedRandom.from_seed("pmf"), variance, (count,))
