@@ -89,8 +89,11 @@ def summary_lines(results: dict) -> list[str]:
 
 
 def _group_network_lines(net: dict) -> list[str]:
-    """The network of a vertical group: its totals, the set-up, and what each peer sends a round."""
-    each = "; ".join(f"block {p['block']} ({p['role']}) {p['bytes_per_round']:.0f}" for p in net["peers"])
+    """The network of a vertical group or of hybrid groups: the totals, the set-up, and what each peer sends a round
+    (named by its group too when there are several)."""
+    groups = len({p.get("group") for p in net["peers"]}) > 1  # hybrid: a block's peer in every group
+    each = "; ".join((f"group {p['group']} " if groups else "") + f"block {p['block']} ({p['role']}) "
+                     f"{p['bytes_per_round']:.0f}" for p in net["peers"])
     dropped = sum(p["rows_dropped"] or 0 for p in net["peers"])
     text = (f"network: {net['messages']} messages, {net['bytes']} bytes, rejected {net['rejected']}, missing "
             f"{net['missing']}; set-up (alignment of {net['instances']} instances, {dropped} rows dropped, and the start) "

@@ -120,6 +120,20 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
                                  "messages included; statistics payload 80)")  # 1291 a message against 3920 read as a bug
 
 
+def test_hybrid_groups_name_each_peers_group_in_the_bytes_a_round():
+    """hybrid:2x2 printed 'block 0 (label holder) 4509; block 1 (member) 4502; block 0 (label holder) 4493; ...'."""
+    def network(groups):
+        peers = [{"group": g, "block": b, "role": "member" if b else "label holder", "rows_dropped": 0,
+                  "bytes_per_round": 100.0 * g + b} for g in range(groups) for b in range(2)]
+        return {**NETWORK, "instances": 400, "setup_ms": 5.0, "peers": peers}
+
+    hybrid = " ".join(summary._group_network_lines(network(2)))
+    assert ("bytes sent a round: group 0 block 0 (label holder) 0; group 0 block 1 (member) 1; "
+            "group 1 block 0 (label holder) 100; group 1 block 1 (member) 101") in hybrid
+    assert "bytes sent a round: block 0 (label holder) 0; block 1 (member) 1" in " ".join(
+        summary._group_network_lines(network(1)))
+
+
 def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
     summary.warn_absent_classes({"absent_classes": [f"c{k}" for k in range(12)]})
     assert capsys.readouterr().err.startswith("Warning: class(es) 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', "
