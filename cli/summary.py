@@ -44,7 +44,10 @@ def summary_lines(results: dict) -> list[str]:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
                      f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release"
                      + (f", {privacy['rounds']} releases (one every {privacy['release_every']} rounds)"
-                        if privacy.get("release_every", 1) > 1 else ""))
+                        if privacy.get("release_every", 1) > 1 else "")
+                     + (f"; distributed: shares that add up in every neighbourhood sum ({privacy['sums_per_round']} "
+                        f"sum(s) a round a peer; --colluders {privacy['colluders']}, --dp-dropouts {privacy['dropouts']})"
+                        if privacy.get("noise") == "distributed" else ""))
     if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
         lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
                      "members' scores")

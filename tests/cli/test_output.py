@@ -169,6 +169,11 @@ def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_
     lines = summary_lines(results)
     assert "noise sigma 72.33 per release, 2 releases (one every 2 rounds)" in next(
         line for line in lines if line.startswith("differential privacy"))
+    results["privacy"] = {**results["privacy"], "noise": "distributed", "colluders": 1, "dropouts": 0,
+                          "sums_per_round": 3}
+    assert next(line for line in summary_lines(results) if line.startswith("differential privacy")).endswith(
+        "; distributed: shares that add up in every neighbourhood sum (3 sum(s) a round a peer; --colluders 1, "
+        "--dp-dropouts 0)")
     assert next(line for line in lines if line.startswith("algorithm")).endswith(
         "; local step and release every 2 rounds, averaging only between")
 
