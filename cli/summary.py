@@ -17,6 +17,13 @@ ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "c
         ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
 
 
+def on_graph(topology: str) -> str:
+    """The graph a summary says the peers are on: 'a tree', 'a ring', but 'a complete graph', 'an er:0.1 graph'."""
+    if topology.split("+")[0] in ("tree", "chain", "star", "ring", "grid"):
+        return f"a {topology}"
+    return f"{'an' if topology.startswith('er') else 'a'} {topology} graph"
+
+
 def summary_lines(results: dict) -> list[str]:
     """The summary of a run (simulator or real peers), line by line."""
     cfg, network = results["config"], results.get("network")
@@ -30,7 +37,7 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
     else:
-        lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
+        lines = [f"{cfg['data']}: {cfg['model']} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
                  f"instances each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
@@ -116,7 +123,7 @@ def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str
     else:
         head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
                 f"instances ({cfg['partition']}): {cfg['peers']} peers, {widths} features per block; each block's "
-                f"statistics averaged on a {cfg['topology']} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
+                f"statistics averaged on {on_graph(cfg['topology'])} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
     return textwrap.wrap(head, width=120)
 
 

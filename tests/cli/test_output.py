@@ -140,6 +140,17 @@ def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
                                               "'c9' and 2 more had no training instance")
 
 
+@pytest.mark.parametrize("topology, said", [("tree", "on a tree of 5 peers"), ("tree+3", "on a tree+3 of 5 peers"),
+                                             ("complete", "on a complete graph of 5 peers"),
+                                             ("regular:3", "on a regular:3 graph of 5 peers"),
+                                             ("er:0.2", "on an er:0.2 graph of 5 peers")])
+def test_the_summary_names_the_graph_in_words(topology, said):
+    """'nb on a complete of 10 peers' read as a word missing."""
+    results = fake_results()
+    results["config"]["topology"] = topology
+    assert f"twonorm: nb {said}, " in summary_lines(results)[0]
+
+
 def test_one_peer_is_said_to_be_alone():
     results = fake_results()
     results["config"]["nodes"] = 1
