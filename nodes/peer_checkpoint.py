@@ -162,7 +162,7 @@ def _kept_noise_key(path: Path) -> bytes:
     return key
 
 
-MASKED_FRESH_START = ("this peer masks its statistics (--secure-aggregation), and started afresh under the same "
+MASKED_FRESH_START = ("this peer masks what it sends (--secure-aggregation), and started afresh under the same "
                       "--run-id it would mask the rounds it sent again with the same masks: start every peer afresh "
                       "under a new --run-id, with new --checkpoint directories (`crc split --keys-for` writes both)")
 """``checkpoint.FRESH_START`` for a masking peer: a new directory or a deleted checkpoint alone would reuse its masks."""

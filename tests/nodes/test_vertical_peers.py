@@ -520,6 +520,21 @@ def test_a_member_resumed_from_a_checkpoint_of_another_label_holder_than_its_lab
         make_peer(wdbc3, 2, wdbc3.block_data(2), tmp_path, clock=clock, label_holder=poser)
 
 
+@pytest.mark.parametrize("secure", [False, True])
+def test_a_member_restarted_with_other_settings_is_told_how_to_start_afresh(wdbc3, tmp_path, secure):
+    """Deleting the checkpoint of a member that masks its scores would have it mask its first passes again under the
+    run's masks: it is told to start the group under a new --run-id instead."""
+    member = addresses(3)[1]
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, tmp_path, clock=clock, secure=secure), clock)
+    bus.start()
+    bus.run(until=lambda: bus.peers[member].pass_ == 2)
+    advice = "start every peer afresh under a new --run-id" if secure else "delete it to start afresh"
+    with pytest.raises(CRCError, match=rf"different configuration \(rounds differ\); .*{advice}"):
+        make_peer(wdbc3, 1, wdbc3.block_data(1), tmp_path, clock=clock, masks=bus.peers[member].masks,
+                  rounds=wdbc3.config.rounds + 1)
+
+
 def test_a_member_given_the_wrong_label_holder_stops_naming_the_request_it_refused(wdbc3):
     """Block 2's peer is told that block 1's peer (a member without labels) is the label holder: it refuses block 0's
     request and, at the first round's timeout, says so (it was 'no peer of the group sent a PSI request')."""
