@@ -52,13 +52,14 @@ def graph(topology, period, nodes, rounds, seed, dp_colluders, out, as_json):
 
 def _against_colluders(secure: dict) -> str:
     """The line on --colluders t of a ``secure_aggregation_summary``: the peers with 2 to t + 1 neighbours, whose
-    sums cannot be unmasked (a run refuses the graph), else the most members a sum may go without."""
+    sums cannot be unmasked (a run refuses the graph), else the largest --dp-dropouts a run takes."""
     t, few = secure["colluders"], secure["too_few_for_colluders"]
     if few:
         degrees = "2 neighbours" if t == 1 else f"2 to {t + 1} neighbours"
         return (f"with --colluders {t}: {few} peer(s) with {degrees}, too few to be protected (unmasking needs "
                 f"{t + 2}: two honest members besides the colluders); `crc simulate` and `crc launch` refuse this graph")
     usable = secure["usable_dropouts"]
-    dropouts = (f"the best-connected peers' sums may go without {usable} member(s), the largest --dp-dropouts the "
-                "graph takes" if usable else "no sum may go without a member (no --dp-dropouts)")
+    dropouts = (f"sums may go without up to {usable} member(s), the largest --dp-dropouts the graph takes" if usable
+                else "a run takes no --dp-dropouts (no sum may go without a member, or a closed neighbourhood is too "
+                     "small to spare one)")
     return f"with --colluders {t}: no peer has too few neighbours; {dropouts}"

@@ -139,9 +139,10 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
         held = write_vertical_deployment(dataset, drawn, out, seed=config.seed, drop_ids=drop_ids)
         fp = config.feature_partition
         widths = ", ".join(str(len(block)) for block in drawn.model.blocks)
-        groups = "a vertical group" if fp.kind == "vertical" else f"{fp.groups} groups of {fp.blocks} (group g: node-<gK+b>.csv)"
+        groups, where = (("a vertical group", "") if fp.kind == "vertical" else
+                         (f"{fp.groups} groups of {fp.blocks}", "; group g's block b in node-<gK+b>.csv"))
         summary = (f"{out}: {peers} peer files of {groups} (an id column and {widths} features; the label in block "
-                   f"0's), blocks.json, test.csv ({len(drawn.test_rows)} instances), schema.json")
+                   f"0's{where}), blocks.json, test.csv ({len(drawn.test_rows)} instances), schema.json")
         if drop_ids:
             summary += (f"; every peer of a group holds {', '.join(map(str, held))} of the group's "
                         f"{', '.join(str(len(part)) for part in drawn.parts)} instances")

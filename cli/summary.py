@@ -17,6 +17,13 @@ ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "c
         ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
 
 
+def on_graph(topology: str) -> str:
+    """The graph a summary says the peers are on: 'a tree', 'a ring', but 'a complete graph', 'an er:0.1 graph'."""
+    if topology.split("+")[0] in ("tree", "chain", "star", "ring", "grid"):
+        return f"a {topology}"
+    return f"{'an' if topology.startswith('er') else 'a'} {topology} graph"
+
+
 def summary_lines(results: dict) -> list[str]:
     """The summary of a run (simulator or real peers), line by line."""
     cfg, network = results["config"], results.get("network")
@@ -30,7 +37,7 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
     else:
-        lines = [f"{cfg['data']}: {cfg['model']} on a {cfg['topology']} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
+        lines = [f"{cfg['data']}: {cfg['model']} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
                  f"instances each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
@@ -44,7 +51,10 @@ def summary_lines(results: dict) -> list[str]:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
                      f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release"
                      + (f", {privacy['rounds']} releases (one every {privacy['release_every']} rounds)"
-                        if privacy.get("release_every", 1) > 1 else ""))
+                        if privacy.get("release_every", 1) > 1 else "")
+                     + (f"; distributed: shares that add up in every neighbourhood sum ({privacy['sums_per_round']} "
+                        f"sum(s) a round a peer; --colluders {privacy['colluders']}, --dp-dropouts {privacy['dropouts']})"
+                        if privacy.get("noise") == "distributed" else ""))
     if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
         lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
                      "members' scores")
@@ -89,8 +99,11 @@ def summary_lines(results: dict) -> list[str]:
 
 
 def _group_network_lines(net: dict) -> list[str]:
-    """The network of a vertical group: its totals, the set-up, and what each peer sends a round."""
-    each = "; ".join(f"block {p['block']} ({p['role']}) {p['bytes_per_round']:.0f}" for p in net["peers"])
+    """The network of a vertical group or of hybrid groups: the totals, the set-up, and what each peer sends a round
+    (named by its group too when there are several)."""
+    groups = len({p.get("group") for p in net["peers"]}) > 1  # hybrid: a block's peer in every group
+    each = "; ".join((f"group {p['group']} " if groups else "") + f"block {p['block']} ({p['role']}) "
+                     f"{p['bytes_per_round']:.0f}" for p in net["peers"])
     dropped = sum(p["rows_dropped"] or 0 for p in net["peers"])
     text = (f"network: {net['messages']} messages, {net['bytes']} bytes, rejected {net['rejected']}, missing "
             f"{net['missing']}; set-up (alignment of {net['instances']} instances, {dropped} rows dropped, and the start) "
@@ -110,7 +123,7 @@ def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str
     else:
         head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
                 f"instances ({cfg['partition']}): {cfg['peers']} peers, {widths} features per block; each block's "
-                f"statistics averaged on a {cfg['topology']} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
+                f"statistics averaged on {on_graph(cfg['topology'])} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
     return textwrap.wrap(head, width=120)
 
 

@@ -159,11 +159,15 @@ def completed_round(directory) -> int | None:
     return 0 if found is None else found[0]["round"]
 
 
-def load(directory, *, identity: dict, size: int) -> tuple[int, np.ndarray, dict] | None:
+FRESH_START = "use another --checkpoint directory or delete it to start afresh"
+"""What to do with a checkpoint of another configuration, for a peer whose earlier rounds may be sent again."""
+
+
+def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START) -> tuple[int, np.ndarray, dict] | None:
     """(round, statistics, metrics) of the checkpoint in ``directory``, or None if there is none.
 
-    A checkpoint of another configuration (different address, neighbours, schema, ESS, ...), a round
-    beyond ``identity["rounds"]`` or statistics of another length are refused rather than used.
+    A checkpoint of another configuration (different address, neighbours, schema, ESS, ...; the error ends with
+    ``remedy``), a round beyond ``identity["rounds"]`` or statistics of another length are refused rather than used.
     """
     path, found = _read(directory, max_statistics=size)
     if found is None:
@@ -173,8 +177,7 @@ def load(directory, *, identity: dict, size: int) -> tuple[int, np.ndarray, dict
         theirs = header["identity"]
         differs = sorted(k for k in set(identity) | set(theirs) if theirs.get(k) != identity.get(k))
         listed = ", ".join(str(key)[:40] for key in differs[:8]) + (", ..." if len(differs) > 8 else "")
-        raise CRCError(f"{path}: checkpoint of a different configuration ({listed} differ); "
-                       "use another --checkpoint directory or delete it to start afresh")
+        raise CRCError(f"{path}: checkpoint of a different configuration ({listed} differ); {remedy}")
     rounds = identity.get("rounds")
     if isinstance(rounds, int) and header["round"] > rounds:
         raise CRCError(f"{path}: damaged checkpoint: round {header['round']} is beyond the run's {rounds} rounds")

@@ -79,7 +79,7 @@ class GroupMember(VerticalPeer):
         self.liveness.end_round(set())
         if self.liveness.down:
             raise GroupStopped(f"the label holder {self.holder} sent nothing in {self.settings.down_after} wait(s) of "
-                               f"{self.settings.timeout_s:g} s: the group stops")
+                               f"{self.liveness.wait_s:.3g} s: the group stops")
         self.wait_from_now()
         if self.pass_ is None or self._scored != self.pass_ + 1:
             return []

@@ -85,7 +85,7 @@ class LabelHolder(VerticalPeer):
         self.liveness.end_round(received)
         if self.liveness.down:
             raise GroupStopped(f"{', '.join(sorted(self.liveness.down))} sent no {what} in {self.settings.down_after} "
-                               f"wait(s) of {self.settings.timeout_s:g} s: a vertical group needs every block every "
+                               f"wait(s) of {self.liveness.wait_s:.3g} s: a vertical group needs every block every "
                                "round, so the group stops")
         self.wait_from_now()
         return []

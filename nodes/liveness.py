@@ -64,6 +64,12 @@ class Liveness:
         self._base = self._started + (self.first_round_timeout_s if first else self.timeout_s)
         self._waiting_until, self._notices = {}, 0
 
+    @property
+    def wait_s(self) -> float:
+        """The current round's own timeout (s): ``first_round_timeout_s`` in a fresh run's round 0, else
+        ``timeout_s``."""
+        return self._base - self._started
+
     def deadline(self) -> float:
         """When the current round gives up on the neighbours still missing: its own timeout, or later while an
         awaited neighbour says it is waiting."""

@@ -162,6 +162,12 @@ def _kept_noise_key(path: Path) -> bytes:
     return key
 
 
+MASKED_FRESH_START = ("this peer masks what it sends (--secure-aggregation), and started afresh under the same "
+                      "--run-id it would mask the rounds it sent again with the same masks: start every peer afresh "
+                      "under a new --run-id, with new --checkpoint directories (`crc split --keys-for` writes both)")
+"""``checkpoint.FRESH_START`` for a masking peer: a new directory or a deleted checkpoint alone would reuse its masks."""
+
+
 class PeerCheckpoints:
     """A peer's checkpoints in ``directory`` (None: none are written or read), for a checkpoint ``identity``; a
     ``private`` peer's are bound to its noise key (``NOISE_KEY_ENTRY``). A ``guarded`` peer (``private``, or
@@ -171,7 +177,7 @@ class PeerCheckpoints:
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
                  links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, masked: bool = False):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
-        self.release_every, self.private, self.guarded = release_every, private, private or masked
+        self.release_every, self.private, self.masked, self.guarded = release_every, private, masked, private or masked
         self._kept_key: bytes | None = None  # the noise key of the checkpoint found by ``load``
         self._failing = False
 
@@ -192,7 +198,8 @@ class PeerCheckpoints:
             self._kept_key = _kept_noise_key(self._key_path)
             self._bind_key(self._kept_key)
         found = checkpoint.load(self.directory, identity=self.identity,
-                                size=len(layout(start, self.speedup, self.links, self.release_every)))
+                                size=len(layout(start, self.speedup, self.links, self.release_every)),
+                                remedy=MASKED_FRESH_START if self.masked else checkpoint.FRESH_START)
         if found is None:
             return None
         round_, vector, metrics = found

@@ -123,16 +123,17 @@ def _evaluate(dataset, config: SimulationConfig, rep, processes, workdir: Path, 
     combined = results_json(config, dataset, [result])
     em = BlockSteps(model, 0).em_passes
     passes = config.rounds + (1 if fp.kind == "vertical" else 0)
-    return {**combined, "network": network_section([models[p].metrics for p in sorted(models)], passes, em, wall=wall,
-                                                    workdir=workdir, status=status),
+    return {**combined, "network": network_section([{**models[p].metrics, "group": p // fp.blocks} for p in sorted(models)],
+                                                    passes, em, wall=wall, workdir=workdir, status=status),
             "nodes": status}
 
 
 def network_section(metrics: list[dict], passes: int, em: int, *, wall: float, workdir: Path, status: list[dict]) -> dict:
-    """The results' ``network`` from the finished peers' metrics (in peer order): totals as for horizontal peers, the
-    set-up (alignment and start, with a mixture's ``em`` EM passes) apart, and per peer the messages and bytes of one
-    of the ``passes`` (its scores, or the label holder's weights to every member, and in a hybrid partition its
-    statistics to its block neighbours). The round times are the label holders' (a group's pass ends there)."""
+    """The results' ``network`` from the finished peers' metrics (in peer order, each with its ``group``): totals as
+    for horizontal peers, the set-up (alignment and start, with a mixture's ``em`` EM passes) apart, and per peer
+    (its group and block) the messages and bytes of one of the ``passes`` (its scores, or the label holder's
+    weights to every member, and in a hybrid partition its statistics to its block neighbours). The round times are
+    the label holders' (a group's pass ends there)."""
     rejected = _summed(metrics, "rejected")
     holders = [m.get("round_ms", []) for m in metrics if m.get("role") == "label holder"]
     pass_ms = [ms for times in holders for ms in times[1 + em:]]  # pass 0: start-up, alignment, start; then EM
@@ -142,7 +143,7 @@ def network_section(metrics: list[dict], passes: int, em: int, *, wall: float, w
         setup = sum(by_kind.get(kind, 0) for kind in SETUP_KINDS)
         round_bytes = sum(count for kind, count in by_kind.items() if kind not in SETUP_KINDS)
         round_messages = sum(count for kind, count in m.get("messages_by_kind", {}).items() if kind not in SETUP_KINDS)
-        return {"block": m.get("block"), "role": m.get("role"), "bind": m.get("bind"), "rows": m.get("rows"),
+        return {"group": m.get("group"), "block": m.get("block"), "role": m.get("role"), "bind": m.get("bind"), "rows": m.get("rows"),
                 "instances": m.get("instances"),
                 "rows_dropped": m.get("rows_dropped"), "messages_sent": m.get("messages_sent"),
                 "bytes_sent": m.get("bytes_sent"), "bytes_received": m.get("bytes_received"), "setup_bytes_sent": setup,

@@ -160,7 +160,7 @@ class VerticalPeer:
         self._waiting_since = math.nan
         self._pass_started = time.perf_counter()
         self._logged_causes: set[str] = set()
-        self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, PAPER, self.log)
+        self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, PAPER, self.log, masked=masks is not None)
         self.resumed = self._resume()
         self._refused_before = dict(self.metrics.refused)
 

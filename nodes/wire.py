@@ -333,7 +333,9 @@ def _check_model(obj: dict, sender: str, expect: Expectation) -> None:
         raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… "
                                  "(different schema file, model or structure)", sender)
     if not math.isclose(obj["ess"], expect.ess, rel_tol=ESS_RELATIVE_TOLERANCE):
-        raise Rejected("ess", f"ESS {obj['ess']!r}, this peer uses {expect.ess!r}: give every peer the same --ess", sender)
+        raise Rejected("ess", f"ESS {obj['ess']!r}, this peer uses {expect.ess!r}: give every peer the same --ess, "
+                              "m / (lr n) for m instances in all on n peers (the default, local size / lr, differs "
+                              "between peers that hold different numbers of instances)", sender)
 
 
 def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longest: int = SEALED_BYTES) -> dict:

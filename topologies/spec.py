@@ -69,7 +69,8 @@ def build(spec: str, n: int, *, seed=None) -> nx.Graph:
     if kind == "file":
         graph = load_graph(params[0])
         if graph.number_of_nodes() != n:
-            raise TopologyError(f"{params[0]}: the graph has {graph.number_of_nodes()} nodes, the run has {n}")
+            raise TopologyError(f"{params[0]}: the graph has {graph.number_of_nodes()} nodes, the run has {n} "
+                                "(--nodes; a hybrid partition: its groups)")
         return graph
     if kind == "tree+":
         return g.tree_plus_graph(n, *params, seed=seed)

@@ -56,15 +56,19 @@ def check_protectable(contributors: int, colluders: int) -> None:
 
 
 def usable_dropouts(degrees: np.ndarray, colluders: int = 0) -> int:
-    """The most members any sum may go without (``droppable``) among the recipients with two or more neighbours, by
-    their numbers of neighbours ``degrees`` (n,): the largest ``--dp-dropouts`` a graph takes (0 with none)."""
-    return max([0, *(droppable(k, colluders) for k in set(degrees[degrees >= 2].tolist()))])
+    """The largest ``--dp-dropouts`` d a graph takes, by its peers' numbers of neighbours ``degrees`` (n,): the most
+    members some sum may go without (``droppable``, among the recipients with two or more neighbours), and no more
+    than every closed neighbourhood, a single neighbour's included, can spare while it still holds the recipient,
+    t = ``colluders``, d dropouts and one honest member (``share_variance``); 0 with none."""
+    most = max([0, *(droppable(k, colluders) for k in set(degrees[degrees >= 2].tolist()))])
+    return max(0, min(most, int(degrees.min()) - 1 - colluders))
 
 
 def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
     """``check_protectable`` for every recipient of a closed-neighbourhood averaging matrix (n, n) with two or more
-    neighbours; with ``dropouts`` d (``--dp-dropouts``), a CRCError unless some recipient's sum may go without d
-    members (a request names ``fewest_survivors`` of them): else the shares, sized for d, would only add noise."""
+    neighbours; with ``dropouts`` d (``--dp-dropouts``), a CRCError unless d is at most ``usable_dropouts``: some
+    recipient's sum may go without d members (a request names ``fewest_survivors`` of them; else the shares, sized for
+    d, would only add noise) and every closed neighbourhood has the members ``share_variance`` needs for d."""
     degrees = neighbour_counts(mixing)
     protected = degrees[degrees >= 2]
     if colluders and protected.size:
@@ -74,8 +78,9 @@ def check_graph_protectable(mixing, colluders: int, dropouts: int = 0) -> None:
         fewer = f"--dp-dropouts {usable} or fewer" if usable else "no --dp-dropouts"
         raise CRCError(f"--dp-dropouts {dropouts}: no sum on this graph may go without more than {usable} member(s) "
                        f"(a request names more than (neighbours + --colluders) / 2 of a peer's neighbours, and at "
-                       f"least {colluders + 2}), so larger shares would only add noise; use a denser --topology or "
-                       f"{fewer}")
+                       f"least {colluders + 2}; every closed neighbourhood, the smallest here of "
+                       f"{int(degrees.min()) + 1} peers, must keep the recipient, the colluders and an honest "
+                       f"member besides the dropouts); use a denser --topology or {fewer}")
 
 
 def secure_aggregation_summary(mixing, colluders: int = 0) -> dict:

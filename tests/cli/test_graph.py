@@ -6,8 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.core.distributed_noise import share_variance
 from crc.core.errors import CRCError
-from crc.protocol.neighbourhoods import check_graph_protectable
+from crc.protocol.neighbourhoods import check_graph_protectable, neighbour_counts
 from crc.protocol.repeat import repeat_seeds
 from crc.topologies import Schedule, averaging_matrix
 
@@ -26,7 +27,8 @@ def first_graph(topology: str, nodes: int):
                                                         ("regular:4", 12, 1), ("complete", 10, 2)])
 def test_the_summary_counts_the_peers_a_run_refuses_and_the_dropouts_it_takes(topology, nodes, colluders):
     """--colluders t: the peers with 2 to t + 1 neighbours are counted, and a graph with any is the one a run refuses;
-    else the usable dropouts are the largest --dp-dropouts a run takes."""
+    else the usable dropouts are the largest --dp-dropouts a run takes (a tree's leaves, whose closed neighbourhoods
+    of two cannot spare a member, allow none: the graph once said its hub's number)."""
     summary = graph_json("--topology", topology, "--nodes", nodes, "--colluders", colluders)
     mixing = first_graph(topology, nodes)
     assert summary["colluders"] == colluders
@@ -36,6 +38,8 @@ def test_the_summary_counts_the_peers_a_run_refuses_and_the_dropouts_it_takes(to
         return
     usable = summary["usable_dropouts"]
     check_graph_protectable(mixing, colluders, usable)
+    for size in set((neighbour_counts(mixing) + 1).tolist()):  # distributed noise's shares take d in every sum
+        share_variance(1.0, size, colluders, usable)
     with pytest.raises(CRCError, match=f"--dp-dropouts {usable + 1}"):
         check_graph_protectable(mixing, colluders, usable + 1)
 
@@ -49,4 +53,4 @@ def test_the_colluders_change_the_summary_and_its_line():
     assert ("with --colluders 1: 8 peer(s) with 2 neighbours, too few to be protected" in result.output
             and "refuse this graph" in result.output)
     alone = CliRunner().invoke(main, ["graph", "--topology", "complete", "--nodes", "10", "--colluders", "2"])
-    assert "sums may go without 3 member(s), the largest --dp-dropouts the graph takes" in alone.output
+    assert "sums may go without up to 3 member(s), the largest --dp-dropouts the graph takes" in alone.output

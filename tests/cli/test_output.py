@@ -120,10 +120,35 @@ def test_launch_and_simulate_share_one_summary_the_launch_adds_its_network():
                                  "messages included; statistics payload 80)")  # 1291 a message against 3920 read as a bug
 
 
+def test_hybrid_groups_name_each_peers_group_in_the_bytes_a_round():
+    """hybrid:2x2 printed 'block 0 (label holder) 4509; block 1 (member) 4502; block 0 (label holder) 4493; ...'."""
+    def network(groups):
+        peers = [{"group": g, "block": b, "role": "member" if b else "label holder", "rows_dropped": 0,
+                  "bytes_per_round": 100.0 * g + b} for g in range(groups) for b in range(2)]
+        return {**NETWORK, "instances": 400, "setup_ms": 5.0, "peers": peers}
+
+    hybrid = " ".join(summary._group_network_lines(network(2)))
+    assert ("bytes sent a round: group 0 block 0 (label holder) 0; group 0 block 1 (member) 1; "
+            "group 1 block 0 (label holder) 100; group 1 block 1 (member) 101") in hybrid
+    assert "bytes sent a round: block 0 (label holder) 0; block 1 (member) 1" in " ".join(
+        summary._group_network_lines(network(1)))
+
+
 def test_the_absent_classes_warning_names_ten_and_counts_the_rest(capsys):
     summary.warn_absent_classes({"absent_classes": [f"c{k}" for k in range(12)]})
     assert capsys.readouterr().err.startswith("Warning: class(es) 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', "
                                               "'c9' and 2 more had no training instance")
+
+
+@pytest.mark.parametrize("topology, said", [("tree", "on a tree of 5 peers"), ("tree+3", "on a tree+3 of 5 peers"),
+                                             ("complete", "on a complete graph of 5 peers"),
+                                             ("regular:3", "on a regular:3 graph of 5 peers"),
+                                             ("er:0.2", "on an er:0.2 graph of 5 peers")])
+def test_the_summary_names_the_graph_in_words(topology, said):
+    """'nb on a complete of 10 peers' read as a word missing."""
+    results = fake_results()
+    results["config"]["topology"] = topology
+    assert f"twonorm: nb {said}, " in summary_lines(results)[0]
 
 
 def test_one_peer_is_said_to_be_alone():
@@ -155,6 +180,11 @@ def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_
     lines = summary_lines(results)
     assert "noise sigma 72.33 per release, 2 releases (one every 2 rounds)" in next(
         line for line in lines if line.startswith("differential privacy"))
+    results["privacy"] = {**results["privacy"], "noise": "distributed", "colluders": 1, "dropouts": 0,
+                          "sums_per_round": 3}
+    assert next(line for line in summary_lines(results) if line.startswith("differential privacy")).endswith(
+        "; distributed: shares that add up in every neighbourhood sum (3 sum(s) a round a peer; --colluders 1, "
+        "--dp-dropouts 0)")
     assert next(line for line in lines if line.startswith("algorithm")).endswith(
         "; local step and release every 2 rounds, averaging only between")
 

@@ -71,6 +71,8 @@ def test_split_of_a_hybrid_partition_writes_each_groups_blocks(tmp_path):
     ids = [set(f["id"].cells()) for f in files]
     assert ids[0] == ids[1] == ids[2] and ids[3] == ids[4] == ids[5] and not ids[0] & ids[3]
     assert len(ids[0] | ids[3]) == 427 and ["class" in f for f in files] == [True, False, False] * 2
+    assert ("6 peer files of 2 groups of 3 (an id column and 10, 10, 10 features; the label in block 0's; group g's "
+            "block b in node-<gK+b>.csv), blocks.json" in " ".join(result.output.split()))
 
 
 def test_split_can_leave_rows_out_for_a_trial_of_the_alignment(tmp_path):

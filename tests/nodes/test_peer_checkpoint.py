@@ -182,6 +182,23 @@ def test_a_private_checkpoint_resumes_only_beside_the_noise_key_it_was_written_w
         checkpoints().load(PeerState(0, STATS))
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_checkpoint_of_another_configuration_tells_a_masking_peer_to_start_under_a_new_run_id(tmp_path, masked):
+    """Told to delete its checkpoint, a peer under --secure-aggregation would mask its first rounds again under the
+    same run id: a recipient that kept both learns the difference of its statistics."""
+    def checkpoints(rounds: int) -> PeerCheckpoints:
+        return PeerCheckpoints(str(tmp_path), {"bind": "x", "rounds": rounds}, PAPER, logging.getLogger("test"),
+                               masked=masked)
+
+    metrics = Metrics.for_neighbours(["tcp://b:1"])
+    metrics.rounds_done = 3
+    checkpoints(16).save(PeerState(3, STATS), metrics)
+    with pytest.raises(CRCError, match=r"different configuration \(rounds differ\); ") as refused:
+        checkpoints(4).load(PeerState(0, STATS))
+    assert ("start every peer afresh under a new --run-id" in str(refused.value)) == masked
+    assert ("delete it to start afresh" in str(refused.value)) != masked
+
+
 def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(tmp_path / "noise.key")
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))

@@ -71,7 +71,7 @@ def test_hostile_frames_are_rejected_by_cause(data, cause):
 
 
 def test_ess_mismatch_names_both_values():
-    with pytest.raises(Rejected, match=r"ESS 401.0, this peer uses 400.0: give every peer the same --ess"):
+    with pytest.raises(Rejected, match=r"ESS 401.0, this peer uses 400.0: give every peer the same --ess, m / \(lr n\) for m instances"):
         decode(frame(ess=401.0), EXPECT)
     assert math.isclose(decode(frame(ess=400.0 * (1 + 1e-12)), EXPECT).stats[0], -2.0)
 

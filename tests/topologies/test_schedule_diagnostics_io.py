@@ -65,6 +65,13 @@ def test_graph_file_round_trip(tmp_path, name):
     assert loaded.number_of_nodes() == 16 and edges(loaded) == edges(graph)
 
 
+def test_a_graph_file_of_another_size_names_the_option_that_sets_the_runs(tmp_path):
+    save_graph(complete_graph(6), tmp_path / "g.json")
+    with pytest.raises(ValueError, match=r"g.json: the graph has 6 nodes, the run has 50 \(--nodes; a hybrid partition: "
+                                         r"its groups\)"):
+        Schedule(f"file:{tmp_path / 'g.json'}", 50, seed=0).graph(1)
+
+
 @pytest.mark.parametrize(
     "name, text, message",
     [
