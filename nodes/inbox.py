@@ -14,8 +14,6 @@ as received or rejected; taking it is idempotent.
 
 from __future__ import annotations
 
-import numpy as np
-
 from crc.nodes.wire import Masked, Message, Rejected
 
 
@@ -80,9 +78,10 @@ class Inbox:
 
 
 def _same(a: Message | Masked, b: Message | Masked) -> bool:
-    """Whether two statistics messages of one sender and round carry the same bytes."""
+    """Whether two statistics messages of one sender and round carry the same bytes: bit for bit, not equal values
+    (-0.0 equals 0.0 but is another frame)."""
     if isinstance(a, Message) and isinstance(b, Message):
-        return np.array_equal(a.stats, b.stats)
+        return a.stats.tobytes() == b.stats.tobytes()
     if isinstance(a, Masked) and isinstance(b, Masked):
-        return np.array_equal(a.words, b.words) and a.shares == b.shares
+        return a.words.tobytes() == b.words.tobytes() and a.shares == b.shares
     return False

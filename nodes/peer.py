@@ -159,8 +159,8 @@ class Peer:
                 if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
                     self.checkpoints.save(self.state, self.metrics, before_send=True)
                 self._send(transport)  # our statistics of the round we start from
-                if self.resumed:
-                    self._announce(transport)
+            if self.resumed and (self.round < self.settings.rounds or self.session is not None) and not self.stop.is_set():
+                self._announce(transport)  # after the last round, for secure aggregation's sake (``_announce``)
             while self.round < self.settings.rounds:
                 if not self.step(transport):
                     break
@@ -559,7 +559,10 @@ class Peer:
 
     def _announce(self, transport: PeerTransport) -> None:
         """Tell the neighbours the round this peer resumed at: what they sent its last process of it and later died
-        with it, and they send it again (``crc.nodes.resend``)."""
+        with it, and they send it again (``crc.nodes.resend``). Resumed after its last round (killed while it served
+        their last unmasking) it has nothing to be sent again, and says so only under secure aggregation: their last
+        unmasking then stops waiting for its answer to what they asked its last process
+        (``SecureAggregationSession.take_resumed``)."""
         transport.send(encode_resumed(run=self.settings.run, sender=self.settings.bind, round_=self.round))
         self.log.info("told the neighbours it resumed at round %d (they send again what they sent its last process)",
                       self.round)

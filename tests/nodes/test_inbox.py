@@ -102,3 +102,16 @@ def test_a_copy_of_masked_statistics_needs_the_same_words_and_shares():
     inbox.put(Masked(A, 2, words, {B: b"sealed"}), 2)
     assert inbox.is_copy(Masked(A, 2, words.copy(), {B: b"sealed"}))
     assert not inbox.is_copy(Masked(A, 2, words, {B: b"other"})) and not inbox.is_copy(Masked(A, 2, words + 1, {B: b"sealed"}))
+
+
+def test_statistics_equal_in_value_but_not_in_bits_are_no_copy():
+    """A copy is the same bytes: statistics that compare equal with other bits (-0.0 for 0.0) are another frame for
+    the slot, refused as a duplicate (counted), not dropped uncounted as a copy."""
+    inbox = Inbox(rounds=ROUNDS, window=WINDOW)
+    held = Message(sender=A, round=5, stats=np.array([0.0, 1.0, 2.0, 3.0]))
+    signed = Message(sender=A, round=5, stats=np.array([-0.0, 1.0, 2.0, 3.0]))
+    inbox.put(held, 5)
+    assert inbox.is_copy(Message(sender=A, round=5, stats=held.stats.copy())) and not inbox.is_copy(signed)
+    assert refusal(inbox, signed, 5) == "duplicate"
+    inbox.take(5)
+    assert not inbox.is_copy(signed)

@@ -485,6 +485,25 @@ def test_a_resumed_peer_continues_from_its_checkpoint_and_ends_like_an_uninterru
     setup.assert_follows_simulator(resumed, transport, rounds=range(stopped_at, ROUNDS + 1))
 
 
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "secure-aggregation"])
+def test_a_peer_resumed_after_its_last_round_tells_its_neighbours_under_secure_aggregation(setup, tmp_path, secure):
+    """Killed while it serves its neighbours' last unmasking (after its last round) and restarted, a peer resumes at
+    the run's end. Under secure aggregation it says so: its notice counts as its decline of what they asked its last
+    process (``SecureAggregationSession.take_resumed``), so their last unmasking stops waiting --timeout for its
+    answer. Without it there is nothing to say (nothing to be sent again) and it sends nothing."""
+    def peer():
+        return secure_peer(setup, checkpoint_dir=str(tmp_path)) if secure else setup.peer(FakeClock(),
+                                                                                            checkpoint_dir=str(tmp_path))
+
+    done = peer()
+    done.round = done.metrics.rounds_done = ROUNDS
+    done.checkpoints.save(done.state, done.metrics)  # as after its last round
+    resumed = peer()
+    transport = FakeTransport(resumed.clock, setup.neighbours_answer)
+    assert resumed.round == ROUNDS and resumed.run(transport) is True
+    assert transport.resumed == ([ROUNDS] if secure else []) and transport.sent_stats() == {}
+
+
 def test_the_aggregate_classifier_is_the_last_rounds_aggregate_and_survives_a_restart(setup, tmp_path):
     aggregate = Acceleration(classifier="aggregate")
     stopped_at = 3
@@ -984,8 +1003,9 @@ def test_refused_unmasking_requests_are_counted_each_and_logged_once_per_neighbo
     assert [r.levelno for r in caplog.records] == [logging.WARNING] and "refused" in caplog.records[0].getMessage()
 
 
-def secure_peer(setup, dropouts: int | None = None) -> Peer:
-    """This peer with secure aggregation, under distributed noise with ``dropouts`` (and no colluder) unless None."""
+def secure_peer(setup, dropouts: int | None = None, **settings) -> Peer:
+    """This peer with secure aggregation, under distributed noise with ``dropouts`` (and no colluder) unless None;
+    ``settings``: more of its PeerSettings."""
     from crc.core.distributed_noise import Neighbourhoods
     from crc.protocol.accountant import plan_distributed
 
@@ -996,7 +1016,7 @@ def secure_peer(setup, dropouts: int | None = None) -> Peer:
         setup.model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, colluders=0, dropouts=dropouts,
         neighbourhoods=Neighbourhoods.of(averaging_matrix(GRAPH)))
     return setup.peer(FakeClock(), secure_aggregation=SecureAggregationKeys(keys[ADDRESS[ME]].secret, neighbourhoods),
-                      privacy=privacy)
+                      privacy=privacy, **settings)
 
 
 @pytest.mark.parametrize("dropouts, fewest", [(None, 2), (0, 3)])

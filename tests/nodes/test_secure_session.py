@@ -335,6 +335,24 @@ def test_a_member_that_resumed_at_or_after_the_round_is_taken_as_declining_it(se
     np.testing.assert_allclose(recipient.close(MODEL, ESS), sum(statistics(i) for i in range(1, 4)), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("dropouts", [None, 1])
+def test_a_recipient_that_says_it_resumed_gets_no_second_request_set_answered(dropouts):
+    """A recipient that unmasked {a, b, c} and then says it resumed at that round (its neighbours send it the same
+    masked words again) cannot have the members answer {a, b} too: that would give it the pairwise seeds with c, and
+    c's statistics alone. The notice leaves the members' commitments as they are; each declines the other set."""
+    sessions = {p: session(p, dropouts=dropouts) for p in PEERS}
+    a, b, _ = CONTRIBUTORS
+    received = masked_for_recipient(sessions, 2)
+    assert unmask_round(sessions, 2, received) is not None
+    for w in CONTRIBUTORS:
+        for round_ in (0, 2):
+            sessions[w].take_resumed(Resumed(RECIPIENT, round_))
+    requests = sessions[RECIPIENT].open({w: received[w] for w in (a, b)}, 2)
+    for w in (a, b):
+        assert decode(sessions[w].answer(decode(requests[w], expect(w))), expect(RECIPIENT)) == Decline(w, 2, RECIPIENT,
+                                                                                                      "changed")
+
+
 def test_a_neighbours_declines_are_logged_once_while_they_last(sessions, caplog):
     """A warning for the first decline, debug for the next ones, a note once the neighbour agrees again, then a
     warning for a new decline."""
