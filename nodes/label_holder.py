@@ -48,7 +48,7 @@ class LabelHolder(VerticalPeer):
     def begin(self) -> Outgoing:
         if self.done:
             return []
-        self.liveness.start_run(fresh=True)  # resumed too: the members notice a restart only when their waits run out
+        self.liveness.start_run(fresh=True)  # resumed too: the members answer its notice as they get to it
         self.wait_from_now()
         if self.resumed:
             return self.announce(self.settings.peers) + self._resend_last() + self.next_round() + self.proceed()

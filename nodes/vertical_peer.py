@@ -262,12 +262,12 @@ class VerticalPeer:
             return frame
 
         block = self.gossip.neighbours if self.gossip is not None and self.pass_ >= self.em_passes else ()
-        told = [(peers, what, round_) for peers, what, round_ in ((members, "its members (pass", self.pass_ + 1),
-                                                                  (block, "its block neighbours (round",
-                                                                   self.pass_ - self.em_passes)) if peers]
+        told = [(peers, f"{who} ({unit} {round_})", round_) for peers, who, unit, round_ in (
+            (members, "its members", "pass", self.pass_ + 1),
+            (block, "its block neighbours", "round", self.pass_ - self.em_passes)) if peers]
         if told:
             self.log.info("told %s where it resumed: they send again what they sent its last process",
-                          " and ".join(f"{what} {round_})" for _, what, round_ in told))
+                          " and ".join(whom for _, whom, _ in told))
         return [(peer, notice(round_)) for peers, _, round_ in told for peer in peers]
 
     def _reject(self, rejection: Rejected) -> None:
