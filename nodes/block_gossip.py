@@ -6,6 +6,10 @@ misses ``down_after`` rounds is no longer waited for, until it sends again).
 
 Round t: every peer sends its block's statistics of round t - 1; once its neighbours' are in (or the wait ran out)
 it averages them with its own (the closed neighbourhood's mean), and the group's step starts from that average.
+
+As a horizontal peer does, it keeps the frames of its last rounds (``crc.nodes.resend``) and sends them again, once,
+to a block neighbour that tells it resumed from its checkpoint; a copy of a frame held or just taken (a block
+neighbour sent it again after this peer restarted) is dropped, uncounted.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from crc.core.models.base import GenerativeModel
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
+from crc.nodes.resend import Resends
 from crc.nodes.settings import PeerSettings
 from crc.nodes.wire import Expectation, Message, decode, encode
 
@@ -36,6 +41,8 @@ class BlockGossip:
         self.liveness = Liveness(neighbours, timeout_s=settings.timeout_s,
                                  first_round_timeout_s=settings.first_round_timeout_s, down_after=settings.down_after,
                                  clock=clock, metrics=metrics, log=log)
+        self.resends = Resends(log)
+        """This block's statistics frames of the last rounds, for a block neighbour that restarted."""
         self.round = 0
         """The round whose statistics are awaited, or will be next."""
         self.awaiting = False
@@ -47,9 +54,13 @@ class BlockGossip:
         """A neighbour's statistics frame, checked as a horizontal peer checks it (``wire.decode``)."""
         return decode(frame, self.expect, key)
 
-    def frame(self, stats: np.ndarray, round_: int) -> bytes:
-        return encode(run=self.settings.run, sender=self.settings.bind, round_=round_, schema_id=self.part.schema_id,
-                      ess=self.ess, stats=stats)
+    def send(self, stats: np.ndarray, round_: int) -> list[tuple[str, bytes]]:
+        """This block's statistics (size,) of ``round_`` to every block neighbour: (address, frame) pairs, the frames
+        kept to be sent again."""
+        frame = encode(run=self.settings.run, sender=self.settings.bind, round_=round_, schema_id=self.part.schema_id,
+                       ess=self.ess, stats=stats)
+        self.resends.record(round_, dict.fromkeys(self.neighbours, frame))
+        return [(peer, frame) for peer in self.neighbours]
 
     def await_round(self, round_: int) -> None:
         """Wait for the neighbours' statistics of ``round_`` from now."""
@@ -59,8 +70,9 @@ class BlockGossip:
 
     def take(self, message: Message) -> None:
         """Keep a neighbour's statistics for its round (raise Rejected if they cannot be): an earlier round's are stale,
-        a later one's are kept (beyond the window only its latest, ``Inbox``)."""
-        self.inbox.put(message, self.round)
+        a later one's are kept (beyond the window only its latest, ``Inbox``); a copy of one held or taken is dropped."""
+        if not self.inbox.is_copy(message):
+            self.inbox.put(message, self.round)
         self.liveness.statistics_from(message.sender, message.round)
 
     @property

@@ -7,8 +7,9 @@ its guessed ids this peer holds. Without it, the label holder is the peer whose 
 start-up); a request from another peer then means two label holders. None within ``first_round_timeout_s`` means
 none (both stop the peer with one line, which names the peers whose request it refused: a wrong --label-holder), and
 so does a checkpoint whose label holder is not the one named. A wait for the weights that
-runs out sends the scores again (the label holder may have restarted from its checkpoint); ``down_after`` of them in
-a row stop the group.
+runs out sends the scores again, and so does a label holder's ``resumed`` notice at once (the very frames, once:
+``crc.nodes.resend``); ``down_after`` waits in a row stop the group. Resumed itself, a member tells only its block
+neighbours (hybrid): the scores it sends its label holder of the pass it resumed at ask for that pass's weights.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class GroupMember(VerticalPeer):
         if self.done:
             return []
         if self.resumed:
-            return self.next_round() + self.proceed()
+            return self.announce(()) + self.next_round() + self.proceed()
         self.group_deadline = self.clock() + self.settings.first_round_timeout_s
         return []
 
@@ -191,8 +192,11 @@ class GroupMember(VerticalPeer):
         """This block's scores of what the next pass starts from (masked with secure aggregation)."""
         scores, t = self.steps.scores(self.aggregated, self.phi), self.pass_ + 1
         if self.masks is not None:
-            return [(self.holder, self.frame("masked-scores", t, words=self.masks.masked(scores, self.holder, t)))]
-        return [(self.holder, self.frame("scores", t, values=scores))]
+            frame = self.frame("masked-scores", t, words=self.masks.masked(scores, self.holder, t))
+        else:
+            frame = self.frame("scores", t, values=scores)
+        self.resends.record(t, {self.holder: frame})  # for a label holder that restarts
+        return [(self.holder, frame)]
 
     # ------------------------------------------------------------------------------------------------ checkpoint
 

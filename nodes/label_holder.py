@@ -4,8 +4,9 @@ it sums the blocks' scores, chooses the best iterate and sends the weights ``Y -
 It waits for every member's scores of a pass (a vertical group needs every block); a member silent for
 ``down_after`` waits stops the group. Scores of a pass it has already answered come from a member that restarted
 from its checkpoint: it sends that member the pass's weights again. Its checkpoint also holds the best loss and the
-last pass's weights: a restarted label holder sends them to every member again, and gives the members the start-up
-allowance (``first_round_timeout_s``) to send their scores again.
+last pass's weights: a restarted label holder sends them to every member again, tells them the pass whose scores it
+awaits (a ``resumed`` notice: each sends it again, at once and once, the scores frame its last process had received,
+``crc.nodes.resend``), and gives the members the start-up allowance (``first_round_timeout_s``) to send them.
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ class LabelHolder(VerticalPeer):
     def begin(self) -> Outgoing:
         if self.done:
             return []
-        self.liveness.start_run(fresh=True)  # resumed too: the members notice a restart only when their waits run out
+        self.liveness.start_run(fresh=True)  # resumed too: the members answer its notice as they get to it
         self.wait_from_now()
         if self.resumed:
-            return self._resend_last() + self.next_round() + self.proceed()
+            return self.announce(self.settings.peers) + self._resend_last() + self.next_round() + self.proceed()
         self.psi = LabelHolderPSI(self.data.ids)
         request = self.frame("psi-request", 0, ids=len(self.data.ids), request=self.psi.request)
         return [(member, request) for member in self.settings.peers] + (self._aligned() if not self.settings.peers else [])

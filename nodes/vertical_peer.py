@@ -25,6 +25,13 @@ peers holding the same block in the neighbouring groups (``crc.nodes.block_gossi
 average: the scores are the average's, and the step adds ``W^T phi_b`` to it. There is no choice of the best iterate
 (the simulator's hybrid groups run CRC), so no last scoring pass either: each peer ends with its last statistics.
 
+A peer resumed from its checkpoint finds that what the others had sent its last process died with it: a member asks
+its label holder again by sending the scores of the pass it resumed at (answered by that pass's weights); a label
+holder tells its members the pass whose scores it awaits, and in a hybrid partition every peer tells its block
+neighbours the round whose statistics it awaits (a ``resumed`` notice, ``announce``). Each sends it again, once, the
+very frames of that pass or round and later it still holds (``crc.nodes.resend``): a member its scores (masked ones
+as the same words), a block neighbour its statistics. Before, they came only when the others' waits ran out.
+
 The peer is a state machine driven by ``begin``, ``receive`` (a frame) and ``expire`` (its ``deadline`` passed),
 each returning the frames to send; ``run`` drives it over a PeerTransport, and tests drive a whole group in one
 thread. Every wait is bounded: the rounds' waits are ``Liveness``'s, and a peer silent for ``down_after`` of them
@@ -53,11 +60,12 @@ from crc.nodes.block_steps import BlockSteps
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
 from crc.nodes.peer_checkpoint import PeerCheckpoints, PeerState
+from crc.nodes.resend import Resends
 from crc.nodes.score_masks import ScoreMasks
 from crc.nodes.settings import PeerSettings
 from crc.nodes.transport import PeerTransport
 from crc.nodes.vertical_wire import GroupExpectation, decode_group, encode_group
-from crc.nodes.wire import Message, Rejected, check_statistics
+from crc.nodes.wire import Message, Rejected, Resumed, check_statistics, encode_resumed
 
 Outgoing = list[tuple[str, bytes]]
 """Frames to send: (address, frame) pairs."""
@@ -125,7 +133,8 @@ class VerticalPeer:
         self.ess_option, self.lr, self.clock = ess, lr, clock
         self.log = log or logging.getLogger("crc.node")
         self.expect = GroupExpectation(run=settings.run, schema_id=model.schema_id, neighbours=frozenset(settings.peers),
-                                       rows=len(data.ids), width=self.steps.width, known_keys=settings.known_keys)
+                                       rows=len(data.ids), width=self.steps.width, known_keys=settings.known_keys,
+                                       block_neighbours=frozenset(block_neighbours or ()))
         self.hybrid = block_neighbours is not None
         self.masks = masks
         """Secure aggregation of the members' scores (``crc.nodes.score_masks``); None: scores in the clear."""
@@ -142,6 +151,8 @@ class VerticalPeer:
             self.gossip = BlockGossip(self.steps.part, tuple(block_neighbours), ess=ess, settings=settings,
                                       rounds=settings.rounds, clock=clock, metrics=self.metrics, log=self.log)
         self.liveness: Liveness | None = None
+        self.resends = Resends(self.log, what="scores", unit=("pass", "passes"))
+        """The frames this peer sent its group lately (a member's scores), for a label holder that restarted."""
         self.pass_: int | None = None
         """Passes completed: 0 after the start, t after pass t; None before the group is aligned."""
         self.rows: np.ndarray | None = None
@@ -214,7 +225,12 @@ class VerticalPeer:
                 if rejection.cause != "type" or self.gossip is None:
                     raise
                 message = self.gossip.decode(frame, key)  # a block neighbour's statistics
-            frames = self._take_statistics(message) if isinstance(message, Message) else self.handle(message)
+            if isinstance(message, Message):
+                frames = self._take_statistics(message)
+            elif isinstance(message, Resumed):
+                frames = self._on_resumed(message)
+            else:
+                frames = self.handle(message)
         except Rejected as rejection:
             self._reject(rejection)
             return []
@@ -224,6 +240,35 @@ class VerticalPeer:
         self.metrics.messages_received += 1
         self.metrics.bytes_received += len(frame)
         return frames
+
+    def _on_resumed(self, notice: Resumed) -> Outgoing:
+        """A member or a block neighbour resumed from its checkpoint: what it lost that this peer still holds, sent
+        again (``crc.nodes.resend``)."""
+        block = self.gossip is not None and notice.sender in self.gossip.neighbours
+        if block:
+            self.gossip.liveness.heard(notice.sender)
+        resends = self.gossip.resends if block else self.resends
+        frames = [(notice.sender, frame) for frame in resends.answer(notice)]
+        self.metrics.frames_resent += len(frames)
+        return frames
+
+    def announce(self, members: tuple[str, ...]) -> Outgoing:
+        """After a resume: a ``resumed`` notice to ``members`` with the pass whose scores this peer awaits, and in a
+        hybrid partition past the EM passes to the block neighbours with the round whose statistics it awaits; they
+        send again what they sent its last process of it and later."""
+        def notice(round_: int) -> Frame:
+            frame = Frame(encode_resumed(run=self.settings.run, sender=self.settings.bind, round_=round_))
+            frame.kind = "resumed"
+            return frame
+
+        block = self.gossip.neighbours if self.gossip is not None and self.pass_ >= self.em_passes else ()
+        told = [(peers, f"{who} ({unit} {round_})", round_) for peers, who, unit, round_ in (
+            (members, "its members", "pass", self.pass_ + 1),
+            (block, "its block neighbours", "round", self.pass_ - self.em_passes)) if peers]
+        if told:
+            self.log.info("told %s where it resumed: they send again what they sent its last process",
+                          " and ".join(whom for _, whom, _ in told))
+        return [(peer, notice(round_)) for peers, _, round_ in told for peer in peers]
 
     def _reject(self, rejection: Rejected) -> None:
         self.metrics.count_rejected(rejection.cause)
@@ -353,10 +398,10 @@ class VerticalPeer:
             return []
         self.aggregated = None
         round_ = self.pass_ - self.em_passes
-        frame = self.gossip.frame(self.stats, round_)
+        frames = self.gossip.send(self.stats, round_)
         self.gossip.await_round(round_)
         self._average_if_complete()
-        return [(peer, frame) for peer in self.gossip.neighbours]
+        return frames
 
     def _take_statistics(self, message: Message) -> Outgoing:
         self.gossip.take(message)

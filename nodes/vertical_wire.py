@@ -13,6 +13,12 @@ and blocks file). Then, by type::
                  calibration weights; round 0 the one-hot labels, the last, scoring-only pass none)
     masked-scores  n, data (n raw little-endian uint64 words: the scores masked, ``crc.nodes.score_masks``)  t >= 1
 
+A peer resumed from its checkpoint sends the horizontal peers' ``resumed`` notice (``wire.encode_resumed``: v, type,
+run, from, round, and no schema: a notice carries nothing of the model): a label holder to its members, with the pass
+whose scores it awaits; in a hybrid partition every peer to its block neighbours too, with the round whose statistics
+it awaits. Each sends it again, once, the frames of that pass or round and later that it still holds
+(``crc.nodes.resend``). It is checked as the statistics' peers check it, its sender a member or a block neighbour.
+
 Nothing is trusted: the frame size is checked before decoding, msgpack runs with tight limits, every field is
 type-checked, the sender must be a configured member (and, with keys, the key of its connection the member's), the
 run and schema ids must match, and the numbers must be finite and within ``MAX_SCORE``. What a round expects of
@@ -23,13 +29,21 @@ them (their round, their number, which member may send them) is the peer's to ch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgpack
 import numpy as np
 
 from crc.nodes.alignment import BYTES_PER_ID, MAX_ID_BYTES, MESSAGE_OVERHEAD
-from crc.nodes.wire import ENVELOPE_BYTES, MAX_TEXT, PROTOCOL_VERSION, Rejected, check_origin
+from crc.nodes.wire import (
+    ENVELOPE_BYTES,
+    MAX_TEXT,
+    PROTOCOL_VERSION,
+    RESUMED,
+    Rejected,
+    check_origin,
+    notice_of,
+)
 
 DTYPE = "<f8"
 COMMON = ("v", "type", "run", "from", "round", "schema")
@@ -115,6 +129,9 @@ class GroupExpectation:
     width: int
     """Columns of a row of scores or weights: the classes (sub-classes of a mixture)."""
     known_keys: Mapping[str, str] | None = None
+    block_neighbours: frozenset = frozenset()
+    """A hybrid partition's peers of the same block in the neighbouring groups: only their resumed notices are
+    decoded here (their statistics are ``crc.nodes.block_gossip``'s)."""
 
     @property
     def max_ids(self) -> int:
@@ -147,8 +164,9 @@ def encode_group(kind: str, *, run: str, sender: str, round_: int, schema_id: st
 
 
 def decode_group(frame: bytes, expect: GroupExpectation, key: str | None = None):
-    """A ``PSIRequest``, ``PSIAnswer``, ``PSIIds``, ``Scores`` or ``Weights`` from a frame that came over a connection
-    authenticated with ``key`` (z85; None without keys); raise Rejected with the first cause found."""
+    """A ``PSIRequest``, ``PSIAnswer``, ``PSIIds``, ``Scores``, ``Weights``, ``MaskedScores`` or ``wire.Resumed`` from a
+    frame that came over a connection authenticated with ``key`` (z85; None without keys); raise Rejected with the first
+    cause found."""
     if len(frame) > expect.max_frame_bytes:
         raise Rejected("oversized", f"{len(frame)} bytes, at most {expect.max_frame_bytes} expected")
     try:
@@ -160,6 +178,8 @@ def decode_group(frame: bytes, expect: GroupExpectation, key: str | None = None)
     if not isinstance(obj, dict):
         raise Rejected("malformed", f"a {type(obj).__name__}, not a map")
     kind, sender = obj.get("type"), obj.get("from")
+    if kind == RESUMED:
+        return notice_of(obj, replace(expect, neighbours=expect.neighbours | expect.block_neighbours), key)
     if not isinstance(kind, str) or kind not in FIELDS:  # a map or a list is no key to look up
         shown = repr(kind) if isinstance(kind, str) else f"of type {type(kind).__name__}"
         raise Rejected("type", f"message type {shown}, a vertical group's peer takes {', '.join(FIELDS)}",

@@ -284,8 +284,7 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None
     except Exception as exc:  # msgpack raises several types for hostile input; none may escape
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
     if isinstance(obj, dict) and obj.get("type") in (WAITING, RESUMED):
-        notice = Waiting if obj["type"] == WAITING else Resumed
-        return notice(_check_header(obj, NOTICE_FIELDS, expect, key), obj["round"])
+        return notice_of(obj, expect, key)
     if (expect.secure_aggregation and isinstance(obj, dict) and isinstance(obj.get("type"), str)
             and obj["type"] in SECURE_AGGREGATION_FIELDS):  # a map as the type is no key to look up
         return _decode_secure_aggregation(obj, expect, key)
@@ -348,6 +347,13 @@ def _byte_map(value, sender: str, field: str, *, exact: int | None = None, longe
             raise Rejected("malformed", f"field {field!r} has an entry that is not an address and "
                                         f"{exact or f'at most {longest}'} bytes", sender)
     return dict(value)
+
+
+def notice_of(obj: dict, expect: Expectation, key: str | None) -> Waiting | Resumed:
+    """The waiting or resumed notice a decoded map of that type is, once its fields and origin are checked (``expect``
+    as ``check_origin`` takes it: a vertical group's peer decodes the resumed notice too)."""
+    notice = Waiting if obj["type"] == WAITING else Resumed
+    return notice(_check_header(obj, NOTICE_FIELDS, expect, key), obj["round"])
 
 
 def _check_header(obj: dict, fields: frozenset, expect: Expectation, key: str | None) -> str:

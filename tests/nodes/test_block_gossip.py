@@ -11,7 +11,7 @@ from crc.core.models import make_model
 from crc.nodes.block_gossip import BlockGossip
 from crc.nodes.metrics import Metrics
 from crc.nodes.settings import PeerSettings
-from crc.nodes.wire import Rejected
+from crc.nodes.wire import Rejected, Resumed
 from support.tables import mixed_columns, prepared
 
 ME, LEFT, RIGHT = (f"tcp://127.0.0.1:{7200 + i}" for i in range(3))
@@ -41,7 +41,7 @@ def gossip(model, clock, **settings) -> BlockGossip:
 
 def sent(model, stats, sender, round_) -> bytes:
     return BlockGossip(model, (ME,), ess=100.0, settings=PeerSettings(bind=sender, peers=(), rounds=ROUNDS), rounds=ROUNDS,
-                       clock=Clock(), metrics=Metrics(), log=logging.getLogger("test")).frame(stats, round_)
+                       clock=Clock(), metrics=Metrics(), log=logging.getLogger("test")).send(stats, round_)[0][1]
 
 
 def test_neighbours_a_round_ahead_are_kept_every_round_and_the_average_is_the_closed_neighbourhoods(block):
@@ -78,3 +78,22 @@ def test_stale_statistics_are_refused_far_ones_kept_apart_and_a_silent_neighbour
     room.await_round(5)
     room.take(room.decode(sent(model, left, LEFT, 5), None))
     assert room.complete  # the one down is no longer waited for
+
+
+def test_a_copy_sent_again_is_dropped_and_a_restarted_neighbour_gets_the_same_frames_again_once(block):
+    """A block neighbour's statistics sent again (this peer restarted) are dropped whether held or taken; this peer's
+    own frames of the round a neighbour resumed at and later go to it again, the very bytes, once."""
+    model, (mine, left, right) = block
+    room = gossip(model, Clock())
+    room.await_round(0)
+    copy = sent(model, left, LEFT, 0)
+    room.take(room.decode(copy, None))
+    room.take(room.decode(copy, None))  # held already: no duplicate
+    room.take(room.decode(sent(model, right, RIGHT, 0), None))
+    room.average(mine)
+    room.take(room.decode(copy, None))  # taken already: not stale
+    first = [room.send(mine, t) for t in (1, 2, 3)][-2:]
+    again = room.resends.answer(Resumed(LEFT, 2))
+    assert again == [frames[0][1] for frames in first] and room.resends.answer(Resumed(LEFT, 2)) == []
+    with pytest.raises(Rejected, match="stale"):
+        room.take(room.decode(sent(model, right, LEFT, 0), None))  # not a copy: other statistics

@@ -16,7 +16,7 @@ from crc.core.model_file import load_model
 from crc.core.models.circuit import EM_ITERATIONS
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_vertical_deployment
-from crc.nodes.keys import write_peer_keys
+from crc.nodes.group_settings import group_graph, neighbourhoods, write_group_keys
 from crc.nodes.launcher import free_ports
 from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
 from crc.nodes.vertical_launcher import launch_groups, vertical_node_command
@@ -101,41 +101,63 @@ def test_launch_of_hybrid_groups_equals_simulate(tmp_path):
 
 
 class Group:
-    """``crc node`` processes of a vertical:3 group on wdbc (in plaintext), watched and always reaped."""
+    """``crc node`` processes of a vertical:3 group on wdbc (or of the groups of ``ref``'s hybrid partition), watched and
+    always reaped."""
 
-    def __init__(self, directory, *, rounds: int = ROUNDS, timeout: float = 1.0, first_round_timeout: float = 10.0):
-        self.config = SimulationConfig.from_settings(data="wdbc", partition="vertical:3", rounds=rounds, rc_converged=False)
-        self.ref = reference("wdbc", "nb", 3, rounds=rounds)
+    def __init__(self, directory, *, rounds: int = ROUNDS, timeout: float = 1.0, first_round_timeout: float = 10.0,
+                 ref=None):
+        self.ref = ref or reference("wdbc", "nb", 3, rounds=rounds)
         self.directory, self.timeout, self.first_round_timeout = directory, timeout, first_round_timeout
         write_vertical_deployment(load_dataset("wdbc"), self.ref.rep.split, directory, seed=0)
-        self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(3)]
-        write_peer_keys(directory, self.addresses, force=True)
+        config = self.ref.config
+        self.around = neighbourhoods(config, group_graph(config, self.ref.rep.graph_seed))
+        self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(len(self.around))]
+        write_group_keys(directory, self.addresses, self.around)
         self.processes: dict[int, subprocess.Popen] = {}
         self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
 
-    def start(self, block: int, *extra: str) -> None:
-        command = vertical_node_command(block, self.addresses, self.ref.config, members=[b for b in range(3) if b != block],
-                                        block_peers=[], workdir=self.directory, ess=self.ref.ess,
-                                        timeout=self.timeout, first_round_timeout=self.first_round_timeout, log_level="info")
+    def start(self, peer: int, *extra: str) -> None:
+        members, block_peers = self.around[peer]
+        command = vertical_node_command(peer, self.addresses, self.ref.config, members=members, block_peers=block_peers,
+                                        workdir=self.directory, ess=self.ref.ess, timeout=self.timeout,
+                                        first_round_timeout=self.first_round_timeout, log_level="info")
         command = [*command, "--down-after", "2", *extra]
-        with open(self.directory / f"node-{block}.log", "ab") as log, open(os.devnull, "r+b") as devnull:
+        with open(self.directory / f"node-{peer}.log", "ab") as log, open(os.devnull, "r+b") as devnull:
             if self.spawner is not None:  # forked from a process that imported what a peer needs: a fast start
-                self.processes[block] = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
+                self.processes[peer] = self.spawner.start(command, stdin=devnull, stdout=devnull, stderr=log)
             else:
-                self.processes[block] = subprocess.Popen(command, stdin=devnull, stdout=devnull, stderr=log,
-                                                         env={**os.environ, **SINGLE_THREADED})
+                self.processes[peer] = subprocess.Popen(command, stdin=devnull, stdout=devnull, stderr=log,
+                                                        env={**os.environ, **SINGLE_THREADED})
 
     def log(self, block: int) -> str:
         return (self.directory / f"node-{block}.log").read_text()
 
-    def wait_for_pass(self, block: int, done: int) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while (completed_round(self.directory / f"checkpoint-{block}") or 0) < done:
+    def passes(self, block: int) -> int:
+        """The passes peer ``block``'s checkpoint records."""
+        return completed_round(self.directory / f"checkpoint-{block}") or 0
+
+    def wait_for_pass(self, block: int, done: int, limit: float = WAIT_S) -> None:
+        deadline = time.monotonic() + limit
+        while self.passes(block) < done:
             assert time.monotonic() < deadline and self.processes[block].poll() is None, self.log(block)
             time.sleep(0.01)
 
-    def wait(self, blocks=(0, 1, 2)) -> dict[int, int]:
-        return {block: self.processes[block].wait(timeout=WAIT_S) for block in blocks}
+    def wait_for_log(self, block: int, text: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while text not in self.log(block):
+            assert time.monotonic() < deadline and self.processes[block].poll() is None, self.log(block)
+            time.sleep(0.01)
+
+    def wait(self, peers=None) -> dict[int, int]:
+        """The exit status of ``peers`` (None: every peer started), each waited for at most ``WAIT_S``."""
+        return {peer: self.processes[peer].wait(timeout=WAIT_S) for peer in (peers or sorted(self.processes))}
+
+    def assert_equals_the_simulator(self) -> None:
+        """Every group's join of its peers' block statistics is the simulator's."""
+        blocks = len(self.ref.model.parts)
+        for g, best in enumerate(np.atleast_2d(self.ref.best)):
+            models = [load_model(self.directory / f"model-{g * blocks + b}.json").stats for b in range(blocks)]
+            assert_same_statistics(self.ref.model.join(models), best)
 
     def __enter__(self):
         return self
@@ -154,8 +176,38 @@ def test_a_killed_member_restarted_resumes_and_the_group_equals_the_simulator(tm
         group.start(2)
         assert group.wait() == {0: 0, 1: 0, 2: 0}, group.log(2)
         assert "resumed from checkpoint" in group.log(2)
-        joined = group.ref.model.join([load_model(tmp_path / f"model-{b}.json").stats for b in range(3)])
-        assert_same_statistics(joined, group.ref.best)
+        group.assert_equals_the_simulator()
+
+
+@pytest.mark.parametrize("partition, peer", [("vertical", 0), ("vertical", 2), ("hybrid", 0), ("hybrid", 1)],
+                         ids=["vertical-label-holder", "vertical-member", "hybrid-label-holder", "hybrid-member"])
+def test_a_restarted_peer_gets_again_what_its_group_and_block_neighbours_sent_its_dead_process(tmp_path, partition,
+                                                                                               peer):
+    """A peer paused (what the others send it piles up unread in its sockets), then killed and restarted from its
+    checkpoint: what its group (and in a hybrid partition its block neighbours) had sent it died with it. Its first two
+    passes after the restart (a block neighbour's lost statistics may be of either) take far less than the --timeout
+    (20 s) that the others would otherwise wait before they send again, and every group still ends with the
+    simulator's statistics: no wait ran out."""
+    timeout, rounds = 20.0, 60
+    ref = hybrid_reference("wdbc", "nb", 2, 2, rounds=rounds, topology="ring") if partition == "hybrid" else None
+    with Group(tmp_path, rounds=rounds, timeout=timeout, ref=ref) as group:
+        for each in range(len(group.around)):
+            group.start(each)
+        group.wait_for_pass(peer, 3)
+        group.processes[peer].send_signal(signal.SIGSTOP)
+        time.sleep(0.5)  # the others send it what they can, then wait for it
+        group.processes[peer].send_signal(signal.SIGKILL)
+        group.processes[peer].wait(timeout=10)
+        resumed_after = group.passes(peer)
+        group.start(peer)
+        group.wait_for_log(peer, "resumed from checkpoint")
+        started = time.monotonic()
+        group.wait_for_pass(peer, resumed_after + 2, limit=timeout)
+        first_passes_s = time.monotonic() - started
+        assert set(group.wait().values()) == {0}, group.log(peer)
+    assert first_passes_s < timeout / 2, first_passes_s
+    assert not any("within" in group.log(each) for each in range(len(group.around))), group.log(peer)
+    group.assert_equals_the_simulator()
 
 
 def test_a_stopped_member_stops_the_group_with_exit_status_3(tmp_path):

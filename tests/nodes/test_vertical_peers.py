@@ -3,6 +3,7 @@ thread on a fake clock (tests/support/vertical.py), against the simulator's vert
 
 from __future__ import annotations
 
+import collections
 import copy
 import logging
 
@@ -256,21 +257,25 @@ def test_a_restarted_member_resumes_from_its_checkpoint(wdbc3, tmp_path, lost, s
 
 
 @pytest.mark.parametrize("when", ["before its weights left", "before the scores came"])
-@pytest.mark.parametrize("fixture", ["wdbc3", "wdbc3_mixture"])
-def test_a_restarted_label_holder_resumes_and_the_group_goes_on(fixture, request, tmp_path, when):
+@pytest.mark.parametrize("fixture, secure", [("wdbc3", False), ("wdbc3_mixture", False), ("wdbc3", True)],
+                         ids=["nb", "mixture", "nb-secure"])
+def test_a_restarted_label_holder_resumes_and_the_group_goes_on(fixture, secure, request, tmp_path, when):
     """Killed after its checkpoint of pass 3: before its weights of pass 3 left (it sends them again when it
-    restarts), or after, before the members' scores of pass 4 reached it (the members send them again when their
-    wait runs out). For the mixture, pass 3 is an EM pass."""
+    restarts), or after, before the members' scores of pass 4 reached it: it tells the members the pass it awaits
+    (a resumed notice), and each sends it again, at once, the very frame of its scores (with ``secure``, the same
+    masked words); no member's wait runs out. For the mixture, pass 3 is an EM pass."""
     wdbc3 = request.getfixturevalue(fixture)
     holder, first, second = addresses(3)
     clock = FakeClock()
-    bus = Bus(group(wdbc3, tmp_path, clock=clock), clock)
-    restarted = []
+    bus = Bus(group(wdbc3, tmp_path, clock=clock, secure=secure), clock)
+    restarted, scores = [], collections.defaultdict(list)
 
     def kill(sender, address, each):
         obj = msgpack.unpackb(each)
+        if address == holder and obj["type"].endswith("scores") and obj["round"] == 4:
+            scores[sender].append(each)
         dies = (sender == holder and obj["round"] == 3) if when == "before its weights left" else \
-            (address == holder and obj["type"] == "scores" and obj["round"] == 4)
+            (address == holder and obj["type"].endswith("scores") and obj["round"] == 4)
         if dies and not restarted:
             bus.dead.add(holder)
             return []
@@ -280,15 +285,21 @@ def test_a_restarted_label_holder_resumes_and_the_group_goes_on(fixture, request
     bus.start()
     bus.run(until=lambda: holder in bus.dead and not bus.queue)
     clock.now += 0.5
-    restarted.append(make_peer(wdbc3, 0, wdbc3.block_data(0), tmp_path, clock=clock))
+    masks = copy.copy(bus.peers[holder].masks)
+    restarted.append(make_peer(wdbc3, 0, wdbc3.block_data(0), tmp_path, clock=clock, masks=masks))
     assert restarted[0].resumed and restarted[0].pass_ == 3
     bus.replace(holder, restarted[0])
     bus.run()
     assert not bus.errors
-    assert_same_statistics(bus.joined(), wdbc3.best)
+    if secure:
+        np.testing.assert_allclose(bus.joined(), wdbc3.best, rtol=1e-6, atol=1e-6 * np.abs(wdbc3.best).max())
+    else:
+        assert_same_statistics(bus.joined(), wdbc3.best)
     assert bus.peers[holder].metrics.weights_resent == 2  # it sends the weights of pass 3 again to both members
-    resent = [bus.peers[a].metrics.scores_resent for a in (first, second)]
+    resent = [bus.peers[a].metrics.frames_resent for a in (first, second)]
     assert resent == ([0, 0] if when == "before its weights left" else [1, 1])
+    assert [bus.peers[a].metrics.scores_resent for a in (first, second)] == [0, 0]  # no wait ran out
+    assert all(len(set(frames)) == 1 and len(frames) == 1 + resent[0] for frames in scores.values())  # the same bytes
 
 
 @pytest.mark.parametrize("named", [False, True], ids=["first-come", "--label-holder"])

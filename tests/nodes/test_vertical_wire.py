@@ -2,6 +2,7 @@
 their cause before anything is used."""
 
 import contextlib
+from dataclasses import replace
 
 import msgpack
 import numpy as np
@@ -10,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crc.nodes.vertical_wire import FIELDS, GroupExpectation, PSIAnswer, PSIIds, PSIRequest, Scores, Weights, decode_group, encode_group
-from crc.nodes.wire import PROTOCOL_VERSION, Rejected
+from crc.nodes.wire import PROTOCOL_VERSION, Rejected, Resumed, encode_resumed
 
-ME, HOLDER, MEMBER = "tcp://127.0.0.1:7000", "tcp://127.0.0.1:7001", "tcp://127.0.0.1:7002"
+ME, HOLDER, MEMBER, NEIGHBOUR = (f"tcp://127.0.0.1:{7000 + i}" for i in range(4))
 SCHEMA = "ab" * 32
 EXPECT = GroupExpectation(run="crc", schema_id=SCHEMA, neighbours=frozenset({HOLDER, MEMBER}), rows=5, width=2)
 
@@ -66,6 +67,23 @@ def test_with_keys_a_frame_must_come_with_the_key_of_the_member_it_names():
         decode_group(good, keyed, "x" * 40)
 
 
+def test_a_resumed_notice_is_the_horizontal_peers_from_a_member_or_a_block_neighbour_with_its_key():
+    keys = {HOLDER: "k" * 40, NEIGHBOUR: "n" * 40}
+    hybrid = replace(EXPECT, block_neighbours=frozenset({NEIGHBOUR}), known_keys=keys)
+    for sender in (HOLDER, NEIGHBOUR):
+        assert decode_group(encode_resumed(run="crc", sender=sender, round_=4), hybrid, keys[sender]) == Resumed(sender, 4)
+    for notice, expect, key, cause in [
+        (encode_resumed(run="crc", sender=NEIGHBOUR, round_=4), EXPECT, None, "sender"),  # no block neighbour here
+        (encode_resumed(run="crc", sender=NEIGHBOUR, round_=4), hybrid, "k" * 40, "forged"),
+        (encode_resumed(run="other", sender=HOLDER, round_=4), hybrid, "k" * 40, "run"),
+        (encode_resumed(run="crc", sender=HOLDER, round_=-1), hybrid, "k" * 40, "malformed"),
+        (packed(type="resumed"), EXPECT, None, "malformed"),  # a notice has no schema, no data
+    ]:
+        with pytest.raises(Rejected) as caught:
+            decode_group(notice, expect, key)
+        assert caught.value.cause == cause
+
+
 def test_every_field_list_has_the_common_fields():
     assert all({"v", "type", "run", "from", "round", "schema"} <= fields for fields in FIELDS.values())
 
@@ -105,7 +123,7 @@ VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2*
 
 
 @settings(max_examples=300, deadline=None)
-@given(kind=st.one_of(st.sampled_from(sorted(FIELDS)), VALUES), fields=st.dictionaries(
+@given(kind=st.one_of(st.sampled_from(sorted({*FIELDS, "resumed"})), VALUES), fields=st.dictionaries(
     st.sampled_from(sorted(set().union(*FIELDS.values()))), VALUES, max_size=10))
 def test_any_map_of_any_values_decodes_or_is_rejected_never_raises_otherwise(kind, fields):
     """Every field of every type, any value (a map where a text belongs, too): a Rejected or a message, nothing else."""
