@@ -21,7 +21,7 @@ COMMANDS = {
     "experiment": "crc.cli.experiment:experiment",
     "report": "crc.cli.report:report",
     "datasets": "crc.cli.simulate:datasets",
-    "schema": "crc.cli.peer:schema",
+    "schema": "crc.cli.schema:schema",
     "split": "crc.cli.split:split",
     "node": "crc.cli.peer:node",
     "predict": "crc.cli.peer:predict",

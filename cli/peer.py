@@ -35,7 +35,6 @@ from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
 from crc.nodes.settings import PeerSettings
 from crc.protocol.rules import MAX_ROUNDS
-from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -43,21 +42,6 @@ ALONE = 3
 """Exit status of a peer that finished its rounds without statistics from any neighbour (its model file is written),
 and of a vertical group's peer whose group stopped because a member was silent."""
 MAX_CLASSES_LISTED = 12
-
-
-@click.command(short_help="Write the schema every peer of a deployment must share.")
-@click.option("--data", required=True, help="CSV file (or bundled data set name) the schema is inferred from.")
-@click.option("--label", default=None, help="Class column (required for a CSV file).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Schema JSON file to write.")
-def schema(data, label, out):
-    """Write the schema every peer must share: classes, feature kinds and
-    categories, and the standardization (mean, std) of continuous features,
-    computed on DATA."""
-    dataset = load_dataset(data, label=label)
-    shared = dataset.schema.standardized(dataset.x[:, dataset.schema.continuous])
-    shared.save(out)
-    click.echo(f"{out}: {len(shared.features)} features ({len(shared.continuous)} continuous, "
-               f"{len(shared.discrete)} discrete), {shared.n_classes} classes, label {shared.label!r}")
 
 
 def _configure_logging(level: str, name: str) -> logging.Logger:

@@ -17,7 +17,7 @@ import numpy as np
 from crc.core.columns import MISSING_NAMED, Column, as_column, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
-from crc.core.schema import CONTINUOUS, Schema, infer_schema
+from crc.core.schema import CONTINUOUS, Feature, Schema, infer_schema
 
 MAX_LISTED = 12
 """Known categories or classes an error names at most."""
@@ -115,6 +115,15 @@ def dataset_from_columns(columns: dict, label: str, name: str = "") -> Dataset:
         raise CRCError(f"{source}: {exc}") from None
     x, y = encode(schema, columns, source=source)
     return Dataset(schema, x, y, name)
+
+
+def standardized_features(features: tuple[Feature, ...], columns: dict, *, source: str = "data") -> tuple[Feature, ...]:
+    """``features`` with the standardization (mean, std) of their continuous columns in ``columns`` (as ``encode``
+    takes them): a vertical party's own columns, without the label (encoded as a schema of these features alone,
+    which is never written)."""
+    alone = Schema(label="", classes=(), features=features)
+    x, _ = encode(alone, columns, labels=False, source=source)
+    return alone.standardized(x[:, alone.continuous]).features
 
 
 def to_columns(dataset: Dataset, rows: np.ndarray) -> dict[str, list[str]]:

@@ -34,6 +34,9 @@ COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
 SCHEMA_FORMAT = "crc-schema/1"
+FEATURES_FORMAT = "crc-features/1"
+"""A features file: the kinds, categories and standardization of one vertical party's own columns, without label or
+classes (``features_to_json``); the label holder joins the members' into the group's schema (``joined``)."""
 MAX_SCHEMA_BYTES = 16 * 2**20
 
 
@@ -120,9 +123,7 @@ class Schema:
         try:
             label = fields.string(obj["label"], "label")
             classes = tuple(fields.strings(obj["classes"], "classes"))
-            if not isinstance(obj["features"], list):
-                raise CRCError(f"features must be a list, got {fields.shown(obj['features'])}")
-            features = tuple(_feature_from_json(f, f"features[{j}]") for j, f in enumerate(obj["features"]))
+            features = _features_from_list(obj["features"])
         except CRCError as exc:
             raise CRCError(f"malformed schema: {exc}") from None
         if len(classes) < 2 or len(set(classes)) != len(classes):
@@ -193,6 +194,50 @@ def _plain_moments(values: np.ndarray, weight: np.ndarray | None) -> tuple[float
         return float(values.mean()), float(values.std())
     mean = float(np.average(values, weights=weight))
     return mean, math.sqrt(np.average((values - mean) ** 2, weights=weight))
+
+
+def features_to_json(features: tuple[Feature, ...]) -> dict:
+    """A features file's JSON (``FEATURES_FORMAT``): one party's columns, no label or classes."""
+    return {"format": FEATURES_FORMAT, "features": [f.to_json() for f in features]}
+
+
+def load_features(path, *, max_bytes: int = MAX_SCHEMA_BYTES) -> tuple[Feature, ...]:
+    """The features of the features file ``path`` (bounded read, validated: distinct names, at least one); a CRCError
+    names the file."""
+    obj = read_json(path, max_bytes=max_bytes, what="features file")
+    if not isinstance(obj, dict) or obj.get("format") != FEATURES_FORMAT or "features" not in obj:
+        raise CRCError(f"{path}: not a features file: expected an object with format {FEATURES_FORMAT!r} and its "
+                       "features (`crc schema --features-only` writes one)")
+    try:
+        features = _features_from_list(obj["features"])
+    except CRCError as exc:
+        raise CRCError(f"{path}: malformed features file: {exc}") from None
+    names = [f.name for f in features]
+    if not features or len(set(names)) != len(names):
+        raise CRCError(f"{path}: malformed features file: feature names must be distinct, and one at least")
+    return features
+
+
+def joined(schema: Schema, blocks: list[tuple[Feature, ...]], sources: list[str]) -> Schema:
+    """``schema`` (the label holder's: the label, the classes and its own columns) with the features of every other
+    party's ``blocks`` after its own, in order; a CRCError naming the ``sources`` of a feature named twice or named as
+    the label."""
+    seen = {f.name: "the label holder's columns" for f in schema.features}
+    for block, source in zip(blocks, sources):
+        for feature in block:
+            if feature.name == schema.label:
+                raise CRCError(f"{source}: feature {feature.name!r} is the label column's name")
+            if feature.name in seen:
+                raise CRCError(f"{source}: feature {feature.name!r} is also in {seen[feature.name]}: every column "
+                               "belongs to one party")
+            seen[feature.name] = source
+    return replace(schema, features=schema.features + tuple(f for block in blocks for f in block))
+
+
+def _features_from_list(obj) -> tuple[Feature, ...]:
+    if not isinstance(obj, list):
+        raise CRCError(f"features must be a list, got {fields.shown(obj)}")
+    return tuple(_feature_from_json(f, f"features[{j}]") for j, f in enumerate(obj))
 
 
 def _feature_from_json(obj, name: str) -> Feature:
@@ -315,10 +360,19 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
                        f"seen once): a class column repeats its classes (a numeric target or an identifier is not one); "
                        f"--label names the class column, and a numeric target cut into ranges makes one")
+    features = infer_features({name: cells for name, cells in columns.items() if name != label}, label=label,
+                              label_column=label_column, max_discrete_distinct=max_discrete_distinct,
+                              categorical=categorical)
+    return Schema(label=label, classes=tuple(classes), features=features)
+
+
+def infer_features(columns: dict, *, label: str | None = None, label_column=None,
+                   max_discrete_distinct: int = MAX_DISCRETE_DISTINCT, categorical=()) -> tuple[Feature, ...]:
+    """The features of a table's feature ``columns`` (name -> cells, the label left out), by ``infer_schema``'s rule;
+    with the ``label`` and its ``label_column``, a feature that copies the label is warned of. A vertical party
+    without the label infers its own columns so (``crc schema --features-only``)."""
     features = []
     for name, cells in columns.items():
-        if name == label:
-            continue
         column = as_column(cells)
         if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
@@ -331,9 +385,10 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
-            warn_label_copy(name, column, label, label_column)
+            if label_column is not None:
+                warn_label_copy(name, column, label, label_column)
         else:
             features.append(Feature(name, CONTINUOUS))
     if not features:
-        raise CRCError("the table has no feature columns besides the label")
-    return Schema(label=label, classes=tuple(classes), features=tuple(features))
+        raise CRCError("the table has no feature columns" + (" besides the label" if label else ""))
+    return tuple(features)
