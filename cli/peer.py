@@ -29,7 +29,7 @@ from crc.core.columns import Column
 from crc.core.data import format_csv, write_csv
 from crc.core.errors import CRCError, plain
 from crc.core.feature_partition import parse_feature_partition
-from crc.core.group_model import block_of, check_group, group_posteriors
+from crc.core.group_model import GroupModel
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
@@ -264,14 +264,9 @@ def predict(model_paths, old_model_path, data, label, out):
     blocks = [load_model(path) for path in model_paths]
     trained = blocks[0]
     columns = read_csv(data)
-    if len(blocks) > 1:
-        check_group(blocks, model_paths)
-        proba = group_posteriors(blocks, columns, source=data)  # a missing feature column first, then any label problem
-    else:
-        if block_of(trained) is not None:
-            warn(f"{model_paths[0]} holds block {block_of(trained)} of a {trained.metrics['partition']} group: it predicts "
-                 "from that block's features alone; give every block's --model-file for the group's classifier")
-        proba = trained.predict_proba(columns, source=data)
+    # a missing feature column first, then any label problem
+    classifier = GroupModel(blocks, model_paths) if len(blocks) > 1 else trained
+    proba = classifier.predict_proba(columns, source=data)
     if label is not None and label not in columns:
         raise CRCError(f"{data}: no label column {label!r}")
     label = label or trained.schema.label

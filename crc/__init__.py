@@ -25,6 +25,7 @@ from crc.source_tree import find_folders
 
 TYPE_CHECKING = False  # typing's flag without importing typing: the command's Ctrl-C guard comes after this module
 if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for type checkers and the API reference
+    from crc.core.group_model import GroupModel, load_group
     from crc.core.model_file import TrainedModel, load_model
     from crc.core.schema import Schema
 
@@ -32,11 +33,12 @@ find_folders(os.path.dirname(os.path.abspath(__file__)))
 
 __version__ = "0.1.0"
 
-__all__ = ["CRCError", "Schema", "TrainedModel", "__version__", "load_model"]
+__all__ = ["CRCError", "GroupModel", "Schema", "TrainedModel", "__version__", "load_group", "load_model"]
 
 ESTIMATORS = ("CircuitClassifier", "FederatedClassifier", "NaiveBayesClassifier", "QDAClassifier", "from_model")
 """Names of ``crc.estimators`` available here; importing them needs scikit-learn (``pip install 'crc-p2p[sklearn]'``)."""
 LAZY = {"Schema": "crc.core.schema", "TrainedModel": "crc.core.model_file", "load_model": "crc.core.model_file",
+        "GroupModel": "crc.core.group_model", "load_group": "crc.core.group_model",
         **dict.fromkeys(ESTIMATORS, "crc.estimators")}
 """Names available here, each imported from its module on first use: importing ``crc`` itself loads no numpy, so the
 ``crc`` command can handle Ctrl-C from its first moment (``crc.cli.entry``)."""

@@ -186,6 +186,11 @@ def real_peers_block() -> str:
     return next(body for body in peer_blocks() if "--config" in body)
 
 
+def vertical_peers_block() -> str:
+    """The vertical group's block: its peers started from the config files it writes into vdeploy/."""
+    return next(body for body in peer_blocks() if "vdeploy/peer-" in body)
+
+
 def run_peers_block(workspace: Path, body: str) -> subprocess.CompletedProcess:
     """A block of peers, whole, once per workspace, on free ports."""
     if (workspace, body) not in PEERS_DONE:
@@ -278,6 +283,8 @@ def test_every_python_block_runs(workspace, block):
         pytest.importorskip("sklearn")
     if "load_model" in body:
         run_peers_block(workspace, real_peers_block())
+    if "vdeploy/" in body:  # reads the vertical group's model files
+        run_peers_block(workspace, vertical_peers_block())
     done = subprocess.run([sys.executable, "-c", body], cwd=workspace, env=environment(), capture_output=True, text=True,
                           timeout=PYTHON_S)
     assert done.returncode == 0, f"{body}\n--- stderr\n{done.stderr[-3000:]}"

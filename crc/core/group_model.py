@@ -12,18 +12,8 @@ import numpy as np
 
 from crc.core.data import encode_features
 from crc.core.errors import CRCError
-from crc.core.model_file import TrainedModel
+from crc.core.model_file import TrainedModel, load_model
 from crc.core.numeric import logsumexp, normalise_exp
-
-GROUP_PARTITIONS = ("vertical", "hybrid")
-
-
-def block_of(trained: TrainedModel) -> int | None:
-    """The block a model file holds when a peer of a vertical or hybrid group wrote it (its metrics say so), else None."""
-    partition, block = trained.metrics.get("partition"), trained.metrics.get("block")
-    if isinstance(partition, str) and partition.split(":")[0] in GROUP_PARTITIONS and isinstance(block, int):
-        return block
-    return None
 
 
 def check_group(blocks: list[TrainedModel], sources: list[str]) -> None:
@@ -33,7 +23,7 @@ def check_group(blocks: list[TrainedModel], sources: list[str]) -> None:
     seen: dict[int, str] = {}
     features: dict[str, str] = {}
     for trained, source in zip(blocks, sources):
-        block = block_of(trained)
+        block = trained.group_block
         if block is None:
             raise CRCError(f"{source}: not a block of a vertical or hybrid group (its metrics name no partition and "
                            "block): give only the model files of one group's peers")
@@ -64,3 +54,32 @@ def group_posteriors(blocks: list[TrainedModel], columns, *, source: str = "data
     total = total + blocks[0].theta["log_prior"][None, :]
     classes = len(blocks[0].schema.classes)
     return normalise_exp(logsumexp(total.reshape(len(total), classes, -1)), axis=-1)
+
+
+class GroupModel:
+    """The classifier of a vertical group: its block models (``TrainedModel``, in block order), checked as one group's
+    (``check_group``). ``classes`` are the label strings, as a ``TrainedModel``'s."""
+
+    def __init__(self, blocks: list[TrainedModel], sources: list[str]):
+        check_group(blocks, sources)
+        order = sorted(range(len(blocks)), key=lambda i: blocks[i].group_block)
+        self.blocks = [blocks[i] for i in order]
+        self.classes = self.blocks[0].classes
+
+    def predict_proba(self, columns, *, source: str = "data") -> np.ndarray:
+        """Class probabilities (m, n_classes) of ``columns`` (``{feature name: [raw cell, ...]}`` or a DataFrame with
+        every block's features; extra columns ignored)."""
+        return group_posteriors(self.blocks, columns, source=source)
+
+    def predict(self, columns, *, source: str = "data") -> np.ndarray:
+        """Predicted class labels (m,) as strings."""
+        return self.classes[self.predict_proba(columns, source=source).argmax(axis=1)]
+
+
+def load_group(paths) -> GroupModel:
+    """The classifier of a vertical group from every block's model file (``crc node`` writes one per peer; any
+    order); a CRCError naming the file for a file that is not one of the same group's blocks."""
+    paths = [str(path) for path in paths]
+    if not paths:
+        raise CRCError("load_group needs the model file of every block of the group")
+    return GroupModel([load_model(path) for path in paths], paths)

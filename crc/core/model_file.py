@@ -12,6 +12,7 @@ estimator (``to_model``) also records the labels' numpy dtype
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -28,6 +29,8 @@ FORMAT = "crc-model/1"
 MAX_MODEL_BYTES = 512 * 2**20
 MAX_LABEL_ITEMSIZE = 4 * 2**16
 ESS_RTOL = 1e-9
+GROUP_PARTITIONS = ("vertical", "hybrid")
+LOG = logging.getLogger("crc.model")
 """Relative tolerance between a file's ``ess`` field and the ESS of its statistics (the sum of the class counts)."""
 PARAMETERS_RTOL = 1e-9
 """Relative tolerance between a file's ``parameters`` and the parameters of its statistics (the same arithmetic: equal
@@ -98,13 +101,29 @@ class TrainedModel:
         self.label_dtype, self.labels = label_dtype, typed_labels(schema.classes, label_dtype)
         self.metrics = metrics or {}
         self.model_options = model_options
+        self._warned_block = False
+
+    @property
+    def group_block(self) -> int | None:
+        """The block this model holds when a peer of a vertical or hybrid group wrote it (its metrics say so), else
+        None: then it is one block's model, and ``crc.load_group`` with every block's file is the group's classifier."""
+        partition, block = self.metrics.get("partition"), self.metrics.get("block")
+        if isinstance(partition, str) and partition.split(":")[0] in GROUP_PARTITIONS and isinstance(block, int):
+            return block
+        return None
 
     def predict_proba(self, columns, *, source: str = "data") -> np.ndarray:
         """Class probabilities (m, n_classes).
 
         ``columns`` is ``{feature name: [raw cell, ...]}`` (extra columns ignored), or an
-        (m, d) array of values in the schema's feature order (None or NaN for missing).
+        (m, d) array of values in the schema's feature order (None or NaN for missing). A group's block model
+        predicts from its block's features alone, and warns so once.
         """
+        if self.group_block is not None and not self._warned_block:
+            self._warned_block = True
+            LOG.warning(f"this model holds block {self.group_block} of a {self.metrics['partition']} group: it predicts "
+                        "from that block's features alone; the group's classifier takes every block's model file "
+                        "(crc.load_group, or crc predict with every --model-file)")
         return self.model.posteriors(self.theta, self.model.features(encode_features(self.schema, columns, source=source)))
 
     def predict(self, columns, *, source: str = "data") -> np.ndarray:

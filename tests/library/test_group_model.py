@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from crc.core.errors import CRCError
-from crc.core.group_model import check_group, group_posteriors
+from crc.core.group_model import check_group, group_posteriors, load_group
 from crc.core.model_file import TrainedModel
 from crc.core.models.blocks import block_schema
 from crc.tables.datasets import load_dataset
@@ -41,3 +41,40 @@ def test_files_that_are_not_one_groups_blocks_are_refused():
     alone = TrainedModel(first.schema, "nb", first.stats, {})
     with pytest.raises(CRCError, match="a: not a block of a vertical or hybrid group"):
         check_group([alone, second], ["a", "b"])
+
+
+def test_load_group_reads_every_blocks_file_in_any_order_and_predicts_as_the_group(tmp_path):
+    ref = reference("wdbc", "nb", 3, rounds=4)
+    files = block_files(ref, "vertical:3", {})
+    paths = []
+    for b, trained in enumerate(files):
+        trained.save(tmp_path / f"model-{b}.json")
+        paths.append(tmp_path / f"model-{b}.json")
+    schema, split = ref.model.schema, ref.rep.split
+    x = load_dataset("wdbc").x[split.test_rows]
+    columns = {name: list(x[:, j]) for j, name in enumerate(schema.feature_names)}
+    group = load_group([paths[2], paths[0], paths[1]])
+    assert [trained.group_block for trained in group.blocks] == [0, 1, 2]
+    np.testing.assert_allclose(group.predict_proba(columns), ref.model.posteriors(ref.model.theta(ref.best), split.phi_test),
+                               rtol=1e-9, atol=1e-12)
+    assert list(group.predict(columns)) == list(group.classes[group.predict_proba(columns).argmax(axis=1)])
+    with pytest.raises(CRCError, match="both hold block 0"):
+        load_group([paths[0], paths[0]])
+    with pytest.raises(CRCError, match="needs the model file of every block"):
+        load_group([])
+
+
+def test_one_blocks_model_warns_once_that_it_predicts_from_its_block_alone(caplog):
+    ref = reference("wdbc", "nb", 2, rounds=2)
+    first, _ = block_files(ref, "vertical:2", {})
+    columns = {name: [0.0, 1.0] for name in first.schema.feature_names}
+    with caplog.at_level("WARNING", logger="crc.model"):
+        first.predict(columns)
+        first.predict(columns)
+    warned = [r.getMessage() for r in caplog.records if "predicts from that block's features alone" in r.getMessage()]
+    assert len(warned) == 1 and "block 0 of a vertical:2 group" in warned[0]
+    caplog.clear()
+    alone = TrainedModel(first.schema, "nb", first.stats, {})
+    with caplog.at_level("WARNING", logger="crc.model"):
+        alone.predict(columns)
+    assert not caplog.records
