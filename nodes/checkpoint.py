@@ -49,7 +49,8 @@ MAX_STATISTICS = 2**28
 DURABLE = False
 """No fsync per round: it cost about 5 ms of a peer's round (measured, 2-core VM). A crash of the peer
 loses nothing; after a power cut the newest checkpoint may be torn, which the length and CRC checks
-refuse (delete it and the peer resumes from the one before, or afresh)."""
+refuse (delete it and the peer resumes from the one before, or afresh; a masking peer starts afresh under a new run
+id instead)."""
 
 
 def encode(*, identity: dict, round_: int, stats: np.ndarray, metrics: dict) -> bytes:
@@ -105,15 +106,21 @@ def _checkpoints(directory: Path) -> list[Path]:
     return [directory / file_name(round_) for round_ in rounds]
 
 
-def decode(data: bytes, *, source) -> tuple[dict, np.ndarray]:
-    """(header, statistics (size,)) of checkpoint bytes, with the header's fields checked but not its identity."""
+DAMAGED = "delete it to start afresh"
+"""What to do with a damaged checkpoint, or one of another version, for a peer whose earlier rounds may be sent
+again."""
+
+
+def decode(data: bytes, *, source, remedy: str = DAMAGED) -> tuple[dict, np.ndarray]:
+    """(header, statistics (size,)) of checkpoint bytes, with the header's fields checked but not its identity; a
+    CRCError ending with ``remedy`` for bytes that are no checkpoint or a damaged one."""
     if len(data) < PREFIX.size or data[:len(MAGIC)] != MAGIC:
-        raise CRCError(f"{source}: not a crc checkpoint (or one of another version); delete it to start afresh")
+        raise CRCError(f"{source}: not a crc checkpoint (or one of another version); {remedy}")
     _, header_bytes, checksum = PREFIX.unpack_from(data)
     body = memoryview(data)[PREFIX.size:]
     if header_bytes > min(len(body), MAX_HEADER_BYTES) or zlib.crc32(body) != checksum:
         raise CRCError(f"{source}: damaged checkpoint (truncated or altered: its length or checksum does not match); "
-                       "delete it to start afresh")
+                       f"{remedy}")
     header = fields.mapping(parse_json(bytes(body[:header_bytes]), source=source, what="checkpoint header"), "header")
     try:
         size = fields.integer(header.get("size"), "size", low=0, high=MAX_STATISTICS)
@@ -126,27 +133,27 @@ def decode(data: bytes, *, source) -> tuple[dict, np.ndarray]:
         fields.mapping(header.get("identity"), "identity")
         _check_metrics(fields.mapping(header.get("metrics"), "metrics"), header["round"])
     except CRCError as exc:
-        raise CRCError(f"{source}: damaged checkpoint: {exc}") from None
+        raise CRCError(f"{source}: damaged checkpoint: {exc}; {remedy}") from None
     return header, stats
 
 
-def _read(directory, max_statistics: int = MAX_STATISTICS) -> tuple[Path, tuple[dict, np.ndarray] | None]:
+def _read(directory, max_statistics: int = MAX_STATISTICS, remedy: str = DAMAGED) -> tuple[Path, tuple[dict, np.ndarray] | None]:
     """The newest checkpoint in ``directory``: its path and (header, statistics), or None if there is none; a file
     longer than a checkpoint of ``max_statistics`` statistics is refused before it is read (reading takes twice its
-    size: a 1 GiB one took 2.3 GB)."""
+    size: a 1 GiB one took 2.3 GB); a CRCError ending with ``remedy`` for a damaged one."""
     directory = Path(directory)
     found = _checkpoints(directory)
     if not found:
         if (directory / OLD_FILE_NAME).exists():
             raise CRCError(f"{directory / OLD_FILE_NAME}: a checkpoint of an earlier crc version, which this one cannot "
-                           "resume; delete it to start afresh")
+                           f"resume; {remedy}")
         return directory / file_name(0), None
     path = found[0]
     header, stats = decode(read_bytes(path, max_bytes=PREFIX.size + MAX_HEADER_BYTES + 8 * max_statistics, what="checkpoint",
                                        regular=True),
-                           source=path)
+                           source=path, remedy=remedy)
     if path.name != file_name(header["round"]):
-        raise CRCError(f"{path}: damaged checkpoint: it records round {header['round']}")
+        raise CRCError(f"{path}: damaged checkpoint: it records round {header['round']}; {remedy}")
     return path, (header, stats)
 
 
@@ -163,13 +170,15 @@ FRESH_START = "use another --checkpoint directory or delete it to start afresh"
 """What to do with a checkpoint of another configuration, for a peer whose earlier rounds may be sent again."""
 
 
-def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START) -> tuple[int, np.ndarray, dict] | None:
+def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START,
+         damaged: str = DAMAGED) -> tuple[int, np.ndarray, dict] | None:
     """(round, statistics, metrics) of the checkpoint in ``directory``, or None if there is none.
 
     A checkpoint of another configuration (different address, neighbours, schema, ESS, ...; the error ends with
-    ``remedy``), a round beyond ``identity["rounds"]`` or statistics of another length are refused rather than used.
+    ``remedy``), a damaged one, a round beyond ``identity["rounds"]`` or statistics of another length (the error ends
+    with ``damaged``) are refused rather than used.
     """
-    path, found = _read(directory, max_statistics=size)
+    path, found = _read(directory, max_statistics=size, remedy=damaged)
     if found is None:
         return None
     header, stats = found
@@ -180,9 +189,9 @@ def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START) -> 
         raise CRCError(f"{path}: checkpoint of a different configuration ({listed} differ); {remedy}")
     rounds = identity.get("rounds")
     if isinstance(rounds, int) and header["round"] > rounds:
-        raise CRCError(f"{path}: damaged checkpoint: round {header['round']} is beyond the run's {rounds} rounds")
+        raise CRCError(f"{path}: damaged checkpoint: round {header['round']} is beyond the run's {rounds} rounds; {damaged}")
     if stats.size != size:
-        raise CRCError(f"{path}: damaged checkpoint: {stats.size} statistics, the model has {size}")
+        raise CRCError(f"{path}: damaged checkpoint: {stats.size} statistics, the model has {size}; {damaged}")
     return header["round"], stats, header["metrics"]
 
 

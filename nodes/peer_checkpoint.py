@@ -165,7 +165,9 @@ def _kept_noise_key(path: Path) -> bytes:
 MASKED_FRESH_START = ("this peer masks what it sends (--secure-aggregation), and started afresh under the same "
                       "--run-id it would mask the rounds it sent again with the same masks: start every peer afresh "
                       "under a new --run-id, with new --checkpoint directories (`crc split --keys-for` writes both)")
-"""``checkpoint.FRESH_START`` for a masking peer: a new directory or a deleted checkpoint alone would reuse its masks."""
+"""``checkpoint.FRESH_START`` and ``checkpoint.DAMAGED`` for a masking peer: a new directory or a deleted checkpoint
+alone would reuse its masks (resumed from the round before a damaged one, it may send a round again with other
+statistics under the same masks)."""
 
 
 class PeerCheckpoints:
@@ -199,7 +201,8 @@ class PeerCheckpoints:
             self._bind_key(self._kept_key)
         found = checkpoint.load(self.directory, identity=self.identity,
                                 size=len(layout(start, self.speedup, self.links, self.release_every)),
-                                remedy=MASKED_FRESH_START if self.masked else checkpoint.FRESH_START)
+                                remedy=MASKED_FRESH_START if self.masked else checkpoint.FRESH_START,
+                                damaged=MASKED_FRESH_START if self.masked else checkpoint.DAMAGED)
         if found is None:
             return None
         round_, vector, metrics = found

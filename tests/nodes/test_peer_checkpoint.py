@@ -199,6 +199,23 @@ def test_a_checkpoint_of_another_configuration_tells_a_masking_peer_to_start_und
     assert ("delete it to start afresh" in str(refused.value)) != masked
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_damaged_checkpoint_tells_a_masking_peer_to_start_under_a_new_run_id(tmp_path, masked):
+    """Deleting a damaged (torn) checkpoint resumes a peer from the round before, which it may send again with other
+    statistics: under --secure-aggregation with the same masks."""
+    checkpoints = PeerCheckpoints(str(tmp_path), {"bind": "x", "rounds": 16}, PAPER, logging.getLogger("test"),
+                                  masked=masked)
+    metrics = Metrics.for_neighbours(["tcp://b:1"])
+    metrics.rounds_done = 3
+    checkpoints.save(PeerState(3, STATS), metrics)
+    (newest,) = tmp_path.glob("checkpoint.3.*")
+    newest.write_bytes(newest.read_bytes()[:-8])
+    with pytest.raises(CRCError, match=r"damaged checkpoint \(truncated or altered") as refused:
+        checkpoints.load(PeerState(0, STATS))
+    assert ("start every peer afresh under a new --run-id" in str(refused.value)) == masked
+    assert ("delete it to start afresh" in str(refused.value)) != masked
+
+
 def test_a_fifo_in_the_noise_key_s_place_is_refused_without_waiting_for_a_writer(tmp_path):
     os.mkfifo(tmp_path / "noise.key")
     checkpoints = PeerCheckpoints(str(tmp_path), {}, PAPER, logging.getLogger("test"))
