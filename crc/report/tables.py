@@ -27,6 +27,8 @@ RUN_HEADERS = ["data", "model", "topology", "partition", "n", "m_v", "rounds", "
 def _run_row(results: dict) -> list:
     config = results["config"]
     topology = config["topology"] + (f" (period {config['period']})" if config.get("period") else "")
+    if str(config.get("partition", "")).startswith("vertical"):
+        topology = "–"  # one group, whose members all talk to its label holder: no graph of groups
     return [config["data"], config["model"], topology, config.get("partition", "iid"), config["nodes"], config["local_size"],
             config["rounds"], results["ml"]["test_error"], results["rc"]["test_error"], results["crc"]["test_error"],
             results["crc"]["test_std"], results["train_gap"], results["test_gap"],

@@ -44,6 +44,16 @@ def test_report_renders_runs_and_tables_and_draws_figures(tmp_path):
     assert as_csv.stdout.splitlines()[0].startswith("data,model,topology,partition,n,m_v,rounds,ml_test")
 
 
+def test_a_vertical_run_is_reported_without_a_graph_of_groups(tmp_path):
+    simulated = run("simulate", "--data", "wdbc", "--partition", "vertical:2", "--rounds", "2", "--no-rc-converged",
+                    "--json")
+    assert simulated.exit_code == 0, simulated.output
+    (tmp_path / "run.json").write_text(simulated.stdout)
+    result = run("report", tmp_path / "run.json")
+    assert result.exit_code == 0, result.output
+    assert "| wdbc | nb | – | vertical:2 | 1 |" in result.stdout
+
+
 def test_report_rejects_files_that_are_not_results(tmp_path):
     (tmp_path / "bad.json").write_text('{"hello": 1}')
     (tmp_path / "broken.json").write_text("[1, 2")
