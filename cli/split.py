@@ -36,10 +36,12 @@ def _first_names(names: list[str]) -> str:
     return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
 
 
-def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: bool = False) -> None:
+def write_peer_configs(directory, addresses: list[str], *, ess: float, secure_aggregation: bool = False) -> None:
     """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are all the others, with
-    the node files, schema and keys written there (relative paths), and its checkpoint and model file beside them;
-    with ``secure_aggregation``, turned on with the ``neighbourhoods-<i>.json`` written there."""
+    the node files, schema and keys written there (relative paths), its checkpoint and model file beside them, and
+    the ``ess`` every peer shares (``ess_for``: a peer's default, its local size / lr, differs between peers of
+    unequal sizes, which then refuse each other's statistics); with ``secure_aggregation``, turned on with the
+    ``neighbourhoods-<i>.json`` written there."""
     directory = Path(directory)
     run = deployment_run_id(directory)  # one run for all the peers of these keys
     for index, address in enumerate(addresses):
@@ -47,7 +49,7 @@ def write_peer_configs(directory, addresses: list[str], *, secure_aggregation: b
                     "data": node_file(".", index).name, "schema": "schema.json",
                     "secret-key": peer_secret_key_file(".", index).as_posix(),
                     "known-peers": peer_known_peers_file(".", index).name,
-                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": run}
+                    "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": run, "ess": ess}
         if secure_aggregation:
             settings |= {"secure-aggregation": True, "neighbourhoods": peer_neighbourhoods_file(".", index).name}
         path = peer_config_file(directory, index)
@@ -157,7 +159,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
         else:
             everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
             write_peer_keys(out, addresses, everyone, force=True)
-            write_peer_configs(out, addresses, secure_aggregation=secure_aggregation)
+            write_peer_configs(out, addresses, ess=float(f"{ess_for(config):.12g}"),  # 2000.0, not 1999.9999999999998
+                               secure_aggregation=secure_aggregation)
         hoods = ", neighbourhoods-<i>.json" if secure_aggregation and config.feature_partition is None else ""
         summary += f", keys/, known-peers-<i>.json{hoods} and peer-<i>.toml"
     click.echo(summary)

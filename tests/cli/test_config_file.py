@@ -58,6 +58,18 @@ def test_split_writes_one_config_file_per_peer_that_crc_node_reads(deploy):
         assert got["run-id"] == deployment_run_id(deploy) != PeerSettings.run  # a run of its own: its keys are new
 
 
+def test_split_gives_peers_of_unequal_sizes_one_ess(tmp_path):
+    """Each peer's default ESS is its local size / lr: peers of unequal sizes would refuse each other's statistics, so
+    the files give every peer the run's (the simulator's ``ess_for``)."""
+    result = run("split", "--data", "twonorm", "--nodes", "3", "--local-size", "40", "--size-skew", "1",
+                 "--test-size", "100", "--out", tmp_path, "--keys-for", ADDRESSES)
+    assert result.exit_code == 0, result.output
+    sizes = {len((tmp_path / f"node-{index}.csv").read_text().splitlines()) - 1 for index in range(3)}
+    assert len(sizes) > 1 and sum(sizes) > 0
+    given = {tomllib.loads((tmp_path / f"peer-{index}.toml").read_text())["ess"] for index in range(3)}
+    assert given == {800.0}  # m / (lr n) = 120 / (0.05 x 3), written to 12 significant digits
+
+
 def test_split_with_secure_aggregation_writes_the_neighbourhoods_its_peers_mask_with(tmp_path):
     """A newcomer adding --secure-aggregation to a split's peers got 'needs --neighbourhoods' and wrote the files by
     hand: for each neighbour, the address and key of every member of its neighbourhood."""
@@ -89,7 +101,7 @@ def test_the_command_line_overrides_the_file_which_overrides_the_defaults(deploy
     assert got["down-after"] == 3 and got["aggregate"] == "mean"  # defaults where neither says
     lines = result.stdout.splitlines()
     assert f"timeout = 5.0  # from {config}" in lines and "rounds = 9  # from the command line" in lines
-    assert "down-after = 3" in lines and "# ess: not set" in lines
+    assert "down-after = 3" in lines and "# momentum: not set" in lines
 
 
 @pytest.mark.parametrize("extra", [[], ["--rounds", "12", "--metrics-port", "9100", "--safeguard", "--insecure",
