@@ -7,20 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from crc.cli.main import main
 from crc.core.feature_partition import read_blocks_file
 from crc.core.schema import Schema
-
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def one_line(result, status: int, message: str) -> None:
-    assert result.exit_code == status, result.output
-    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+from support.cli import one_line, run
 
 
 @pytest.fixture(scope="module")

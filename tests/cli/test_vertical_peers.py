@@ -10,9 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from crc.cli.main import main
 from crc.cli.peer import node as node_command
 from crc.core.feature_partition import blocks_from_names, read_blocks_file
 from crc.core.model_file import load_model
@@ -30,19 +28,11 @@ from crc.protocol.vertical import resolve_partition
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 from crc.topologies import Schedule
+from support.cli import one_line, run
 from support.network import kill_and_reap
 from support.vertical import reference
 
 WAIT_S = 60.0
-
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def one_line(result, status: int, message: str) -> None:
-    assert result.exit_code == status, result.output
-    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
 
 
 @pytest.fixture(scope="module")
