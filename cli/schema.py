@@ -10,7 +10,7 @@ import click
 from crc.core.data import dataset_from_columns, standardized_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json
-from crc.core.schema import features_to_json, infer_features, joined, load_features
+from crc.core.schema import CONTINUOUS, features_to_json, infer_features, joined, load_features
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 
@@ -54,7 +54,7 @@ def schema(data, label, id_column, features_only, joins, blocks_out, out):
         features = standardized_features(infer_features(columns), columns, source=data)
         atomic_write_json(out, features_to_json(features))
         click.echo(f"{out}: features file of {len(features)} features "
-                   f"({sum(f.kind == 'continuous' for f in features)} continuous), for the label holder's --join")
+                   f"({sum(f.kind == CONTINUOUS for f in features)} continuous), for the label holder's --join")
         return
     dataset = load_dataset(data, label=label) if columns is None else _labelled(columns, label, data)
     shared = dataset.schema.standardized(dataset.x[:, dataset.schema.continuous])
