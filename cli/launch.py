@@ -28,7 +28,7 @@ from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.errors import CRCError
-from crc.nodes.block_steps import em_passes
+from crc.nodes.block_steps import em_passes, rounds_of
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.launcher import check_launch
 from crc.nodes.launcher import launch as run_launch
@@ -75,7 +75,7 @@ class _RoundsDone:
             for index in range(self.nodes):
                 done = completed_round(self.directory / f"checkpoint-{index}")
                 if done is not None:  # None: unreadable right now; keep the last reading
-                    self.rounds[index] = max(self.rounds[index], min(max(done - self.em, 0), self.cap))
+                    self.rounds[index] = max(self.rounds[index], rounds_of(done, self.em, self.cap))
         return sum(self.rounds)
 
 

@@ -39,6 +39,12 @@ def em_passes(kind: str) -> int:
     return EM_ITERATIONS if kind == "pc" else 0
 
 
+def rounds_of(passes: int, em: int, rounds: int) -> int:
+    """The rounds of ``rounds`` a vertical group's peer has completed after ``passes`` passes: its ``em`` EM passes
+    come first, and a vertical group's last pass (T + 1 after them) only scores."""
+    return min(max(passes - em, 0), rounds)
+
+
 class BlockSteps:
     """The computations of the peer holding block ``block`` of ``model`` (a block product or a mixture of them)."""
 

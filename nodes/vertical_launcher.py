@@ -21,7 +21,7 @@ from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import all_options
 from crc.nodes.alignment import require_psi
-from crc.nodes.block_steps import BlockSteps
+from crc.nodes.block_steps import em_passes, rounds_of
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_vertical_deployment
 from crc.nodes.group_settings import group_graph, group_peer_settings, neighbourhoods, node_arguments, write_group_keys
@@ -98,20 +98,25 @@ def _evaluate(dataset, config: SimulationConfig, rep, processes, workdir: Path, 
               addresses: list[str]) -> dict:
     """The results of the groups whose every peer finished (a group's classifier needs every block)."""
     fp = config.feature_partition
+    em = em_passes(config.model)
+
+    def rounds_done(passes: int | None) -> int | None:  # a peer counts passes; the results count rounds
+        return None if passes is None else rounds_of(passes, em, config.rounds)
+
     status, models = [], {}
     for peer, process in enumerate(processes):
         path = workdir / f"model-{peer}.json"
         entry = {"node": peer, "group": peer // fp.blocks, "bind": addresses[peer], "exit_code": process.returncode}
         if process.returncode == 0 and path.exists():
             models[peer] = load_model(path)
-            entry.update(status="finished", rounds_done=models[peer].metrics.get("rounds_done"))
+            entry.update(status="finished", rounds_done=rounds_done(models[peer].metrics.get("rounds_done")))
         else:
-            entry.update(status="failed", rounds_done=completed_round(workdir / f"checkpoint-{peer}"))
+            entry.update(status="failed", rounds_done=rounds_done(completed_round(workdir / f"checkpoint-{peer}")))
         status.append(entry)
     finished = [g for g in range(fp.groups) if all(fp.peer(g, b) in models for b in range(fp.blocks))]
     if not finished:
         failed = [entry for entry in status if entry["status"] != "finished"]
-        listed = ", ".join(f"peer {e['node']} (exit code {e['exit_code']}, pass {e['rounds_done']})" for e in failed)
+        listed = ", ".join(f"peer {e['node']} (exit code {e['exit_code']}, round {e['rounds_done']})" for e in failed)
         raise CRCError(f"no group finished, so none has a classifier (a group needs every block): {listed}; see the "
                        f"logs in {workdir}")
     model = rep.split.model
@@ -121,7 +126,6 @@ def _evaluate(dataset, config: SimulationConfig, rep, processes, workdir: Path, 
     if config.secure_aggregation:  # what the label holder learns of the scores
         result["secure_aggregation"] = {"scores": "the members' sum", "members": fp.blocks - 1}
     combined = results_json(config, dataset, [result])
-    em = BlockSteps(model, 0).em_passes
     passes = config.rounds + (1 if fp.kind == "vertical" else 0)
     return {**combined, "network": network_section([{**models[p].metrics, "group": p // fp.blocks} for p in sorted(models)],
                                                     passes, em, wall=wall, workdir=workdir, status=status),

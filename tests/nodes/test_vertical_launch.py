@@ -57,6 +57,7 @@ def test_launch_of_a_vertical_group_equals_simulate(tmp_path, model):
     network = results["network"]
     assert network["finished"] == 3 and network["rejected"] == 0 and network["missing"] == 0
     assert network["instances"] == 427 and network["encrypted"]
+    assert [entry["rounds_done"] for entry in results["nodes"]] == [ROUNDS] * 3  # rounds, not the group's passes
     holder, *members = network["peers"]
     assert holder["role"] == "label holder" and holder["messages_per_round"] == 2.0  # weights to both members
     assert all(m["role"] == "member" and m["messages_per_round"] == 1.0 for m in members)  # scores to the holder
@@ -98,6 +99,7 @@ def test_launch_of_hybrid_groups_equals_simulate(tmp_path):
     network = results["network"]
     assert network["finished"] == 6 and network["rejected"] == 0 and network["missing"] == 0
     assert network["instances"] == 427 and results["evaluation"]["nodes"] == 3
+    assert [entry["rounds_done"] for entry in results["nodes"]] == [rounds] * 6
 
 
 class Group:
