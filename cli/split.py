@@ -56,6 +56,12 @@ def write_peer_configs(directory, addresses: list[str], *, ess: float, secure_ag
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
 
 
+def written_ess(config: SimulationConfig) -> float:
+    """The ESS every peer of ``config``'s deployment shares (``ess_for``) to 12 significant digits, as a peer file
+    shows it: 2000.0, not 1999.9999999999998."""
+    return float(f"{ess_for(config):.12g}")
+
+
 def write_group_configs(directory, addresses: list[str], config: SimulationConfig, graph_seed) -> None:
     """New keys and ``directory/peer-<i>.toml`` for every peer of ``config``'s vertical or hybrid partition: the
     settings ``crc launch`` gives its peers (``crc.nodes.group_settings``), the paths relative to the file; the ESS
@@ -64,7 +70,7 @@ def write_group_configs(directory, addresses: list[str], config: SimulationConfi
     directory = Path(directory)
     around = neighbourhoods(config, group_graph(config, graph_seed))
     write_group_keys(directory, addresses, around)
-    ess = ess_for(config) if config.feature_partition.kind == "hybrid" else None
+    ess = written_ess(config) if config.feature_partition.kind == "hybrid" else None
     for peer, (members, blocks) in enumerate(around):
         settings = group_peer_settings(peer, addresses, config.feature_partition, members=members, block_peers=blocks,
                                        directory=directory, ess=ess, secure_aggregation=config.secure_aggregation)
@@ -159,8 +165,7 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
         else:
             everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
             write_peer_keys(out, addresses, everyone, force=True)
-            write_peer_configs(out, addresses, ess=float(f"{ess_for(config):.12g}"),  # 2000.0, not 1999.9999999999998
-                               secure_aggregation=secure_aggregation)
+            write_peer_configs(out, addresses, ess=written_ess(config), secure_aggregation=secure_aggregation)
         hoods = ", neighbourhoods-<i>.json" if secure_aggregation and config.feature_partition is None else ""
         summary += f", keys/, known-peers-<i>.json{hoods} and peer-<i>.toml"
     click.echo(summary)
