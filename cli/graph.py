@@ -45,19 +45,22 @@ def graph(topology, period, nodes, rounds, seed, dp_colluders, out, as_json):
                f"diameter {summary['diameter']:g}, spectral gap {summary['spectral_gap']:.4f}")
     click.echo(f"secure aggregation: {secure['protected_fraction']:.1%} of messages protected; "
                f"{secure['single_neighbour_peers']} peer(s) with a single neighbour")
-    click.echo(_against_colluders(secure))
+    click.echo(_against_colluders(secure, nodes))
     if out:
         note(f"wrote {out}")
 
 
-def _against_colluders(secure: dict) -> str:
-    """The line on --colluders t of a ``secure_aggregation_summary``: the peers with 2 to t + 1 neighbours, whose
-    sums cannot be unmasked (a run refuses the graph), else the largest --dp-dropouts a run takes."""
+def _against_colluders(secure: dict, nodes: int) -> str:
+    """The line on --colluders t of a ``secure_aggregation_summary`` of a graph on ``nodes`` peers: the peers with 2
+    to t + 1 neighbours, whose sums cannot be unmasked (a run refuses the graph), else the largest --dp-dropouts a run
+    takes."""
     t, few = secure["colluders"], secure["too_few_for_colluders"]
     if few:
-        degrees = "2 neighbours" if t == 1 else f"2 to {t + 1} neighbours"
+        degrees = "2 neighbours" if t == 1 else f"2 to {min(t + 1, nodes - 1)} neighbours"
+        beyond = f", more than any peer of {nodes} can have" if t + 2 > nodes - 1 else ""
         return (f"with --colluders {t}: {few} peer(s) with {degrees}, too few to be protected (unmasking needs "
-                f"{t + 2}: two honest members besides the colluders); `crc simulate` and `crc launch` refuse this graph")
+                f"{t + 2}{beyond}: two honest members besides the colluders); `crc simulate` and `crc launch` refuse "
+                "this graph")
     usable = secure["usable_dropouts"]
     dropouts = (f"sums may go without up to {usable} member(s), the largest --dp-dropouts the graph takes" if usable
                 else "a run takes no --dp-dropouts (no sum may go without a member, or a closed neighbourhood is too "

@@ -54,3 +54,12 @@ def test_the_colluders_change_the_summary_and_its_line():
             and "refuse this graph" in result.output)
     alone = CliRunner().invoke(main, ["graph", "--topology", "complete", "--nodes", "10", "--colluders", "2"])
     assert "sums may go without up to 3 member(s), the largest --dp-dropouts the graph takes" in alone.output
+
+
+def test_more_colluders_than_a_peer_can_have_neighbours_are_named_so():
+    """The degrees named are the graph's (a peer of n has at most n - 1 neighbours), not t + 1."""
+    result = CliRunner().invoke(main, ["graph", "--topology", "complete", "--nodes", "5", "--colluders", "1000"])
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.output.split())
+    assert ("5 peer(s) with 2 to 4 neighbours, too few to be protected (unmasking needs 1002, more than any peer of 5 "
+            "can have" in line)
