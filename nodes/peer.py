@@ -402,14 +402,15 @@ class Peer:
         """The neighbourhood average from masked statistics: ask the contributors whose words arrived to agree to
         that set, relay their vouches to each other, gather what removes their masks, unmask the sum, average it with
         this peer's own; its own alone if that fails. Each of the two waits lasts at most ``timeout_s``, and ends
-        sooner once a contributor declines (``SecureAggregationSession.settled``)."""
+        sooner once a contributor declines (``SecureAggregationSession.settled``); a request that cannot be
+        confirmed is withdrawn, so that the members that agreed to it do not wait for its confirmation."""
         for address, frame in self.session.open(received, wanted).items():  # to all: a notice to those left out
             self._send_to(transport, address, frame)
         if self.session.unmasking:
             deadline = self.clock() + self.settings.timeout_s
             self._wait(transport, wanted, lambda: deadline, self.session.settled, notify=True)
             confirmations = self.session.confirm()
-            for address, frame in confirmations.items():
+            for address, frame in (confirmations or self.session.withdraw()).items():  # else the request withdrawn
                 self._send_to(transport, address, frame)
             if confirmations:
                 deadline = self.clock() + self.settings.timeout_s

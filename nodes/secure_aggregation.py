@@ -41,7 +41,8 @@ Roles, for one round r and one recipient u with neighbours N(u) (d = |N(u)| >= 2
 6. A member that refuses a request or a confirmation (``Refused``) tells u so at once with a decline (``wire.Decline``:
    the round, u, and a reason code of ``wire.DECLINE_REASONS``, never free text). u takes a decline only from a member
    of the set S of a round it is unmasking that still owes it an answer; on one before the confirmations it gives the
-   round up at once (the set cannot be confirmed); after them it stops waiting for that member's reveal and unmasks
+   round up at once (the set cannot be confirmed) and withdraws the request, a notice to the members of S that did
+   not decline (as at the timeout); after them it stops waiting for that member's reveal and unmasks
    what the others revealed, as it would at the timeout. Either way it ends as it would have after waiting its
    ``--timeout`` for a member that did not answer, only sooner (a restarted member declines the round it resumed
    at: its neighbours used to wait a timeout for it; its ``resumed`` notice counts as that decline where the request

@@ -7,7 +7,8 @@ least two neighbours) it then, after gathering the round's masked statistics:
 1. ``open``: names the contributors whose words arrived (the set S) and builds the unmasking request for every
    neighbour (a notice if S is smaller than a request may name, ``fewest_survivors``);
 2. ``take_agreement``: keeps each member of S's agreement (its vouches for the others, committing it to S);
-3. ``confirm``: once every member of S agreed, relays to each the vouches the others made for it;
+3. ``confirm``: once every member of S agreed, relays to each the vouches the others made for it; else
+   ``withdraw``: the unmasking given up, a notice to each member of S that did not decline;
 4. ``take_reveal``: keeps each contributor's reveal (a reveal or agreement for another round, or from a peer not
    asked, is refused: the stages cannot be taken out of order);
 5. ``close``: removes the masks and returns the contributors' sum, or None if it cannot be unmasked (a member of
@@ -214,6 +215,16 @@ class SecureAggregationSession:
         self._confirmed = True
         round_ = self._unmasking[0]
         return {w: self.neighbourhoods.confirm_frame(w, self._agreements, round_) for w in self._unmasking[1]}
+
+    def withdraw(self) -> dict[str, bytes]:
+        """The open unmasking given up before its confirmations (a member declined, or the wait ran out): a notice
+        that asks nothing for each contributor of its set that did not decline, so that one which agreed stops
+        waiting for a confirmation that will not come (after its last round, ``final_answered``). Nothing once
+        confirmed, or with no unmasking open."""
+        if self._unmasking is None or self._confirmed:
+            return {}
+        round_, received = self._unmasking
+        return {w: self.neighbourhoods.unmask_frame(w, {}, round_) for w in received if w not in self._declines}
 
     def settled(self) -> bool:
         """Whether the open stage of the unmasking awaits nothing more: before the confirmations, every contributor

@@ -386,3 +386,27 @@ def test_a_neighbour_that_declines_every_other_round_logs_a_bounded_number_of_li
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(caplog.records) == 2 * LOGGED_DECLINE_SPELLS and len(warnings) == LOGGED_DECLINE_SPELLS
     assert "debug level only" in warnings[-1]
+
+
+def test_a_request_given_up_is_withdrawn_so_a_member_that_agreed_stops_waiting_after_its_last_round(sessions):
+    """A member declined before the confirmations: the recipient cannot confirm the set, and tells the members that
+    did not decline (a notice that asks nothing); one that agreed is then done with the last round instead of waiting
+    its timeout for a confirmation."""
+    last, (a, b, c) = ROUNDS - 1, CONTRIBUTORS
+    received = masked_for_recipient(sessions, last)
+    for peer in others(b):
+        if peer != RECIPIENT:
+            sessions[b].answer(decode(sessions[peer].open({}, last)[b], expect(b)))  # notices: nothing asked
+    recipient = sessions[RECIPIENT]
+    requests = recipient.open(received, last)
+    recipient.take_agreement(decode(sessions[b].answer(decode(requests[b], expect(b))), expect(RECIPIENT)))
+    recipient.take_decline(Decline(a, last, RECIPIENT, "resumed"))
+    assert recipient.settled() and recipient.confirm() == {} and not sessions[b].final_answered()
+    notices = recipient.withdraw()
+    assert set(notices) == {b, c}  # not a, which declined
+    for member, frame in notices.items():
+        notice = decode(frame, expect(member))
+        assert isinstance(notice, Unmask) and notice.round == last and notice.survivors == ()
+        assert sessions[member].answer(notice) is None  # asks nothing, commits to nothing
+    assert sessions[b].final_answered() and sessions[b].metrics.reveals_refused == 0
+    assert recipient.close(MODEL, ESS) is None and recipient.withdraw() == {}
