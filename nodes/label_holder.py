@@ -143,6 +143,10 @@ class LabelHolder(VerticalPeer):
                                    "of the group with --secure-aggregation)", message.sender)
         if self.pass_ is None:
             raise Rejected("ahead", "scores before the group is aligned", message.sender)
+        expected, size = len(self.rows) * self.steps.width, (message.values if isinstance(message, Scores) else message.words).size
+        if size != expected:  # checked first: a short frame asking for a pass's weights again would be amplified
+            raise Rejected("length", f"{size} scores, expected {len(self.rows)} instances x {self.steps.width}",
+                           message.sender)
         t = message.round
         if t == self.pass_ and t >= 1:  # a member that restarted before it took this pass's weights
             self.metrics.weights_resent += 1
@@ -154,10 +158,6 @@ class LabelHolder(VerticalPeer):
         if self.inbox.complete(t, [message.sender]):
             self.metrics.repeats_ignored += 1
             return []
-        expected, size = len(self.rows) * self.steps.width, (message.values if isinstance(message, Scores) else message.words).size
-        if size != expected:
-            raise Rejected("length", f"{size} scores, expected {len(self.rows)} instances x {self.steps.width}",
-                           message.sender)
         self.inbox.put(message, t)
         return self.proceed()
 

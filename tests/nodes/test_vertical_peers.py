@@ -105,6 +105,8 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
     hostile = {  # (to, frame, the cause it is rejected for), sent when pass 3 begins
         "nan scores": (holder, frame("scores", first, 4, model, values=np.full((m, r), np.nan)), "non-finite"),
         "short scores": (holder, frame("scores", first, 4, model, values=good_scores[:-1]), "length"),
+        "short scores asking again for the pass answered": (holder, frame("scores", first, 3, model, values=np.zeros(0)),
+                                                            "length"),
         "huge scores": (holder, frame("scores", first, 4, model, values=good_scores + 1e200), "magnitude"),
         "scores of a far round": (holder, frame("scores", first, 7, model, values=good_scores), "ahead"),
         "scores of a past round": (holder, frame("scores", first, 1, model, values=good_scores), "stale"),
@@ -145,6 +147,7 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
         expected[to][cause] += 1
     for address, peer in bus.peers.items():
         assert {cause: n for cause, n in peer.metrics.rejected.items() if n} == expected.get(address, {})
+    assert bus.peers[holder].metrics.weights_resent == 0  # a frame of a few bytes never gets a pass's weights
 
 
 def test_a_group_list_naming_an_id_the_member_does_not_hold_stops_it(wdbc3):
