@@ -215,8 +215,9 @@ class VerticalPeer:
 
     def receive(self, frame: bytes, key: str | None) -> Outgoing:
         """Decode a frame and take it; a rejection is counted by cause (and logged once per cause). Only a frame that
-        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, or a
-        peer that asks for the same weights forever would hold the group forever."""
+        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, nor
+        does a resumed notice (it asks for frames again and brings nothing of a pass), or a peer that asks for the
+        same weights, or tells it resumed, forever would hold the group forever."""
         repeats = self.metrics.repeats_ignored + self.metrics.weights_resent
         try:
             try:
@@ -234,7 +235,7 @@ class VerticalPeer:
         except Rejected as rejection:
             self._reject(rejection)
             return []
-        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats
+        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats and not isinstance(message, Resumed)
         if news and self.liveness is not None and message.sender in self.liveness.peers:
             self.liveness.heard(message.sender)  # alive: a member is marked down only after rounds of silence
         self.metrics.messages_received += 1

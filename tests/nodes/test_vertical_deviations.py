@@ -13,6 +13,7 @@ from crc.core.plausibility import problem
 from crc.nodes.alignment import AlignmentError
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped
+from crc.nodes.wire import encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, reference
 
 
@@ -144,6 +145,44 @@ def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
     bus.run(until=lambda: clock.now > 60.0)
     assert isinstance(bus.errors.get(holder), GroupStopped) and first in str(bus.errors[holder])
     assert bus.peers[holder].pass_ == 2 and bus.peers[holder].metrics.weights_resent >= 1
+
+
+@pytest.mark.parametrize("stuck", ["label holder", "member"])
+def test_a_peer_that_only_tells_it_resumed_is_marked_down(wdbc3, stuck):
+    """From pass 3 on, one peer sends nothing of the passes, only a resumed notice in every wait of the others: the
+    label holder's asks its members for their scores again (each sent again once), a member's is one members never
+    send (refused). A notice is no sign of progress, so the others stop within their waits, naming it, rather than
+    wait for it forever."""
+    holder, first, second = addresses(3)
+    who, others = (holder, [first, second]) if stuck == "label holder" else (first, [holder])
+    stopped = []
+
+    def stop(sender, address, each):
+        obj = msgpack.unpackb(each)
+        if sender == who and obj["type"] in ("scores", "weights") and obj["round"] >= 3:
+            stopped.append(obj["round"])
+            return []
+        return [each]
+
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, clock=clock), clock, tamper=stop)
+    told = []
+
+    def tell():
+        """A notice to each of the others whenever the clock moved on (a wait ran out) since the last."""
+        if stopped and (not told or clock.now > told[-1]):
+            told.append(clock.now)
+            bus.queue.extend((who, other, encode_resumed(run="crc", sender=who, round_=1)) for other in others)
+        return clock.now > 60.0
+
+    bus.start()
+    bus.run(until=tell)
+    assert len(told) >= 2
+    for other in others:
+        assert isinstance(bus.errors.get(other), GroupStopped) and who in str(bus.errors[other])
+        assert bus.stopped_at[other] < 10.0
+    if stuck == "member":
+        assert bus.peers[holder].metrics.rejected["type"] >= 1
 
 
 def test_a_class_with_no_instance_in_the_group_is_warned_of(wdbc3, caplog):
