@@ -116,6 +116,9 @@ class GroupMember(VerticalPeer):
             raise Rejected("sender", f"{type(message).__name__} from {message.sender}, not this group's label holder "
                                      f"({self.holder or 'none yet'})", message.sender)
 
+    def check_notice(self, notice) -> None:
+        self._from_holder(notice)
+
     def _on_ids(self, message: PSIIds) -> Outgoing:
         self._from_holder(message)
         if self.rows is not None:

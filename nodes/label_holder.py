@@ -77,13 +77,9 @@ class LabelHolder(VerticalPeer):
             return self._on_scores(message)
         raise Rejected("type", f"{type(message).__name__} are for members, and this peer is the label holder", message.sender)
 
-    def _on_resumed(self, notice) -> Outgoing:
-        """A block neighbour's resumed notice (hybrid); a member never sends its label holder one (its scores of the
-        pass it resumed at ask for that pass's weights), so a member's is refused."""
-        if self.gossip is None or notice.sender not in self.gossip.neighbours:
-            raise Rejected("type", "a resumed notice from a member: a member asks its label holder again by its scores",
-                           notice.sender)
-        return super()._on_resumed(notice)
+    def check_notice(self, notice) -> None:
+        raise Rejected("sender", f"a resumed notice from the member {notice.sender}: a member asks its label holder again "
+                                 "by its scores, never by a notice", notice.sender)
 
     def expire_group(self) -> Outgoing:
         if self.pass_ is None:

@@ -248,6 +248,8 @@ class VerticalPeer:
         block = self.gossip is not None and notice.sender in self.gossip.neighbours
         if block:
             self.gossip.liveness.heard(notice.sender)
+        else:
+            self.check_notice(notice)
         resends = self.gossip.resends if block else self.resends
         frames = [(notice.sender, frame) for frame in resends.answer(notice)]
         self.metrics.frames_resent += len(frames)
@@ -310,6 +312,11 @@ class VerticalPeer:
 
     def expire_group(self) -> Outgoing:
         """The wait for the group ran out."""
+        raise NotImplementedError
+
+    def check_notice(self, notice: Resumed) -> None:
+        """Raise Rejected unless the member ``notice.sender`` may tell this peer that it resumed: only a label holder
+        tells its members (a member asks its label holder again by its scores)."""
         raise NotImplementedError
 
     def _role_vector(self) -> list:

@@ -17,9 +17,9 @@ A peer resumed from its checkpoint sends the horizontal peers' ``resumed`` notic
 run, from, round, and no schema: a notice carries nothing of the model): a label holder to its members, with the pass
 whose scores it awaits; in a hybrid partition every peer to its block neighbours too, with the round whose statistics
 it awaits. Each sends it again, once, the frames of that pass or round and later that it still holds
-(``crc.nodes.resend``). It is checked as the statistics' peers check it, its sender a member or a block neighbour
-(a label holder refuses a member's, as members never send it one); a notice is no sign of a member's or label
-holder's progress (``VerticalPeer.receive``).
+(``crc.nodes.resend``). It is checked as the statistics' peers check it, its sender a member or a block neighbour;
+of the group's, a peer takes only its label holder's (members never send one to their group: ``check_notice``), and
+none is a sign of progress (``VerticalPeer.receive``).
 
 Nothing is trusted: the frame size is checked before decoding, msgpack runs with tight limits, every field is
 type-checked, the sender must be a configured member (and, with keys, the key of its connection the member's), the

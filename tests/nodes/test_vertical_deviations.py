@@ -182,7 +182,7 @@ def test_a_peer_that_only_tells_it_resumed_is_marked_down(wdbc3, stuck):
         assert isinstance(bus.errors.get(other), GroupStopped) and who in str(bus.errors[other])
         assert bus.stopped_at[other] < 10.0
     if stuck == "member":
-        assert bus.peers[holder].metrics.rejected["type"] >= 1
+        assert bus.peers[holder].metrics.rejected["sender"] >= 1
 
 
 def test_a_class_with_no_instance_in_the_group_is_warned_of(wdbc3, caplog):

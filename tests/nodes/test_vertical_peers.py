@@ -21,6 +21,7 @@ from crc.nodes.score_masks import TRANSCRIPT_BYTES, unmasked_sum
 from crc.nodes.secure_aggregation import from_fixed
 from crc.nodes.vertical_peer import GroupStopped
 from crc.nodes.vertical_wire import encode_group
+from crc.nodes.wire import encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, hybrid_group, hybrid_reference, make_peer, reference
 
 ROUNDS = 8
@@ -120,6 +121,8 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
                                                 best=False, values=good_scores), "schema"),
         "another run": (first, encode_group("weights", run="other", sender=holder, round_=4, schema_id=model.schema_id,
                                              best=False, values=good_scores), "run"),
+        "a member's resumed notice to the holder": (holder, encode_resumed(run="crc", sender=first, round_=1), "sender"),
+        "a member's resumed notice to a member": (second, encode_resumed(run="crc", sender=first, round_=1), "sender"),
         "garbage": (second, b"\xc1\x00garbage", "malformed"),
         "a map of the wrong fields": (second, msgpack.packb({"type": "scores", "from": holder}), "malformed"),
         "oversized": (second, b"\x00" * (10 * 2**20), "oversized"),
