@@ -181,6 +181,8 @@ def test_a_peer_that_only_tells_it_resumed_is_marked_down(wdbc3, stuck):
     for other in others:
         assert isinstance(bus.errors.get(other), GroupStopped) and who in str(bus.errors[other])
         assert bus.stopped_at[other] < 10.0
+    awaited = "weights of pass 3" if stuck == "label holder" else "scores of pass 3"  # not 'nothing': it sent notices
+    assert all(awaited in str(bus.errors[other]) for other in others)
     if stuck == "member":
         assert bus.peers[holder].metrics.rejected["sender"] >= 1
 
