@@ -171,6 +171,8 @@ class VerticalPeer:
         self._waiting_since = math.nan
         self._pass_started = time.perf_counter()
         self._logged_causes: set[str] = set()
+        self._full_queues: set[str] = set()
+        """Addresses whose queue was full at the last frame for them (logged once until it takes frames again)."""
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, PAPER, self.log, masked=masks is not None)
         self.resumed = self._resume()
         self._refused_before = dict(self.metrics.refused)
@@ -203,15 +205,23 @@ class VerticalPeer:
         return finished
 
     def _deliver(self, transport: PeerTransport, frames: Outgoing) -> None:
+        """Queue ``frames``; a frame for a full queue is dropped and counted, and the full queue logged once while it
+        stays full (a member that floods its label holder with requests and reads nothing fills it for good)."""
         for address, frame in frames:
             if transport.send_to(address, frame):
+                if address in self._full_queues:
+                    self._full_queues.discard(address)
+                    self.log.info("queue to %s takes frames again", address)
                 self.metrics.count_sent(1, len(frame))
                 kind = getattr(frame, "kind", "other")
                 self.metrics.messages_by_kind[kind] = self.metrics.messages_by_kind.get(kind, 0) + 1
                 self.metrics.bytes_by_kind[kind] = self.metrics.bytes_by_kind.get(kind, 0) + len(frame)
             else:
                 self.metrics.send_dropped += 1
-                self.log.warning("queue to %s full: a frame was not sent", address)
+                self.log.log(logging.DEBUG if address in self._full_queues else logging.WARNING,
+                             "queue to %s full: a frame was not sent%s", address,
+                             "" if address in self._full_queues else " (logged again once it takes frames again)")
+                self._full_queues.add(address)
 
     def receive(self, frame: bytes, key: str | None) -> Outgoing:
         """Decode a frame and take it; a rejection is counted by cause (and logged once per cause). Only a frame that

@@ -13,6 +13,7 @@ from crc.core.plausibility import problem
 from crc.nodes.alignment import AlignmentError
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped
+from crc.nodes.vertical_wire import encode_group
 from crc.nodes.wire import encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, reference
 
@@ -185,6 +186,44 @@ def test_a_peer_that_only_tells_it_resumed_is_marked_down(wdbc3, stuck):
     assert all(awaited in str(bus.errors[other]) for other in others)
     if stuck == "member":
         assert bus.peers[holder].metrics.rejected["sender"] >= 1
+
+
+class FullQueue:
+    """A transport whose queue to ``full`` is full (that peer reads nothing) while ``open`` is False."""
+
+    def __init__(self, full: str):
+        self.full, self.open = full, False
+
+    def send_to(self, address, frame) -> bool:
+        return self.open or address != self.full
+
+
+def test_a_member_that_floods_requests_and_reads_nothing_is_logged_once_while_its_queue_is_full(wdbc3, caplog):
+    """Past pass 3 the first member sends its scores of pass 3 again and again (each asks for that pass's weights)
+    and reads nothing: every answer is dropped and counted, and its full queue is logged once, not once a frame,
+    until it takes frames again."""
+    holder, first, _ = addresses(3)
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, clock=clock), clock)
+    bus.start()
+    bus.run(until=lambda: bus.peers[holder].pass_ == 3)
+    peer = bus.peers[holder]
+    again = encode_group("scores", run="crc", sender=first, round_=3, schema_id=wdbc3.model.schema_id,
+                         values=np.zeros((len(peer.rows), peer.steps.width)))
+    transport = FullQueue(first)
+    caplog.set_level("INFO")
+
+    def flood(frames: int) -> list[str]:
+        caplog.clear()
+        for _ in range(frames):
+            peer._deliver(transport, peer.receive(again, None))
+        return [record.getMessage() for record in caplog.records if f"queue to {first}" in record.getMessage()]
+
+    assert len(flood(1000)) == 1 and peer.metrics.send_dropped == 1000 and peer.metrics.weights_resent == 1000
+    transport.open = True
+    assert flood(10) == [f"queue to {first} takes frames again"]
+    transport.open = False
+    assert len(flood(1000)) == 1 and peer.metrics.send_dropped == 2000
 
 
 def test_a_class_with_no_instance_in_the_group_is_warned_of(wdbc3, caplog):
