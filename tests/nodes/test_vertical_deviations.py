@@ -14,7 +14,7 @@ from crc.nodes.alignment import AlignmentError
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped
 from crc.nodes.vertical_wire import encode_group
-from crc.nodes.wire import encode_resumed
+from crc.nodes.wire import SECURE_AGGREGATION_TERM_LIMIT, encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, reference
 
 
@@ -123,6 +123,36 @@ def test_a_label_holder_that_shows_members_different_weights_learns_no_members_s
     assert 1 in sums and 2 in sums  # pass 2's scores are the first after the deviating weights
     leaked, change = sums[2] - sums[1], scores[2] - scores[1]
     assert np.abs(change).max() > 1e-3 and not np.allclose(leaked, change, atol=1e-3)
+
+
+def test_a_label_holder_that_shows_members_different_id_lists_decodes_nothing():
+    """Secure aggregation: the label holder tells each member another group (the first member all ids but the first,
+    the second all but the last, with the labels of those rows), so that each member's scores are of other
+    instances. The ids are in every member's masks: the members' words of pass 1 do not unmask."""
+    ref = reference("wdbc", "nb", 3, rounds=2)
+    holder, first, second = addresses(3)
+    words = {}
+
+    def deviate(sender, address, each):
+        obj = msgpack.unpackb(each)
+        rows = slice(1, None) if address == first else slice(None, -1)
+        if obj["type"] == "psi-ids":
+            obj["ids"] = obj["ids"][rows]
+        elif obj["type"] == "weights" and obj["round"] == 0:
+            labels = np.frombuffer(obj["data"], dtype="<f8").reshape(-1, ref.model.n_classes)[rows]
+            obj.update(data=labels.tobytes(), n=labels.size)
+        elif obj["type"] == "masked-scores":
+            words.setdefault(obj["round"], {})[sender] = np.frombuffer(obj["data"], dtype="<u8")
+        return [msgpack.packb(obj)]
+
+    clock = FakeClock()
+    bus = Bus(group(ref, clock=clock, secure=True), clock, tamper=deviate)
+    bus.start()
+    bus.run()
+    assert set(words[1]) == {first, second}
+    total = unmasked_sum(list(words[1].values()))
+    assert np.abs(total).max() > 2 * SECURE_AGGREGATION_TERM_LIMIT  # masks, not scores: nothing of either member's
+    assert all(isinstance(bus.errors[address], GroupStopped) for address in addresses(3))
 
 
 def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
