@@ -254,11 +254,10 @@ class VerticalPeer:
 
     def _on_resumed(self, notice: Resumed) -> Outgoing:
         """A member or a block neighbour resumed from its checkpoint: what it lost that this peer still holds, sent
-        again (``crc.nodes.resend``)."""
+        again (``crc.nodes.resend``). A notice is no sign of progress: a block neighbour that sends nothing else is
+        marked down as a silent one is, or every round would wait its timeout for it."""
         block = self.gossip is not None and notice.sender in self.gossip.neighbours
-        if block:
-            self.gossip.liveness.heard(notice.sender)
-        else:
+        if not block:
             self.check_notice(notice)
         resends = self.gossip.resends if block else self.resends
         frames = [(notice.sender, frame) for frame in resends.answer(notice)]

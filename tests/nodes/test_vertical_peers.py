@@ -471,6 +471,35 @@ def test_in_a_hybrid_partition_a_dead_peer_stops_its_group_and_the_others_go_on(
         assert bus.peers[addresses(2, g)[1]].gossip.liveness.down.keys() == {dead}
 
 
+def test_in_a_hybrid_partition_a_block_neighbour_that_only_tells_it_resumed_is_marked_down():
+    """From round 2 on, group 1's label holder sends group 0's nothing but a resumed notice in each of its waits: a
+    notice is no sign of progress, so it is marked down after down_after rounds and no longer waited for, rather than
+    waited for a whole timeout every round."""
+    ref = hybrid_reference("wdbc", "nb", 2, 2, rounds=ROUNDS)
+    clock = FakeClock()
+    watcher, stuck = addresses(2, 0)[0], addresses(2, 1)[0]
+
+    def stop(sender, address, each):
+        obj = msgpack.unpackb(each)
+        return [] if (sender, address, obj["type"]) == (stuck, watcher, "stats") and obj["round"] >= 2 else [each]
+
+    bus = Bus(hybrid_group(ref, clock=clock), clock, tamper=stop)
+    told = []
+
+    def tell():
+        if (bus.peers[watcher].pass_ or 0) >= 2 and not bus.peers[watcher].done and (not told or clock.now > told[-1]):
+            told.append(clock.now)
+            bus.queue.append((stuck, watcher, encode_resumed(run="crc", sender=stuck, round_=0)))
+        return False
+
+    bus.start()
+    bus.run(until=tell)
+    peer = bus.peers[watcher]
+    assert len(told) >= 2 and peer.done and not bus.errors
+    assert stuck in peer.gossip.liveness.down  # after 3 rounds of waits (down_after), and then no longer waited for
+    assert clock.now == 3 * peer.settings.timeout_s
+
+
 @pytest.mark.parametrize("data, model, blocks", [("wdbc", "nb", 3), ("wdbc", "qda", 4)])
 def test_with_secure_aggregation_the_label_holder_sees_only_masked_scores_and_the_group_follows_the_plain_run(
         data, model, blocks):
