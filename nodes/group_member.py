@@ -79,8 +79,10 @@ class GroupMember(VerticalPeer):
                            f"column {self.model.schema.label!r}, and it must be running)")
         self.liveness.end_round(set())
         if self.liveness.down:
-            raise GroupStopped(f"the label holder {self.holder} sent nothing in {self.settings.down_after} wait(s) of "
-                               f"{self.liveness.wait_s:.3g} s: the group stops")
+            what = "group id list" if self.rows is None else f"weights of pass {self._awaited()}"
+            raise GroupStopped(f"the label holder {self.holder} sent no {what} this peer could take in "
+                               f"{self.settings.down_after} wait(s) of {self.liveness.wait_s:.3g} s (nothing, repeats, "
+                               "notices or frames rejected: see the log): the group stops")
         self.wait_from_now()
         if self.pass_ is None or self._scored != self.pass_ + 1:
             return []
@@ -115,6 +117,9 @@ class GroupMember(VerticalPeer):
         if message.sender != self.holder:
             raise Rejected("sender", f"{type(message).__name__} from {message.sender}, not this group's label holder "
                                      f"({self.holder or 'none yet'})", message.sender)
+
+    def check_notice(self, notice) -> None:
+        self._from_holder(notice)
 
     def _on_ids(self, message: PSIIds) -> Outgoing:
         self._from_holder(message)

@@ -77,6 +77,10 @@ class LabelHolder(VerticalPeer):
             return self._on_scores(message)
         raise Rejected("type", f"{type(message).__name__} are for members, and this peer is the label holder", message.sender)
 
+    def check_notice(self, notice) -> None:
+        raise Rejected("sender", f"a resumed notice from the member {notice.sender}: a member asks its label holder again "
+                                 "by its scores, never by a notice", notice.sender)
+
     def expire_group(self) -> Outgoing:
         if self.pass_ is None:
             what, received = "answer to the PSI request", set(self.overlaps)
@@ -143,6 +147,10 @@ class LabelHolder(VerticalPeer):
                                    "of the group with --secure-aggregation)", message.sender)
         if self.pass_ is None:
             raise Rejected("ahead", "scores before the group is aligned", message.sender)
+        expected, size = len(self.rows) * self.steps.width, (message.values if isinstance(message, Scores) else message.words).size
+        if size != expected:  # checked first: a short frame asking for a pass's weights again would be amplified
+            raise Rejected("length", f"{size} scores, expected {len(self.rows)} instances x {self.steps.width}",
+                           message.sender)
         t = message.round
         if t == self.pass_ and t >= 1:  # a member that restarted before it took this pass's weights
             self.metrics.weights_resent += 1
@@ -154,10 +162,6 @@ class LabelHolder(VerticalPeer):
         if self.inbox.complete(t, [message.sender]):
             self.metrics.repeats_ignored += 1
             return []
-        expected, size = len(self.rows) * self.steps.width, (message.values if isinstance(message, Scores) else message.words).size
-        if size != expected:
-            raise Rejected("length", f"{size} scores, expected {len(self.rows)} instances x {self.steps.width}",
-                           message.sender)
         self.inbox.put(message, t)
         return self.proceed()
 

@@ -171,6 +171,8 @@ class VerticalPeer:
         self._waiting_since = math.nan
         self._pass_started = time.perf_counter()
         self._logged_causes: set[str] = set()
+        self._full_queues: set[str] = set()
+        """Addresses whose queue was full at the last frame for them (logged once until it takes frames again)."""
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, PAPER, self.log, masked=masks is not None)
         self.resumed = self._resume()
         self._refused_before = dict(self.metrics.refused)
@@ -203,20 +205,29 @@ class VerticalPeer:
         return finished
 
     def _deliver(self, transport: PeerTransport, frames: Outgoing) -> None:
+        """Queue ``frames``; a frame for a full queue is dropped and counted, and the full queue logged once while it
+        stays full (a member that floods its label holder with requests and reads nothing fills it for good)."""
         for address, frame in frames:
             if transport.send_to(address, frame):
+                if address in self._full_queues:
+                    self._full_queues.discard(address)
+                    self.log.info("queue to %s takes frames again", address)
                 self.metrics.count_sent(1, len(frame))
                 kind = getattr(frame, "kind", "other")
                 self.metrics.messages_by_kind[kind] = self.metrics.messages_by_kind.get(kind, 0) + 1
                 self.metrics.bytes_by_kind[kind] = self.metrics.bytes_by_kind.get(kind, 0) + len(frame)
             else:
                 self.metrics.send_dropped += 1
-                self.log.warning("queue to %s full: a frame was not sent", address)
+                self.log.log(logging.DEBUG if address in self._full_queues else logging.WARNING,
+                             "queue to %s full: a frame was not sent%s", address,
+                             "" if address in self._full_queues else " (logged again once it takes frames again)")
+                self._full_queues.add(address)
 
     def receive(self, frame: bytes, key: str | None) -> Outgoing:
         """Decode a frame and take it; a rejection is counted by cause (and logged once per cause). Only a frame that
-        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, or a
-        peer that asks for the same weights forever would hold the group forever."""
+        is news keeps its sender from being marked down: one that repeats (ignored, or answered again) does not, nor
+        does a resumed notice (it asks for frames again and brings nothing of a pass), or a peer that asks for the
+        same weights, or tells it resumed, forever would hold the group forever."""
         repeats = self.metrics.repeats_ignored + self.metrics.weights_resent
         try:
             try:
@@ -234,7 +245,7 @@ class VerticalPeer:
         except Rejected as rejection:
             self._reject(rejection)
             return []
-        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats
+        news = self.metrics.repeats_ignored + self.metrics.weights_resent == repeats and not isinstance(message, Resumed)
         if news and self.liveness is not None and message.sender in self.liveness.peers:
             self.liveness.heard(message.sender)  # alive: a member is marked down only after rounds of silence
         self.metrics.messages_received += 1
@@ -243,10 +254,11 @@ class VerticalPeer:
 
     def _on_resumed(self, notice: Resumed) -> Outgoing:
         """A member or a block neighbour resumed from its checkpoint: what it lost that this peer still holds, sent
-        again (``crc.nodes.resend``)."""
+        again (``crc.nodes.resend``). A notice is no sign of progress: a block neighbour that sends nothing else is
+        marked down as a silent one is, or every round would wait its timeout for it."""
         block = self.gossip is not None and notice.sender in self.gossip.neighbours
-        if block:
-            self.gossip.liveness.heard(notice.sender)
+        if not block:
+            self.check_notice(notice)
         resends = self.gossip.resends if block else self.resends
         frames = [(notice.sender, frame) for frame in resends.answer(notice)]
         self.metrics.frames_resent += len(frames)
@@ -309,6 +321,11 @@ class VerticalPeer:
 
     def expire_group(self) -> Outgoing:
         """The wait for the group ran out."""
+        raise NotImplementedError
+
+    def check_notice(self, notice: Resumed) -> None:
+        """Raise Rejected unless the member ``notice.sender`` may tell this peer that it resumed: only a label holder
+        tells its members (a member asks its label holder again by its scores)."""
         raise NotImplementedError
 
     def _role_vector(self) -> list:

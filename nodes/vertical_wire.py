@@ -17,11 +17,14 @@ A peer resumed from its checkpoint sends the horizontal peers' ``resumed`` notic
 run, from, round, and no schema: a notice carries nothing of the model): a label holder to its members, with the pass
 whose scores it awaits; in a hybrid partition every peer to its block neighbours too, with the round whose statistics
 it awaits. Each sends it again, once, the frames of that pass or round and later that it still holds
-(``crc.nodes.resend``). It is checked as the statistics' peers check it, its sender a member or a block neighbour.
+(``crc.nodes.resend``). It is checked as the statistics' peers check it, its sender a member or a block neighbour;
+of the group's, a peer takes only its label holder's (members never send one to their group: ``check_notice``), and
+none is a sign of progress (``VerticalPeer.receive``).
 
 Nothing is trusted: the frame size is checked before decoding, msgpack runs with tight limits, every field is
 type-checked, the sender must be a configured member (and, with keys, the key of its connection the member's), the
-run and schema ids must match, and the numbers must be finite and within ``MAX_SCORE``. What a round expects of
+run and schema ids must match, the alignment's frames must be of round 0, and the numbers must be finite and within
+``MAX_SCORE``. What a round expects of
 them (their round, their number, which member may send them) is the peer's to check
 (``crc.nodes.vertical_peer``). A rejection is a ``crc.nodes.wire.Rejected`` with one of ``wire.CAUSES``.
 """
@@ -55,6 +58,8 @@ FIELDS = {
     "weights": frozenset({*COMMON, "best", "n", "data"}),
     "masked-scores": frozenset({*COMMON, "n", "data"}),
 }
+ALIGNMENT = frozenset({"psi-request", "psi-answer", "psi-ids"})
+"""The types of the alignment, all of round 0."""
 MAX_SCORE = 1e100
 """Largest |value| of scores and weights accepted: honest block log-likelihoods of standardized data are within a
 few thousands, and a group's sum of such values stays finite."""
@@ -188,8 +193,8 @@ def decode_group(frame: bytes, expect: GroupExpectation, key: str | None = None)
         raise Rejected("malformed", f"a {kind} frame needs the fields {sorted(FIELDS[kind])}",
                        sender if isinstance(sender, str) else None)
     _typed(obj, sender, v=int, run=str, round=int, schema=str)
-    if obj["round"] < 0:
-        raise Rejected("malformed", f"round {obj['round']} out of range", sender)
+    if obj["round"] < 0 or (kind in ALIGNMENT and obj["round"]):
+        raise Rejected("malformed", f"round {obj['round']} out of range for a {kind} frame", sender)
     check_origin(obj, sender, expect, key)
     if obj["schema"] != expect.schema_id:
         raise Rejected("schema", f"schema id {obj['schema'][:12]}…, this peer has {expect.schema_id[:12]}… (a different "

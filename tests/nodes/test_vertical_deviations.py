@@ -13,6 +13,8 @@ from crc.core.plausibility import problem
 from crc.nodes.alignment import AlignmentError
 from crc.nodes.score_masks import unmasked_sum
 from crc.nodes.vertical_peer import GroupStopped
+from crc.nodes.vertical_wire import encode_group
+from crc.nodes.wire import SECURE_AGGREGATION_TERM_LIMIT, encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, reference
 
 
@@ -123,6 +125,36 @@ def test_a_label_holder_that_shows_members_different_weights_learns_no_members_s
     assert np.abs(change).max() > 1e-3 and not np.allclose(leaked, change, atol=1e-3)
 
 
+def test_a_label_holder_that_shows_members_different_id_lists_decodes_nothing():
+    """Secure aggregation: the label holder tells each member another group (the first member all ids but the first,
+    the second all but the last, with the labels of those rows), so that each member's scores are of other
+    instances. The ids are in every member's masks: the members' words of pass 1 do not unmask."""
+    ref = reference("wdbc", "nb", 3, rounds=2)
+    holder, first, second = addresses(3)
+    words = {}
+
+    def deviate(sender, address, each):
+        obj = msgpack.unpackb(each)
+        rows = slice(1, None) if address == first else slice(None, -1)
+        if obj["type"] == "psi-ids":
+            obj["ids"] = obj["ids"][rows]
+        elif obj["type"] == "weights" and obj["round"] == 0:
+            labels = np.frombuffer(obj["data"], dtype="<f8").reshape(-1, ref.model.n_classes)[rows]
+            obj.update(data=labels.tobytes(), n=labels.size)
+        elif obj["type"] == "masked-scores":
+            words.setdefault(obj["round"], {})[sender] = np.frombuffer(obj["data"], dtype="<u8")
+        return [msgpack.packb(obj)]
+
+    clock = FakeClock()
+    bus = Bus(group(ref, clock=clock, secure=True), clock, tamper=deviate)
+    bus.start()
+    bus.run()
+    assert set(words[1]) == {first, second}
+    total = unmasked_sum(list(words[1].values()))
+    assert np.abs(total).max() > 2 * SECURE_AGGREGATION_TERM_LIMIT  # masks, not scores: nothing of either member's
+    assert all(isinstance(bus.errors[address], GroupStopped) for address in addresses(3))
+
+
 def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
     """From pass 3 on, the first member sends its scores of pass 2 again whenever it would send new ones (as a member
     restarted from its checkpoint of pass 1 would, once): the label holder sends pass 2's weights again each time, but
@@ -144,6 +176,84 @@ def test_a_member_that_only_asks_for_past_weights_again_is_marked_down(wdbc3):
     bus.run(until=lambda: clock.now > 60.0)
     assert isinstance(bus.errors.get(holder), GroupStopped) and first in str(bus.errors[holder])
     assert bus.peers[holder].pass_ == 2 and bus.peers[holder].metrics.weights_resent >= 1
+
+
+@pytest.mark.parametrize("stuck", ["label holder", "member"])
+def test_a_peer_that_only_tells_it_resumed_is_marked_down(wdbc3, stuck):
+    """From pass 3 on, one peer sends nothing of the passes, only a resumed notice in every wait of the others: the
+    label holder's asks its members for their scores again (each sent again once), a member's is one members never
+    send (refused). A notice is no sign of progress, so the others stop within their waits, naming it, rather than
+    wait for it forever."""
+    holder, first, second = addresses(3)
+    who, others = (holder, [first, second]) if stuck == "label holder" else (first, [holder])
+    stopped = []
+
+    def stop(sender, address, each):
+        obj = msgpack.unpackb(each)
+        if sender == who and obj["type"] in ("scores", "weights") and obj["round"] >= 3:
+            stopped.append(obj["round"])
+            return []
+        return [each]
+
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, clock=clock), clock, tamper=stop)
+    told = []
+
+    def tell():
+        """A notice to each of the others whenever the clock moved on (a wait ran out) since the last."""
+        if stopped and (not told or clock.now > told[-1]):
+            told.append(clock.now)
+            bus.queue.extend((who, other, encode_resumed(run="crc", sender=who, round_=1)) for other in others)
+        return clock.now > 60.0
+
+    bus.start()
+    bus.run(until=tell)
+    assert len(told) >= 2
+    for other in others:
+        assert isinstance(bus.errors.get(other), GroupStopped) and who in str(bus.errors[other])
+        assert bus.stopped_at[other] < 10.0
+    awaited = "weights of pass 3" if stuck == "label holder" else "scores of pass 3"  # not 'nothing': it sent notices
+    assert all(awaited in str(bus.errors[other]) for other in others)
+    if stuck == "member":
+        assert bus.peers[holder].metrics.rejected["sender"] >= 1
+
+
+class FullQueue:
+    """A transport whose queue to ``full`` is full (that peer reads nothing) while ``open`` is False."""
+
+    def __init__(self, full: str):
+        self.full, self.open = full, False
+
+    def send_to(self, address, frame) -> bool:
+        return self.open or address != self.full
+
+
+def test_a_member_that_floods_requests_and_reads_nothing_is_logged_once_while_its_queue_is_full(wdbc3, caplog):
+    """Past pass 3 the first member sends its scores of pass 3 again and again (each asks for that pass's weights)
+    and reads nothing: every answer is dropped and counted, and its full queue is logged once, not once a frame,
+    until it takes frames again."""
+    holder, first, _ = addresses(3)
+    clock = FakeClock()
+    bus = Bus(group(wdbc3, clock=clock), clock)
+    bus.start()
+    bus.run(until=lambda: bus.peers[holder].pass_ == 3)
+    peer = bus.peers[holder]
+    again = encode_group("scores", run="crc", sender=first, round_=3, schema_id=wdbc3.model.schema_id,
+                         values=np.zeros((len(peer.rows), peer.steps.width)))
+    transport = FullQueue(first)
+    caplog.set_level("INFO")
+
+    def flood(frames: int) -> list[str]:
+        caplog.clear()
+        for _ in range(frames):
+            peer._deliver(transport, peer.receive(again, None))
+        return [record.getMessage() for record in caplog.records if f"queue to {first}" in record.getMessage()]
+
+    assert len(flood(1000)) == 1 and peer.metrics.send_dropped == 1000 and peer.metrics.weights_resent == 1000
+    transport.open = True
+    assert flood(10) == [f"queue to {first} takes frames again"]
+    transport.open = False
+    assert len(flood(1000)) == 1 and peer.metrics.send_dropped == 2000
 
 
 def test_a_class_with_no_instance_in_the_group_is_warned_of(wdbc3, caplog):

@@ -21,6 +21,7 @@ from crc.nodes.score_masks import TRANSCRIPT_BYTES, unmasked_sum
 from crc.nodes.secure_aggregation import from_fixed
 from crc.nodes.vertical_peer import GroupStopped
 from crc.nodes.vertical_wire import encode_group
+from crc.nodes.wire import encode_resumed
 from support.vertical import Bus, FakeClock, addresses, group, hybrid_group, hybrid_reference, make_peer, reference
 
 ROUNDS = 8
@@ -105,6 +106,8 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
     hostile = {  # (to, frame, the cause it is rejected for), sent when pass 3 begins
         "nan scores": (holder, frame("scores", first, 4, model, values=np.full((m, r), np.nan)), "non-finite"),
         "short scores": (holder, frame("scores", first, 4, model, values=good_scores[:-1]), "length"),
+        "short scores asking again for the pass answered": (holder, frame("scores", first, 3, model, values=np.zeros(0)),
+                                                            "length"),
         "huge scores": (holder, frame("scores", first, 4, model, values=good_scores + 1e200), "magnitude"),
         "scores of a far round": (holder, frame("scores", first, 7, model, values=good_scores), "ahead"),
         "scores of a past round": (holder, frame("scores", first, 1, model, values=good_scores), "stale"),
@@ -118,6 +121,8 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
                                                 best=False, values=good_scores), "schema"),
         "another run": (first, encode_group("weights", run="other", sender=holder, round_=4, schema_id=model.schema_id,
                                              best=False, values=good_scores), "run"),
+        "a member's resumed notice to the holder": (holder, encode_resumed(run="crc", sender=first, round_=1), "sender"),
+        "a member's resumed notice to a member": (second, encode_resumed(run="crc", sender=first, round_=1), "sender"),
         "garbage": (second, b"\xc1\x00garbage", "malformed"),
         "a map of the wrong fields": (second, msgpack.packb({"type": "scores", "from": holder}), "malformed"),
         "oversized": (second, b"\x00" * (10 * 2**20), "oversized"),
@@ -145,6 +150,7 @@ def test_hostile_frames_are_rejected_and_counted_and_change_nothing(wdbc3):
         expected[to][cause] += 1
     for address, peer in bus.peers.items():
         assert {cause: n for cause, n in peer.metrics.rejected.items() if n} == expected.get(address, {})
+    assert bus.peers[holder].metrics.weights_resent == 0  # a frame of a few bytes never gets a pass's weights
 
 
 def test_a_group_list_naming_an_id_the_member_does_not_hold_stops_it(wdbc3):
@@ -463,6 +469,35 @@ def test_in_a_hybrid_partition_a_dead_peer_stops_its_group_and_the_others_go_on(
         for address in addresses(2, g):
             assert bus.peers[address].done and bus.peers[address].pass_ == ROUNDS
         assert bus.peers[addresses(2, g)[1]].gossip.liveness.down.keys() == {dead}
+
+
+def test_in_a_hybrid_partition_a_block_neighbour_that_only_tells_it_resumed_is_marked_down():
+    """From round 2 on, group 1's label holder sends group 0's nothing but a resumed notice in each of its waits: a
+    notice is no sign of progress, so it is marked down after down_after rounds and no longer waited for, rather than
+    waited for a whole timeout every round."""
+    ref = hybrid_reference("wdbc", "nb", 2, 2, rounds=ROUNDS)
+    clock = FakeClock()
+    watcher, stuck = addresses(2, 0)[0], addresses(2, 1)[0]
+
+    def stop(sender, address, each):
+        obj = msgpack.unpackb(each)
+        return [] if (sender, address, obj["type"]) == (stuck, watcher, "stats") and obj["round"] >= 2 else [each]
+
+    bus = Bus(hybrid_group(ref, clock=clock), clock, tamper=stop)
+    told = []
+
+    def tell():
+        if (bus.peers[watcher].pass_ or 0) >= 2 and not bus.peers[watcher].done and (not told or clock.now > told[-1]):
+            told.append(clock.now)
+            bus.queue.append((stuck, watcher, encode_resumed(run="crc", sender=stuck, round_=0)))
+        return False
+
+    bus.start()
+    bus.run(until=tell)
+    peer = bus.peers[watcher]
+    assert len(told) >= 2 and peer.done and not bus.errors
+    assert stuck in peer.gossip.liveness.down  # after 3 rounds of waits (down_after), and then no longer waited for
+    assert clock.now == 3 * peer.settings.timeout_s
 
 
 @pytest.mark.parametrize("data, model, blocks", [("wdbc", "nb", 3), ("wdbc", "qda", 4)])

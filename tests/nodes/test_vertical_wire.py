@@ -24,10 +24,10 @@ def frame(kind, sender=HOLDER, round_=1, **fields):
 
 def test_every_type_round_trips():
     values = np.arange(10.0).reshape(5, 2) - 4.5
-    assert decode_group(frame("psi-request", ids=3, request=b"r"), EXPECT) == PSIRequest(HOLDER, 1, 3, b"r")
-    assert decode_group(frame("psi-answer", ids=4, block=2, setup=b"s", response=b"p"), EXPECT) == \
-        PSIAnswer(HOLDER, 1, 4, 2, b"s", b"p")
-    assert decode_group(frame("psi-ids", ids=["a", "b"]), EXPECT) == PSIIds(HOLDER, 1, ("a", "b"))
+    assert decode_group(frame("psi-request", round_=0, ids=3, request=b"r"), EXPECT) == PSIRequest(HOLDER, 0, 3, b"r")
+    assert decode_group(frame("psi-answer", round_=0, ids=4, block=2, setup=b"s", response=b"p"), EXPECT) == \
+        PSIAnswer(HOLDER, 0, 4, 2, b"s", b"p")
+    assert decode_group(frame("psi-ids", round_=0, ids=["a", "b"]), EXPECT) == PSIIds(HOLDER, 0, ("a", "b"))
     scores = decode_group(frame("scores", values=values), EXPECT)
     assert isinstance(scores, Scores) and np.array_equal(scores.values, values.reshape(-1))
     weights = decode_group(frame("weights", best=True, values=values[:0]), EXPECT)
@@ -61,7 +61,7 @@ def test_hostile_frames_are_rejected_with_their_cause(raw, cause):
 def test_with_keys_a_frame_must_come_with_the_key_of_the_member_it_names():
     keyed = GroupExpectation(run="crc", schema_id=SCHEMA, neighbours=frozenset({HOLDER}), rows=5, width=2,
                              known_keys={HOLDER: "k" * 40})
-    good = frame("psi-request", ids=1, request=b"r")
+    good = frame("psi-request", round_=0, ids=1, request=b"r")
     assert decode_group(good, keyed, "k" * 40).sender == HOLDER
     with pytest.raises(Rejected, match="forged"):
         decode_group(good, keyed, "x" * 40)
@@ -103,6 +103,9 @@ def raw(kind, **fields):
     (raw("psi-answer", ids=2, block=1, setup=7, response=b"p"), "malformed"),
     (raw("psi-ids", ids=["a", ""]), "malformed"), (raw("psi-ids", ids=["a", 7]), "malformed"),
     (raw("psi-ids", ids="abc"), "malformed"),
+    (frame("psi-request", round_=1, ids=3, request=b"r"), "malformed"),  # the alignment is round 0's
+    (frame("psi-answer", round_=2**40, ids=2, block=1, setup=b"s", response=b"p"), "malformed"),
+    (frame("psi-ids", round_=3, ids=["a"]), "malformed"),
     (raw("scores", n=-1, data=b""), "length"), (raw("weights", best=False, n=1, data=b"\x00" * 7), "length"),
     (raw("masked-scores", n=2, data=b"\x00" * 8), "length"), (raw("scores", n=1.0, data=b"\x00" * 8), "malformed"),
     (raw("scores", n=1, data=np.array([-np.inf]).tobytes()), "non-finite"),
