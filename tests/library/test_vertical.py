@@ -4,14 +4,16 @@ uniform start (Theorem 1 for groups)."""
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from crc.core.calibration import rc
 from crc.core.errors import CRCError
 from crc.core.feature_partition import FeaturePartition, feature_blocks, parse_feature_partition
+from crc.core.threads import blas_threads
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import prepare_repeat
 from crc.protocol.simulator import make_engine, simulate
-from crc.protocol.vertical import resolve_partition
+from crc.protocol.vertical import BestIterate, resolve_partition
 from crc.tables.datasets import load_dataset
 from crc.topologies import network_factory
 
@@ -86,6 +88,21 @@ def test_hybrid_groups_on_a_complete_graph_follow_centralized_rc_from_the_unifor
         aggregated = engine.step()
         assert_same_statistics(_normalised(aggregated, split.model), np.tile(_normalised(iterates[t - 1], split.model), (3, 1)))
 
+
+
+def test_the_best_iterate_is_chosen_with_blas_on_one_thread():
+    """Its posteriors of every training instance, each round, ran with the machine's BLAS threads, outside the engine's
+    limit, and a threaded BLAS on a busy machine stalled them."""
+    _, rep, engine = _engine_and_reference("wdbc", "nb", "vertical:2", 400)
+    split = rep.split
+    best = BestIterate(split.model, split.phi_train, split.y_train, split.parts, engine.stats)
+    seen = []
+    posteriors = split.model.posteriors
+    split.model.posteriors = lambda *args: (seen.append(blas_threads()), posteriors(*args))[1]
+    with threadpool_limits(limits=2, user_api="blas"):
+        engine.run(2, lambda _, stats: best.offer(stats))
+        assert blas_threads() == 2
+    assert seen == [1, 1]
 
 def test_a_vertical_run_is_centralized_rc_and_names_its_blocks():
     config = SimulationConfig.from_settings(data="wdbc", model="nb", partition="vertical:3", rc_converged=False)
