@@ -52,8 +52,8 @@ def resolve_partition(config: SimulationConfig, dataset: Dataset) -> SimulationC
     fp = config.feature_partition
     train = config.pooled_size or len(dataset) - held_out_count(len(dataset), config.test_size)
     if train < fp.groups:
-        raise CRCError(f"{len(dataset)} instances leave {train} for training, fewer than the {fp.groups} groups of "
-                       f"partition {fp.spec}")
+        source = f"--train-size {train} is" if config.pooled_size else f"{len(dataset)} instances leave {train} for training,"
+        raise CRCError(f"{source} fewer than the {fp.groups} groups of partition {fp.spec}")
     settings = {"nodes": fp.groups, "pooled_size": train, "local_size": -(-train // fp.groups), "algorithm": "paper",
                 "iters": 1, "momentum": PAPER.momentum, "safeguard": PAPER.safeguard, "classifier": PAPER.classifier,
                 "exact_diffusion": PAPER.exact_diffusion, "start": "local"}

@@ -116,6 +116,21 @@ def test_a_vertical_run_is_centralized_rc_and_names_its_blocks():
     assert 1 - results["crc"]["test_error"] > 0.9 and 0.85 < results["crc"]["test_f1"] <= 1
 
 
+
+def test_a_training_size_is_checked_against_the_groups_not_the_nodes():
+    """--train-size below --nodes (50 by default, which a vertical or hybrid partition does not use) was refused:
+    '--train-size 30 leaves some of the 50 nodes without data'."""
+    config = SimulationConfig.from_settings(data="wdbc", partition="vertical:2", pooled_size=30, rc_converged=False)
+    results = simulate(config, network_factory(config.topology))
+    assert results["config"]["pooled_size"] == 30 and results["config"]["nodes"] == 1
+    assert results["crc"]["test_error"] == results["rc"]["test_error"]
+    with pytest.raises(CRCError, match="^--train-size 30 is fewer than the 40 groups of partition hybrid:40x2$"):
+        simulate(config.with_settings(partition="hybrid:40x2"), network_factory(config.topology))
+    with pytest.raises(CRCError, match="^569 instances leave 142 for training, fewer than the 300 groups of partition "
+                                       "hybrid:300x2$"):
+        simulate(config.with_settings(partition="hybrid:300x2", pooled_size=None, test_size=0.75),
+                 network_factory(config.topology))
+
 def test_blocks_can_be_named_and_must_match_the_partition():
     names = (tuple(f"x{j}" for j in range(1, 11)), tuple(f"x{j}" for j in range(11, 31)))
     config = SimulationConfig.from_settings(data="wdbc", partition="vertical:2", feature_blocks=names, rc_converged=False)
