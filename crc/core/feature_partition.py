@@ -104,8 +104,8 @@ def blocks_from_names(names: list[list[str]], feature_names: list[str], what: st
             raise CRCError(f"{what}: block {b} names unknown feature(s) {', '.join(map(repr, unknown[:5]))}")
         for name in block:
             if name in block_of:
-                raise CRCError(f"{what}: feature {name!r} is in block {block_of[name]} and block {b}: name each feature "
-                               "in exactly one block")
+                where = f"twice in block {b}" if block_of[name] == b else f"in block {block_of[name]} and block {b}"
+                raise CRCError(f"{what}: feature {name!r} is {where}: name each feature in exactly one block")
             block_of[name] = b
         out.append([index[name] for name in block])
     missing = [name for name in feature_names if name not in block_of]

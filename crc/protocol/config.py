@@ -131,8 +131,8 @@ class SimulationConfig:
         checks = [
             (self.nodes >= 1, f"--nodes must be at least 1, got {self.nodes}"),
             (self.local_size >= 1, f"--local-size must be at least 1, got {self.local_size}"),
-            (self.pooled_size is None or self.pooled_size >= self.nodes,
-             f"--train-size {self.pooled_size} leaves some of the {self.nodes} nodes without data"),
+            (self.pooled_size is None or self.pooled_size >= self.nodes or is_feature_partition(self.partition),
+             f"--train-size {self.pooled_size} leaves some of the {self.nodes} nodes without data"),  # groups: resolve_partition
             (self.partition in PARTITIONS or is_feature_partition(self.partition),
              f"--partition must be one of {', '.join(PARTITIONS)}, vertical[:K] or hybrid[:GxK], got {self.partition!r}"),
             (self.alpha > 0 and math.isfinite(self.alpha), f"--alpha must be a positive number, got {self.alpha}"),

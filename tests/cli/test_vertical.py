@@ -70,10 +70,12 @@ def test_a_bad_blocks_file_is_refused_naming_the_file(tmp_path, content, message
 
 @pytest.mark.parametrize("blocks, message", [
     ('[["x1", "x2"], ["x2"]]', "feature 'x2' is in block 0 and block 1: name each feature in exactly one block"),
+    ('[["x1", "x2", "x1"], ["x3"]]', "feature 'x1' is twice in block 0: name each feature in exactly one block"),
     ('[["x1"], ["x2"]]', "feature(s) 'x3', 'x4', 'x5', 'x6', 'x7' are in no block: name each feature of the schema"),
 ])
 def test_a_blocks_file_names_each_feature_once_by_name(tmp_path, blocks, message):
-    """A repeated or forgotten feature is named (it was named by its index)."""
+    """A repeated or forgotten feature is named (it was named by its index); one repeated within a block was 'in block 0
+    and block 0'."""
     (tmp_path / "blocks.json").write_text(f'{{"blocks": {blocks}}}')
     result = run("simulate", "--data", "wdbc", "--partition", "vertical:2", "--blocks", str(tmp_path / "blocks.json"),
                  "--rounds", "2", "--no-rc-converged")

@@ -113,6 +113,23 @@ def test_launch_of_a_vertical_group_prints_the_summary_and_writes_the_network_se
     assert says in " ".join(result.output.split())
 
 
+
+def test_launch_takes_the_blocks_named_in_a_file_as_simulate_and_split_do(tmp_path):
+    """`crc launch` had no --blocks: a group of real peers could not be launched on blocks of one's choosing (a party
+    with one feature, or with only categorical ones), which `crc simulate` and `crc split` take."""
+    names = [["x2"], ["x5", "x13"], [f"x{j}" for j in range(1, 21) if j not in (2, 5, 13)]]  # one feature; continuous; categorical
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(json.dumps({"blocks": names}))
+    options = ["--data", "german", "--partition", "vertical:3", "--blocks", blocks, "--model", "qda", "--rounds", "3",
+               "--no-rc-converged", "--json"]
+    launched = run("-q", "launch", *options, "--workdir", tmp_path / "work")
+    assert launched.exit_code == 0, launched.output
+    simulated = json.loads(run("-q", "simulate", *options).output)
+    results = json.loads(launched.output)
+    assert results["config"]["block_features"] == names == simulated["config"]["block_features"]
+    assert [load_model(tmp_path / "work" / f"model-{b}.json").schema.feature_names for b in range(3)] == names
+    assert results["crc"]["test_error"] == simulated["crc"]["test_error"] == simulated["rc"]["test_error"]
+
 def node(group, block, *extra, data=None, peers="tcp://127.0.0.1:2"):
     return run("node", "--partition", "vertical:2", "--blocks", group / "blocks.json", "--block", block,
                "--bind", "tcp://127.0.0.1:1", "--peers", peers, "--data", data or group / f"node-{block}.csv",

@@ -4,14 +4,16 @@ uniform start (Theorem 1 for groups)."""
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from crc.core.calibration import rc
 from crc.core.errors import CRCError
 from crc.core.feature_partition import FeaturePartition, feature_blocks, parse_feature_partition
+from crc.core.threads import blas_threads
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import prepare_repeat
 from crc.protocol.simulator import make_engine, simulate
-from crc.protocol.vertical import resolve_partition
+from crc.protocol.vertical import BestIterate, resolve_partition
 from crc.tables.datasets import load_dataset
 from crc.topologies import network_factory
 
@@ -87,6 +89,21 @@ def test_hybrid_groups_on_a_complete_graph_follow_centralized_rc_from_the_unifor
         assert_same_statistics(_normalised(aggregated, split.model), np.tile(_normalised(iterates[t - 1], split.model), (3, 1)))
 
 
+
+def test_the_best_iterate_is_chosen_with_blas_on_one_thread():
+    """Its posteriors of every training instance, each round, ran with the machine's BLAS threads, outside the engine's
+    limit, and a threaded BLAS on a busy machine stalled them."""
+    _, rep, engine = _engine_and_reference("wdbc", "nb", "vertical:2", 400)
+    split = rep.split
+    best = BestIterate(split.model, split.phi_train, split.y_train, split.parts, engine.stats)
+    seen = []
+    posteriors = split.model.posteriors
+    split.model.posteriors = lambda *args: (seen.append(blas_threads()), posteriors(*args))[1]
+    with threadpool_limits(limits=2, user_api="blas"):
+        engine.run(2, lambda _, stats: best.offer(stats))
+        assert blas_threads() == 2
+    assert seen == [1, 1]
+
 def test_a_vertical_run_is_centralized_rc_and_names_its_blocks():
     config = SimulationConfig.from_settings(data="wdbc", model="nb", partition="vertical:3", rc_converged=False)
     results = simulate(config, network_factory(config.topology))
@@ -98,6 +115,21 @@ def test_a_vertical_run_is_centralized_rc_and_names_its_blocks():
     assert sorted(name for block in blocks for name in block) == sorted(f"x{j}" for j in range(1, 31))
     assert 1 - results["crc"]["test_error"] > 0.9 and 0.85 < results["crc"]["test_f1"] <= 1
 
+
+
+def test_a_training_size_is_checked_against_the_groups_not_the_nodes():
+    """--train-size below --nodes (50 by default, which a vertical or hybrid partition does not use) was refused:
+    '--train-size 30 leaves some of the 50 nodes without data'."""
+    config = SimulationConfig.from_settings(data="wdbc", partition="vertical:2", pooled_size=30, rc_converged=False)
+    results = simulate(config, network_factory(config.topology))
+    assert results["config"]["pooled_size"] == 30 and results["config"]["nodes"] == 1
+    assert results["crc"]["test_error"] == results["rc"]["test_error"]
+    with pytest.raises(CRCError, match="^--train-size 30 is fewer than the 40 groups of partition hybrid:40x2$"):
+        simulate(config.with_settings(partition="hybrid:40x2"), network_factory(config.topology))
+    with pytest.raises(CRCError, match="^569 instances leave 142 for training, fewer than the 300 groups of partition "
+                                       "hybrid:300x2$"):
+        simulate(config.with_settings(partition="hybrid:300x2", pooled_size=None, test_size=0.75),
+                 network_factory(config.topology))
 
 def test_blocks_can_be_named_and_must_match_the_partition():
     names = (tuple(f"x{j}" for j in range(1, 11)), tuple(f"x{j}" for j in range(11, 31)))

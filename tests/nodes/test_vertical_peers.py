@@ -10,6 +10,7 @@ import logging
 import msgpack
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from crc.core.calibration import rc
 from crc.core.errors import CRCError
@@ -593,3 +594,37 @@ def test_a_member_given_the_wrong_label_holder_stops_naming_the_request_it_refus
     bus.run()
     assert str(bus.errors[member]).startswith(f"no PSI request from {other}, the label holder --label-holder names, "
                                               f"within 5 s; this peer refused the request of {holder} ")
+
+
+class SilentTransport:
+    """A transport to nobody: a group of one peer (vertical:1) sends nothing and receives nothing."""
+
+    def send_to(self, address, frame):
+        return True
+
+    def receive(self, deadline):
+        return []
+
+    def refused(self):
+        return {}
+
+    def close(self, linger_ms):
+        pass
+
+
+def test_a_peer_runs_its_passes_with_blas_on_one_thread():
+    """A pass's products are of all the group's instances: a threaded BLAS on a busy machine stalled each for tens of
+    milliseconds (a peer of ``crc node`` runs without ``crc launch``'s single-threaded environment)."""
+    ref = reference("wdbc", "nb", 1, rounds=2)
+    peer = make_peer(ref, 0, ref.block_data(0), clock=FakeClock())
+    seen = []
+    step = peer.steps.step
+    peer.steps.step = lambda *args: (seen.append(blas_threads_now()), step(*args))[1]
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert peer.run(SilentTransport()) and blas_threads_now() == 2
+    assert seen == [1, 1]
+    assert_same_statistics(peer.best, ref.best)
+
+
+def blas_threads_now() -> int:
+    return max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
