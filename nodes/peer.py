@@ -39,6 +39,7 @@ from crc.core.models.base import GenerativeModel, labelled_weights
 from crc.core.plausibility import count_slack
 from crc.core.privacy import is_release
 from crc.core.screening import better_than_chance
+from crc.core.threads import single_threaded_blas
 from crc.nodes.inbox import Inbox
 from crc.nodes.liveness import Liveness
 from crc.nodes.metrics import Metrics
@@ -68,7 +69,12 @@ from crc.nodes.wire import (
 
 
 class Peer:
-    """A CRC peer with its local data ``phi`` (m, k), ``y`` (m,) and equivalent sample size ``ess``."""
+    """A CRC peer with its local data ``phi`` (m, k), ``y`` (m,) and equivalent sample size ``ess``.
+
+    ``run`` keeps BLAS on one thread, as a vertical peer's does: a round's products are short, and a threaded BLAS on a
+    busy machine stalled them (letter, two ``crc node`` peers of 6,000 instances of ``crc split``, 32 rounds, two busy
+    cores: a round's median 386 ms, against 31 ms on one thread); ``crc launch``'s peers already ran so.
+    """
 
     def __init__(self, model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, ess: float, settings: PeerSettings,
                  log: logging.Logger | None = None, clock: Callable[[], float] = time.monotonic):
@@ -149,24 +155,8 @@ class Peer:
         """
         finished = False
         try:
-            fresh = self.round == 0  # the neighbours may still be starting
-            if fresh:
-                self._wait_for_start(transport)
-            self.liveness.start_run(fresh=fresh)
-            self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
-                          len(self.settings.peers), self.round, self._first_wait(fresh))
-            if self.round < self.settings.rounds and not self.stop.is_set():
-                if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
-                    self.checkpoints.save(self.state, self.metrics, before_send=True)
-                self._send(transport)  # our statistics of the round we start from
-            if self.resumed and (self.round < self.settings.rounds or self.session is not None) and not self.stop.is_set():
-                self._announce(transport)  # after the last round, for secure aggregation's sake (``_announce``)
-            while self.round < self.settings.rounds:
-                if not self.step(transport):
-                    break
-            finished = self.round >= self.settings.rounds
-            if finished and self.session is not None:
-                self._serve_final(transport)
+            with single_threaded_blas():  # see the class docstring
+                finished = self._run_rounds(transport)
         finally:
             self.liveness.close()
             try:
@@ -180,6 +170,28 @@ class Peer:
             else:
                 self.log.info("stopped at round %d; no checkpoint (no checkpoint directory): a restart begins at round 0",
                               self.round)
+        return finished
+
+    def _run_rounds(self, transport: PeerTransport) -> bool:
+        """``run``'s rounds: the start, the rounds left, the last round's unmaskings; True if all were done."""
+        fresh = self.round == 0  # the neighbours may still be starting
+        if fresh:
+            self._wait_for_start(transport)
+        self.liveness.start_run(fresh=fresh)
+        self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
+                      len(self.settings.peers), self.round, self._first_wait(fresh))
+        if self.round < self.settings.rounds and not self.stop.is_set():
+            if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
+                self.checkpoints.save(self.state, self.metrics, before_send=True)
+            self._send(transport)  # our statistics of the round we start from
+        if self.resumed and (self.round < self.settings.rounds or self.session is not None) and not self.stop.is_set():
+            self._announce(transport)  # after the last round, for secure aggregation's sake (``_announce``)
+        while self.round < self.settings.rounds:
+            if not self.step(transport):
+                break
+        finished = self.round >= self.settings.rounds
+        if finished and self.session is not None:
+            self._serve_final(transport)
         return finished
 
     def step(self, transport: PeerTransport) -> bool:

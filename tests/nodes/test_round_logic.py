@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from threadpoolctl import threadpool_limits
 
 from crc.core import acceleration as crc_acceleration
 from crc.core import plausibility
@@ -40,6 +41,7 @@ from crc.nodes.peer_checkpoint import layout
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Decline, Rejected, Unmask, decode, encode
 from crc.topologies import averaging_matrix
+from support.blas import blas_threads_now
 from support.tables import mixed_columns, prepared
 
 GRAPH = nx.Graph([(0, 1), (1, 2), (1, 3), (2, 3)])
@@ -197,6 +199,18 @@ def test_with_every_neighbour_the_peer_follows_the_simulator_round_by_round(setu
     assert set(peer.metrics.missing.values()) == {0} and no_rejections(peer)
     assert clock.now == 0.0  # nobody waited
     assert transport.closed_linger_ms == PeerSettings.final_linger_ms
+
+
+def test_a_peer_runs_its_rounds_with_blas_on_one_thread(setup):
+    """A round's products are short: a threaded BLAS on a busy machine stalled them (a peer of ``crc node`` runs
+    without ``crc launch``'s single-threaded environment)."""
+    clock = FakeClock()
+    peer = setup.peer(clock)
+    seen, calibrate = [], peer._calibrate
+    peer._calibrate = lambda *args: (seen.append(blas_threads_now()), calibrate(*args))[1]
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert peer.run(FakeTransport(clock, setup.neighbours_answer)) and blas_threads_now() == 2
+    assert seen == [1] * ROUNDS
 
 
 @pytest.mark.parametrize("settings", [{}, {"acceleration": replace(PRESET, start="categorical"), "loss": 0.5,

@@ -10,7 +10,7 @@ import logging
 import msgpack
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from crc.core.calibration import rc
 from crc.core.errors import CRCError
@@ -23,6 +23,7 @@ from crc.nodes.secure_aggregation import from_fixed
 from crc.nodes.vertical_peer import GroupStopped
 from crc.nodes.vertical_wire import encode_group
 from crc.nodes.wire import encode_resumed
+from support.blas import blas_threads_now
 from support.vertical import Bus, FakeClock, addresses, group, hybrid_group, hybrid_reference, make_peer, reference
 
 ROUNDS = 8
@@ -624,7 +625,3 @@ def test_a_peer_runs_its_passes_with_blas_on_one_thread():
         assert peer.run(SilentTransport()) and blas_threads_now() == 2
     assert seen == [1, 1]
     assert_same_statistics(peer.best, ref.best)
-
-
-def blas_threads_now() -> int:
-    return max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
