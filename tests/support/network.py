@@ -24,6 +24,8 @@ from crc.tables.datasets import load_bundled
 from crc.topologies import Schedule, network_factory
 
 WAIT_S = 60.0
+LISTENING = "listening on "
+"""What a peer logs once it has bound its socket and is about to send its first statistics."""
 
 
 def kill_and_reap(processes, spawner) -> None:
@@ -92,11 +94,12 @@ class Network:
                 self.processes[index] = subprocess.Popen(self.command(index), stdin=devnull, stdout=devnull, stderr=log,
                                                          env={**os.environ, **SINGLE_THREADED})
 
-    def start_all(self, order=None, delay: float = 0.0) -> None:
-        for position, index in enumerate(order if order is not None else range(self.config.nodes)):
-            if position and delay:
-                time.sleep(delay)
+    def start_all(self, order=None, *, one_by_one: bool = False) -> None:
+        """Start the peers in ``order`` (all, by index, by default); ``one_by_one``: each once the one before listens."""
+        for index in order if order is not None else range(self.config.nodes):
             self.start(index)
+            if one_by_one:
+                self.wait_for_log(index, LISTENING)
 
     def checkpoint_round(self, index: int) -> int:
         return completed_round(self.directory / f"checkpoint-{index}") or 0
