@@ -15,6 +15,15 @@ settings.load_profile(os.environ.get("CRC_HYPOTHESIS_PROFILE", "deterministic"))
 (CI does not land on luck); ``CRC_HYPOTHESIS_PROFILE=explore pytest`` searches afresh on each run."""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def peer_spawner():
+    """The real peers' shared spawner (support.network.shared_spawner), if a test started it, ends with the session."""
+    yield
+    from support.network import close_shared_spawner
+
+    close_shared_spawner()
+
+
 @pytest.fixture
 def mixed():
     return prepared(mixed_columns())

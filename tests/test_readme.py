@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from crc.cli.main import main
+from support.cli import run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -252,9 +253,8 @@ def test_every_quoted_summary_is_what_its_command_prints(start):
     """The figures a page quotes (the README's gap, the tutorial's summary) are the seeded run's, to the digit."""
     quoting = quoted_summaries()[start]
     assert quoting, f"no page quotes {start!r} any more: update QUOTED"
-    printed = subprocess.run(["crc", "-q", *QUOTED[start]], env=environment(), capture_output=True, text=True,
-                             timeout=SHELL_S)
-    assert printed.returncode == 0, printed.stderr
+    printed = run("-q", *QUOTED[start])  # in this process: the same command line, without an interpreter's start-up
+    assert printed.exit_code == 0, printed.output
     lines = [line.rstrip() for line in printed.stdout.splitlines()]
     for block in quoting:
         missing = [line for line in block.body.splitlines() if line.rstrip() not in lines]
@@ -269,9 +269,8 @@ def test_every_quoted_summary_is_what_its_command_prints(start):
 def test_the_results_json_page_names_every_key_of_a_run(args):
     """docs/reference/results-json.md left out rc_converged, which every default run writes, and half the options' keys."""
     page = (DOCS / "reference" / "results-json.md").read_text(encoding="utf-8")
-    printed = subprocess.run(["crc", "-q", "simulate", "--rounds", "2", "--json", *args], env=environment(),
-                             capture_output=True, text=True, timeout=SHELL_S)
-    assert printed.returncode == 0, printed.stderr
+    printed = run("-q", "simulate", "--rounds", "2", "--json", *args)
+    assert printed.exit_code == 0, printed.output
     results = json.loads(printed.stdout)
     assert not [key for key in [*results, *results["ml"]] if f"`{key}`" not in page]
 

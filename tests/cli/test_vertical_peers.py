@@ -20,7 +20,7 @@ from crc.core.schema import Schema
 from crc.nodes.block_steps import BlockSteps
 from crc.nodes.keys import load_known_peers
 from crc.nodes.launcher import free_ports
-from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.nodes.spawner import SINGLE_THREADED
 from crc.nodes.vertical_launcher import vertical_node_command
 from crc.nodes.vertical_node import load_block
 from crc.protocol import SimulationConfig
@@ -30,7 +30,7 @@ from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 from crc.topologies import Schedule
 from support.cli import one_line, run
-from support.network import kill_and_reap
+from support.network import kill_and_reap, shared_spawner
 from support.vertical import reference
 
 WAIT_S = 60.0
@@ -219,7 +219,7 @@ class Peers:
     def __init__(self, group, tmp_path):
         self.group, self.tmp_path = group, tmp_path
         self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(2)]
-        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
+        self.spawner = shared_spawner()
         self.processes = {}
 
     def start(self, block: int, data) -> None:
@@ -250,7 +250,7 @@ class Peers:
         return self
 
     def __exit__(self, *exc):
-        kill_and_reap(self.processes.values(), self.spawner)
+        kill_and_reap(self.processes.values())
 
 
 def test_two_label_holders_are_one_line_and_exit_1(group, tmp_path):

@@ -14,6 +14,7 @@ from support.network import Network, scenario
 
 SOCKETS = 20
 FLOOD_S = 2.0
+FLOODED = "rejected message (malformed)"
 
 
 def max_frame_bytes(directory, config) -> int:
@@ -42,11 +43,11 @@ def test_sigterm_stops_a_flooded_peer_within_a_second(tmp_path):
             Flood(net.addresses[victim], sockets=SOCKETS, frame_bytes=max_frame_bytes(tmp_path, config),
                   seconds=FLOOD_S + 5) as flood:
         net.start_all(order=[v for v in graph if v != held_back])
-        time.sleep(FLOOD_S)  # well into the flood
+        net.wait_for_log(victim, FLOODED)  # the flood reaches its decoder (and goes on for FLOOD_S + 5 s)
         assert net.processes[victim].poll() is None
         started = time.monotonic()
         net.signal(victim, signal.SIGTERM)
         assert net.wait([victim], limit=5.0) == {victim: 128 + signal.SIGTERM}
         assert time.monotonic() - started < 1.0
         assert flood.process.poll() is None  # the flood was still on
-    assert "rejected message (malformed)" in net.log_path(victim).read_text()
+    assert FLOODED in net.log_path(victim).read_text()

@@ -7,6 +7,7 @@ the simulator through the launcher); the round logic itself is tested in-process
 import contextlib
 import signal
 import time
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -24,27 +25,43 @@ from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for
 from crc.tables.reader import read_csv
 from support.liveness import kill_run
-from support.network import Network, scenario
+from support.network import LISTENING, Network, scenario
 
 
 def neighbour_of(graph, index):
     return sorted(graph.neighbors(index))[0]
 
 
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory):
+    """``launched(config)``: the results of real peers launched with ``config`` and their directory, launched once
+    for this module (the tests only read them; two tests here launch the default configuration)."""
+    done = []
+
+    def launched(config: SimulationConfig) -> tuple[dict, Path]:
+        for known, found in done:
+            if known == config:
+                return found
+        directory = tmp_path_factory.mktemp("run")
+        done.append((config, (launch(config, directory), directory)))
+        return done[-1][1]
+
+    return launched
+
+
 @pytest.mark.parametrize("algorithm", [None, "paper"], ids=["default", "paper"])
-def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, algorithm):
+def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, algorithm, launches):
     config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, algorithm=algorithm)
     assert config.algorithm == (algorithm or "accelerated")
-    results = launch(config, tmp_path / "run")  # the peers' default timeouts
+    results, run = launches(config)  # the peers' default timeouts
     assert results["config"]["algorithm"] == config.algorithm
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, algorithm=algorithm)
-    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
+    stats = np.array([load_model(run / f"model-{i}.json").stats for i in range(5)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     assert results["network"]["finished"] == 5 and results["network"]["rejected"] == 0
     assert results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4  # tree: 4 edges, both ways, rounds 0..8 sent
-    test = read_csv(tmp_path / "run" / "test.csv")
-    errors = [np.mean(load_model(tmp_path / "run" / f"model-{i}.json").predict(test) != np.array(test["class"].cells()))
-              for i in range(5)]
+    test = read_csv(run / "test.csv")
+    errors = [np.mean(load_model(run / f"model-{i}.json").predict(test) != np.array(test["class"].cells())) for i in range(5)]
     assert np.mean(errors) == pytest.approx(results["crc"]["test_error"], abs=1e-12)
 
 
@@ -54,14 +71,14 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, alg
     {**MOMENTUM_PRESET, "loss": 0.3},
     {"data": "chess", "loss": 0.3},  # naive Bayes' categorical start: a lost message is replaced by the last heard
 ])
-def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings):
+def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings, launches):
     config = SimulationConfig.from_settings(**{"data": "twonorm", **settings}, nodes=5, local_size=30, rounds=10,
                                             test_size=500)
     assert config.exact_diffusion == ("momentum" not in settings) and config.acceleration.keeps_memory
-    results = launch(config, tmp_path / "run")
+    results, run = launches(config)
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
     _, _, paper = scenario(tmp_path / "paper", nodes=5, rounds=10, data=config.data, algorithm="paper")
-    stats = np.array([load_model(tmp_path / "run" / f"model-{i}.json").stats for i in range(5)])
+    stats = np.array([load_model(run / f"model-{i}.json").stats for i in range(5)])
     np.testing.assert_allclose(stats, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     assert np.max(np.abs(expected - paper)) > 1e-3 * np.abs(paper).max()  # the setting changed the run
     assert results["network"]["messages"] == 2 * 4 * (10 - 1) + 2 * 4  # no extra message
@@ -217,8 +234,9 @@ def test_a_paused_peer_does_not_hang_the_others(tmp_path):
         net.signal(paused, signal.SIGSTOP)
         others = [i for i in range(4) if i not in (paused, late)]
         before = {i: net.checkpoint_round(i) for i in others}
-        time.sleep(2.0)
-        assert all(net.checkpoint_round(i) >= before[i] + 2 for i in others), "the others stalled behind a paused peer"
+        deadline = time.monotonic() + 2.0
+        for i in others:  # the others stalled behind a paused peer if one of them does not do 2 rounds in 2 s
+            net.wait_for_round(i, before[i] + 2, limit=deadline - time.monotonic())
         net.signal(paused, signal.SIGCONT)
         net.start(late)
         assert net.wait(limit=40) == {i: 0 for i in range(4)}
@@ -229,7 +247,7 @@ def test_a_paused_peer_does_not_hang_the_others(tmp_path):
 def test_start_order_does_not_matter(tmp_path):
     config, graph, expected = scenario(tmp_path, nodes=4, rounds=6)
     with Network(tmp_path, graph, config, timeout=20.0) as net:
-        net.start_all(order=[3, 2, 1, 0], delay=1.0)
+        net.start_all(order=[3, 2, 1, 0], one_by_one=True)  # each already waiting for the others when the next starts
         assert net.wait() == {i: 0 for i in range(4)}
         np.testing.assert_allclose(net.stats(), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
 
@@ -238,7 +256,7 @@ def test_sigterm_stops_a_peer_quickly_with_its_checkpoint(tmp_path):
     config, graph, _ = scenario(tmp_path, nodes=2, rounds=50)
     with Network(tmp_path, graph, config, timeout=30.0) as net:
         net.start(0)  # its neighbour never starts: it waits in round 1
-        time.sleep(2.0)
+        net.wait_for_log(0, LISTENING)
         started = time.monotonic()
         net.signal(0, signal.SIGTERM)
         assert net.wait([0], limit=5) == {0: 128 + signal.SIGTERM}

@@ -18,13 +18,13 @@ from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_vertical_deployment
 from crc.nodes.group_settings import group_graph, neighbourhoods, write_group_keys
 from crc.nodes.launcher import free_ports
-from crc.nodes.spawner import SINGLE_THREADED, Spawner, supported
+from crc.nodes.spawner import SINGLE_THREADED
 from crc.nodes.vertical_launcher import launch_groups, vertical_node_command
 from crc.protocol import SimulationConfig
 from crc.protocol.simulator import simulate
 from crc.tables.datasets import load_dataset
 from crc.topologies import network_factory
-from support.network import kill_and_reap
+from support.network import kill_and_reap, shared_spawner
 from support.vertical import hybrid_reference, reference
 
 WAIT_S = 60.0
@@ -116,7 +116,7 @@ class Group:
         self.addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(len(self.around))]
         write_group_keys(directory, self.addresses, self.around)
         self.processes: dict[int, subprocess.Popen] = {}
-        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
+        self.spawner = shared_spawner()
 
     def start(self, peer: int, *extra: str) -> None:
         members, block_peers = self.around[peer]
@@ -165,7 +165,7 @@ class Group:
         return self
 
     def __exit__(self, *exc):
-        kill_and_reap(self.processes.values(), self.spawner)
+        kill_and_reap(self.processes.values())
 
 
 def test_a_killed_member_restarted_resumes_and_the_group_equals_the_simulator(tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from crc.core.model_file import load_model
 from crc.nodes.settings import PeerSettings
-from support.network import Network, scenario
+from support.network import Network, close_shared_spawner, scenario
 
 START_S = PeerSettings.first_round_timeout_s
 """The first round's window (``--first-round-timeout``, its default): the peers' start-up."""
@@ -90,10 +90,13 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1.0)
     args = parser.parse_args()
     figures = {}
-    for name, kill_at in (("clean", None), ("killed", args.kill_at)):
-        with tempfile.TemporaryDirectory(prefix=f"crc-liveness-{name}-") as directory:
-            figures[name] = summary(kill_run(Path(directory), topology=args.topology, nodes=args.nodes, rounds=args.rounds,
-                                             kill_at=kill_at, timeout=args.timeout))
+    try:
+        for name, kill_at in (("clean", None), ("killed", args.kill_at)):
+            with tempfile.TemporaryDirectory(prefix=f"crc-liveness-{name}-") as directory:
+                figures[name] = summary(kill_run(Path(directory), topology=args.topology, nodes=args.nodes,
+                                                 rounds=args.rounds, kill_at=kill_at, timeout=args.timeout))
+    finally:
+        close_shared_spawner()
     figures["extra_s"] = round(figures["killed"]["wall_s"] - figures["clean"]["wall_s"], 2)
     print(json.dumps({"topology": args.topology, "nodes": args.nodes, "rounds": args.rounds, "timeout": args.timeout,
                       **figures}, indent=1))

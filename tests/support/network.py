@@ -24,20 +24,41 @@ from crc.tables.datasets import load_bundled
 from crc.topologies import Schedule, network_factory
 
 WAIT_S = 60.0
+LISTENING = "listening on "
+"""What a peer logs once it has bound its socket and is about to send its first statistics."""
 
 
-def kill_and_reap(processes, spawner) -> None:
+_SPAWNERS: list[Spawner] = []
+"""The spawner the tests' peers are forked from (at most one), started on first use."""
+
+
+def shared_spawner() -> Spawner | None:
+    """A spawner whose helper has imported what a peer needs, shared by every network of peers the tests start (a fresh
+    one if the last one's helper has gone); None where spawners are not supported (peers then start as processes of
+    their own). ``close_shared_spawner`` ends it: the test session does, at its end."""
+    if not supported():
+        return None
+    if _SPAWNERS and not (_SPAWNERS[0].alive and _SPAWNERS[0].process.poll() is None):
+        close_shared_spawner()
+    if not _SPAWNERS:
+        _SPAWNERS.append(Spawner(ready_timeout=WAIT_S))
+    return _SPAWNERS[0]
+
+
+def close_shared_spawner() -> None:
+    """End the shared spawner's helper, if one was started (it stops any peer still running)."""
+    while _SPAWNERS:
+        _SPAWNERS.pop().close()
+
+
+def kill_and_reap(processes) -> None:
     """Kill every one of ``processes`` still running (continued first: it may be paused) and wait for each (a bounded
-    wait), then close ``spawner`` (None: there is none)."""
-    try:
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)
-                process.kill()
-            process.wait(timeout=10)
-    finally:
-        if spawner is not None:
-            spawner.close()
+    wait)."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.kill()
+        process.wait(timeout=10)
 
 
 def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "twonorm", local_size: int = 30,
@@ -56,7 +77,8 @@ def scenario(tmp_path: Path, *, nodes: int = 4, rounds: int = 10, data: str = "t
 class Network:
     """``crc node`` processes for a deployment in ``directory``; use as a context manager (reaps on exit).
 
-    The peers are forked by a spawner, as ``crc launch`` starts them (fresh processes where it is not supported).
+    The peers are forked by the tests' shared spawner, as ``crc launch`` starts them (fresh processes where it is not
+    supported).
     """
 
     def __init__(self, directory: Path, graph, config: SimulationConfig, *, timeout: float, plaintext: bool = False,
@@ -71,7 +93,7 @@ class Network:
             write_peer_keys(directory, self.addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)],
                             force=True)
         self.processes: dict[int, Child | subprocess.Popen] = {}
-        self.spawner = Spawner(ready_timeout=WAIT_S) if supported() else None
+        self.spawner = shared_spawner()
 
     def command(self, index: int) -> list[str]:
         return node_command(index, self.addresses, sorted(self.graph.neighbors(index)), self.config, workdir=self.directory,
@@ -92,11 +114,12 @@ class Network:
                 self.processes[index] = subprocess.Popen(self.command(index), stdin=devnull, stdout=devnull, stderr=log,
                                                          env={**os.environ, **SINGLE_THREADED})
 
-    def start_all(self, order=None, delay: float = 0.0) -> None:
-        for position, index in enumerate(order if order is not None else range(self.config.nodes)):
-            if position and delay:
-                time.sleep(delay)
+    def start_all(self, order=None, *, one_by_one: bool = False) -> None:
+        """Start the peers in ``order`` (all, by index, by default); ``one_by_one``: each once the one before listens."""
+        for index in order if order is not None else range(self.config.nodes):
             self.start(index)
+            if one_by_one:
+                self.wait_for_log(index, LISTENING)
 
     def checkpoint_round(self, index: int) -> int:
         return completed_round(self.directory / f"checkpoint-{index}") or 0
@@ -134,4 +157,4 @@ class Network:
         return self
 
     def __exit__(self, *exc):
-        kill_and_reap(self.processes.values(), self.spawner)
+        kill_and_reap(self.processes.values())
