@@ -38,9 +38,11 @@ def kill_run(directory: Path, *, topology: str, nodes: int = 5, rounds: int = 20
     """Run ``nodes`` real peers on ``topology`` for ``rounds`` rounds with ``--timeout timeout``, SIGKILL the
     ``victim_of`` the graph once it has checkpointed round ``kill_at`` (None: a clean run), and wait for the others.
 
-    Returns the survivors' ``wall_s`` (from the start of the first peer to the exit of the last), their exit
-    ``codes``, the ``victim`` and its last checkpointed round ``killed_at``, and per survivor its model file's
-    ``metrics`` with its neighbours' addresses replaced by their indices."""
+    Returns the survivors' ``wall_s`` (from the start of the first peer to the exit of the last), ``rounds_s`` (the
+    most any survivor spent in its rounds after the first, whose wait is the peers' start-up: what a kill can cost,
+    without the processes' start-up, which varies by seconds on a loaded machine), their exit ``codes``, the
+    ``victim`` and its last checkpointed round ``killed_at``, and per survivor its model file's ``metrics`` with its
+    neighbours' addresses replaced by their indices."""
     config, graph, _ = scenario(directory, nodes=nodes, rounds=rounds, topology=topology, **{**SLOW_ROUNDS, **settings})
     victim = victim_of(graph)
     with Network(directory, graph, config, timeout=timeout, first_round_timeout=START_S) as net:
@@ -61,7 +63,8 @@ def kill_run(directory: Path, *, topology: str, nodes: int = 5, rounds: int = 20
             found = load_model(net.model_path(i)).metrics
             metrics[i] = {key: ({index[a]: v for a, v in value.items()} if key in ("missing", "down_rounds", "downtime_s")
                                 else value) for key, value in found.items()}
-    return {"wall_s": wall, "codes": codes, "victim": victim, "killed_at": killed_at, "metrics": metrics,
+    rounds_s = max(sum(m["round_ms"][1:]) for m in metrics.values()) / 1000
+    return {"wall_s": wall, "rounds_s": rounds_s, "codes": codes, "victim": victim, "killed_at": killed_at, "metrics": metrics,
             "edges": sorted(graph.edges())}
 
 
