@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from support.toml import tomllib
+
 ROOTS = ("crc", "crc.topologies", "crc.nodes", "crc.cli")
 
 ALLOWED = {
@@ -124,8 +126,6 @@ def test_only_crc_is_installed_at_the_top_level():
 def test_every_package_of_the_source_is_installed():
     """pyproject's package list names every folder with an ``__init__.py`` (a missing one only fails outside an
     editable install)."""
-    import tomllib
-
     root = Path(__file__).resolve().parents[2]
     tool = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = set()

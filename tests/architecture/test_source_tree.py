@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from crc.source_tree import MAPPED_FOLDERS
+from support.toml import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_mapped_folders_are_those_of_pyproject():
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     package_dir = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
     mapped = {name: folder for name, folder in package_dir.items() if name != "crc"}
     assert mapped == MAPPED_FOLDERS

@@ -2,7 +2,6 @@
 ``crc launch``: precedence, the round trip, bad keys and values, paths relative to the file, size limit."""
 
 import json
-import sys
 
 import click
 import pytest
@@ -13,11 +12,7 @@ from crc.cli.main import main
 from crc.cli.peer import node
 from crc.nodes.keys import deployment_run_id
 from crc.nodes.settings import PeerSettings
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
+from support.toml import tomllib
 
 ADDRESSES = "tcp://127.0.0.1:7100,tcp://127.0.0.1:7101,tcp://127.0.0.1:7102"
 
