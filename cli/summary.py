@@ -116,7 +116,11 @@ def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str
     """The first lines of a vertical or hybrid run: who holds which features of which instances."""
     blocks = cfg["block_features"]
     widths = ", ".join(str(len(block)) for block in blocks)
-    if cfg["groups"] == 1:
+    if cfg["groups"] == 1 and len(blocks) == 1:  # vertical:1, a trial of the machinery: one peer holds everything
+        head = (f"{cfg['data']}: {cfg['model']} over 1 feature block ({cfg['partition']}): 1 peer holds the "
+                f"{per_group} training instances, {widths} features; {cfg['rounds']} rounds of centralized RC run by "
+                f"the peer{repeats}")
+    elif cfg["groups"] == 1:
         head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
                 f"hold the same {per_group} training instances, {widths} features each; {cfg['rounds']} rounds of "
                 f"centralized RC run by the peers{repeats}")

@@ -26,6 +26,9 @@ def test_the_summary_says_who_holds_what():
     result = run("-q", "simulate", "--data", "wdbc", "--partition", "vertical:3", "--no-rc-converged", "--rounds", "4")
     assert result.exit_code == 0, result.output
     assert "3 peers hold the same 427 training instances, 10, 10, 10 features each" in " ".join(result.stdout.split())
+    alone = run("-q", "simulate", "--data", "wdbc", "--partition", "vertical:1", "--no-rc-converged", "--rounds", "4")
+    assert ("over 1 feature block (vertical:1): 1 peer holds the 427 training instances, 30 features; 4 rounds of "
+            "centralized RC run by the peer" in " ".join(alone.stdout.split()))
 
 
 def test_a_blocks_file_names_the_features_of_each_peer(tmp_path):
