@@ -23,7 +23,7 @@ from crc.core import fields
 from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
-from crc.core.suspect_columns import warn_label_copy, warn_rare_categories, warn_row_number
+from crc.core.suspect_columns import warn_label_copy, warn_missing_in_class, warn_rare_categories, warn_row_number, warn_values_alike
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
@@ -272,6 +272,26 @@ def _header_hint(columns: dict) -> str:
     return separator_hint(columns) or headerless_hint(columns)
 
 
+def _spells_non_finite(spelling: str) -> bool:
+    """True for a spelling of infinity or NaN that is not a missing token (``inf``, ``-Infinity``, ``-nan``)."""
+    try:
+        return not math.isfinite(float(spelling))
+    except ValueError:
+        return False
+
+
+def _refuse_non_finite(name: str, column) -> None:
+    """Raise if ``column`` (a ``Column``) holds more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and an infinity
+    or NaN spelling: a value no model can use, which would make the column discrete, every number a category."""
+    text = np.flatnonzero(np.isnan(column.numbers))
+    infinite = [k for k in text if _spells_non_finite(column.canonical[k])]
+    if not infinite or len(column.canonical) - len(text) <= MAX_DISCRETE_DISTINCT:
+        return
+    first = min(infinite, key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds {column.shown(first)} in data row {column.first_row(first) + 1}, not "
+                   f"a finite number: correct the cell, or leave it missing ({MISSING_NAMED})")
+
+
 def _refuse_stray_text(name: str, column) -> None:
     """Raise if ``column`` (a ``Column``) is numbers but for a few distinct values (see ``STRAY_TEXT_MAX``)."""
     text = np.isnan(column.numbers)
@@ -355,6 +375,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
+    warn_values_alike(f"label column {label!r}", classes, "classes")
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
@@ -377,6 +398,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
         if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
         if name not in categorical and not column.all_numbers():
+            _refuse_non_finite(name, column)
             _refuse_stray_text(name, column)
             _refuse_comma_numbers(name, column)
             _refuse_identifier(name, column)
@@ -385,10 +407,13 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
+            warn_values_alike(f"feature column {name!r}", features[-1].categories, "categories")
             if label_column is not None:
                 warn_label_copy(name, column, label, label_column)
         else:
             features.append(Feature(name, CONTINUOUS))
+        if label_column is not None:
+            warn_missing_in_class(name, column, label, label_column)
     if not features:
         raise CRCError("the table has no feature columns" + (" besides the label" if label else ""))
     return tuple(features)

@@ -1,10 +1,12 @@
-"""Warnings about feature columns that are legal but suspect: a row number, a column of many rare categories, a copy
-of the label. Each is read as any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's
-standard error, once per command)."""
+"""Warnings about columns that are legal but suspect: a row number, a column of many rare categories, a copy of the
+label, a feature missing in every row of a class, values that differ only in letter case or spaces. Each is read as
+any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per
+command)."""
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 
 import numpy as np
 
@@ -44,9 +46,45 @@ def warn_rare_categories(name: str, categories: int, values: int) -> None:
 
 def _canonical_codes(column) -> np.ndarray:
     """(m,) each row's index among the column's distinct canonical spellings, -1 where missing."""
+    return _canonical_values(column)[0]
+
+
+def _canonical_values(column) -> tuple[np.ndarray, list[str]]:
+    """(m,) each row's index among the column's distinct canonical spellings (-1 where missing), and those spellings
+    in index order."""
     index: dict[str, int] = {}
     per_value = np.array([index.setdefault(spelling, len(index)) for spelling in column.canonical] + [-1], dtype=np.int64)
-    return per_value[column.codes]
+    return per_value[column.codes], list(index)
+
+
+def warn_values_alike(what: str, values, kind: str) -> None:
+    """Warn if two of ``values`` (a column's distinct canonical spellings) differ only in letter case, spaces or Unicode
+    form (``Sick`` and ``sick``, ``no  pain`` and ``no pain``): one value written two ways, which crc reads as two
+    ``kind`` (classes, categories). ``what`` names the column (``label column 'y'``)."""
+    ways: dict[str, list[str]] = {}
+    for value in values:
+        ways.setdefault(" ".join(unicodedata.normalize("NFKC", value).casefold().split()), []).append(value)
+    alike = next((spellings for spellings in ways.values() if len(spellings) > 1), None)
+    if alike:
+        LOG.warning(f"{what} has {' and '.join(map(repr, alike))}, which differ only in letter case or spaces: one value "
+                    f"written {len(alike)} ways? crc reads them as {len(alike)} {kind}; write it one way")
+
+
+def warn_missing_in_class(name: str, column, label: str, label_column) -> None:
+    """Warn if ``column`` has a value in some row but in none of the more than ``TOO_FEW`` rows of a class: crc takes a
+    missing value as unknown, so it learns nothing of the feature in that class, and loses what its absence tells
+    (the class)."""
+    present = column.codes >= 0
+    classes, spellings = _canonical_values(label_column)
+    rows = np.bincount(classes[classes >= 0], minlength=len(spellings))
+    valued = np.bincount(classes[present & (classes >= 0)], minlength=len(spellings))
+    empty = np.flatnonzero((rows > TOO_FEW) & (valued == 0))
+    if present.any() and empty.size:
+        LOG.warning(
+            f"feature column {name!r} has no value in any of the {rows[empty[0]]} rows of class {spellings[empty[0]]!r}"
+            f" (of the label column {label!r}): crc takes a missing value as unknown, so it learns nothing of {name!r} in "
+            f"that class, and loses what its absence tells (the class); a column saying whether {name!r} was measured "
+            "keeps that")
 
 
 def warn_label_copy(name: str, column, label: str, label_column) -> None:
