@@ -38,6 +38,9 @@ FEATURES_FORMAT = "crc-features/1"
 """A features file: the kinds, categories and standardization of one vertical party's own columns, without label or
 classes (``features_to_json``); the label holder joins the members' into the group's schema (``joined``)."""
 MAX_SCHEMA_BYTES = 16 * 2**20
+MAX_SPREADS = 1e140
+"""Most interquartile ranges a continuous feature's value may lie from the column's median: standardized, it is about
+as many standard deviations, and the models square it (past 1e280, near float64's largest, 1.8e308)."""
 
 
 def _sorted_values(values: set[str]) -> list[str]:
@@ -292,6 +295,27 @@ def _refuse_non_finite(name: str, column) -> None:
                    f"a finite number: correct the cell, or leave it missing ({MISSING_NAMED})")
 
 
+def _refuse_far_values(name: str, column) -> None:
+    """Raise if a value of the continuous ``column`` lies more than ``MAX_SPREADS`` interquartile ranges (the smallest
+    gap between its values, if that range is 0) from its median: 1e308 among ages, an overflow or a unit error.
+    Standardized by a training set without it, its square overflows (an infinite log-likelihood, NaN scores); with it,
+    every other value standardizes to about 0."""
+    rows = column.number_rows()[0]
+    present = rows[~np.isnan(rows)]
+    values = np.unique(present)
+    if values.size < 2:
+        return
+    with np.errstate(all="ignore"):
+        low, median, high = np.percentile(present, [25, 50, 75])
+        spread = (high - low) or np.diff(values).min()
+        far = np.flatnonzero(np.abs(rows - median) > MAX_SPREADS * spread)
+    if far.size and np.isfinite([median, spread]).all():  # else Schema.standardized says the numbers are too large
+        row = int(far[0])
+        raise CRCError(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, more than {MAX_SPREADS:.0e} "
+                       f"times the spread of its values (interquartile range {spread:.3g}) from their median "
+                       f"{median:.3g}: an overflow or a unit error? Correct the cell, or leave it missing")
+
+
 def _refuse_stray_text(name: str, column) -> None:
     """Raise if ``column`` (a ``Column``) is numbers but for a few distinct values (see ``STRAY_TEXT_MAX``)."""
     text = np.isnan(column.numbers)
@@ -411,6 +435,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
             if label_column is not None:
                 warn_label_copy(name, column, label, label_column)
         else:
+            _refuse_far_values(name, column)
             features.append(Feature(name, CONTINUOUS))
         if label_column is not None:
             warn_missing_in_class(name, column, label, label_column)

@@ -27,7 +27,7 @@ def warn_row_number(name: str, column) -> None:
     if present.size <= TOO_FEW or not np.array_equal(present, np.round(present)):
         return
     low, high = present.min(), present.max()
-    if high - low + 1 == present.size and np.unique(present).size == present.size:
+    if high - (present.size - 1) == low and np.unique(present).size == present.size:  # no high - low: it may overflow
         LOG.warning(
             f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
             f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")

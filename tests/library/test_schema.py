@@ -263,3 +263,20 @@ def test_a_feature_missing_in_every_row_of_a_class_is_named_in_a_warning(caplog)
         infer_schema(table(age=values[1:], y=y[1:]), "y")  # ten rows of 'sick'
         infer_schema(table(age=["39"] + values[1:], y=y), "y")  # one 'sick' row has a value
     assert caplog.messages == []
+
+
+def test_a_value_far_beyond_the_spread_of_its_column_is_refused(caplog):
+    """1e308 among ages (an overflow, a unit error): standardized by a training set without it, its square overflowed
+    (a test log-likelihood of -inf, NaN scores, 'invalid value' warnings); with it, every other age standardized to
+    about 0. Refused naming the cell; large numbers of one scale, and tiny ones, are kept."""
+    ages = [str(40 + 1.5 * i) for i in range(20)]
+    y = list("pq" * 11)
+    with pytest.raises(CRCError, match=r"column 'age' holds 1e\+308 in data row 4, more than 1e\+140 times the spread of "
+                                       r"its values \(interquartile range 15\) from their median 55: an overflow or a "
+                                       r"unit error\? Correct the cell, or leave it missing$"):
+        infer_schema(table(age=ages[:3] + ["1e308"] + ages[3:] + [""], y=y), "y")
+    assert infer_schema(table(age=[f"{a}e300" for a in ages] + ["", ""], y=y), "y").features[0].kind == CONTINUOUS
+    assert infer_schema(table(age=ages + ["5e-324", "1e-300"], y=y), "y").features[0].kind == CONTINUOUS
+    constant = table(age=["7"] * 20 + ["7.5", "1e200"], y=y)  # interquartile range 0: the smallest gap, 0.5
+    with pytest.raises(CRCError, match=r"holds 1e\+200 in data row 22, .* \(interquartile range 0.5\)"):
+        infer_schema(constant, "y", max_discrete_distinct=0)
