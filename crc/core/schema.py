@@ -23,7 +23,14 @@ from crc.core import fields
 from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
-from crc.core.suspect_columns import warn_label_copy, warn_missing_in_class, warn_rare_categories, warn_row_number, warn_values_alike
+from crc.core.suspect_columns import (
+    warn_label_copy,
+    warn_missing_code,
+    warn_missing_in_class,
+    warn_rare_categories,
+    warn_row_number,
+    warn_values_alike,
+)
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
@@ -436,6 +443,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
                 warn_label_copy(name, column, label, label_column)
         else:
             _refuse_far_values(name, column)
+            warn_missing_code(name, column)
             features.append(Feature(name, CONTINUOUS))
         if label_column is not None:
             warn_missing_in_class(name, column, label, label_column)

@@ -1,5 +1,6 @@
 """Warnings about columns that are legal but suspect: a row number, a column of many rare categories, a copy of the
-label, a feature missing in every row of a class, values that differ only in letter case or spaces. Each is read as
+label, a feature missing in every row of a class, values that differ only in letter case or spaces, a code for a missing
+value (-999) among numbers. Each is read as
 any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per
 command)."""
 
@@ -31,6 +32,29 @@ def warn_row_number(name: str, column) -> None:
         LOG.warning(
             f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
             f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
+
+
+MISSING_CODES = frozenset(float(sign + "9" * digits) for sign in ("", "-") for digits in range(2, 7))
+"""Numbers that data exports write for a missing value: 99, 999, ..., 999999 and their negatives."""
+CODE_GAP = 3
+"""A code this many times the spread of a column's other values beyond them is warned about."""
+
+
+def warn_missing_code(name: str, column) -> None:
+    """Warn if the continuous ``column`` holds one of ``MISSING_CODES`` in two rows or more, beyond its other values
+    by more than ``CODE_GAP`` times their spread (-999 among ages of 20 to 90): a code for a missing value, which crc
+    would read as a number."""
+    rows = column.number_rows()[0]
+    for code in sorted(MISSING_CODES & set(np.unique(rows[~np.isnan(rows)]).tolist()), key=abs, reverse=True):
+        others = rows[~np.isnan(rows) & (rows != code)]
+        count = int((rows == code).sum())
+        if count < 2 or others.size < 2:
+            continue
+        low, high = others.min(), others.max()
+        if code > high + CODE_GAP * (high - low) or code < low - CODE_GAP * (high - low):
+            LOG.warning(f"feature column {name!r} holds {code:.0f} in {count} rows, far outside its other values ({low:.4g} "
+                        f"to {high:.4g}): a code for a missing value? crc reads it as a number; leave those cells empty")
+            return
 
 
 def warn_rare_categories(name: str, categories: int, values: int) -> None:

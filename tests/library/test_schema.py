@@ -280,3 +280,21 @@ def test_a_value_far_beyond_the_spread_of_its_column_is_refused(caplog):
     constant = table(age=["7"] * 20 + ["7.5", "1e200"], y=y)  # interquartile range 0: the smallest gap, 0.5
     with pytest.raises(CRCError, match=r"holds 1e\+200 in data row 22, .* \(interquartile range 0.5\)"):
         infer_schema(constant, "y", max_discrete_distinct=0)
+
+
+def test_a_code_for_a_missing_value_among_numbers_is_named_in_a_warning(caplog):
+    """-999 (or 99, 9999, ...) in two rows or more, beyond the other values by thrice their spread: an export's code
+    for a missing value, read as a number (it was silent: ages of -999 dragged the class means). A code within reach of
+    the other values, or in one row, is not warned about."""
+    ages = [str(40 + 1.5 * i) for i in range(20)]
+    y = list("pq" * 11)
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=ages + ["-999", "-999"], y=y), "y")
+    assert caplog.messages == ["feature column 'age' holds -999 in 2 rows, far outside its other values (40 to 68.5): a "
+                               "code for a missing value? crc reads it as a number; leave those cells empty"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=ages + ["99", "99"], y=y), "y")  # 99 years: within reach of 40 to 68.5
+        infer_schema(table(age=ages + ["999", "999", "1e6"], y=y + ["p"]), "y")  # 999 within reach of 40 to 1e6
+        infer_schema(table(age=ages + ["-999", "1"], y=y), "y")  # once: an outlier, not a code
+    assert caplog.messages == []
