@@ -185,7 +185,7 @@ def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndar
     if far.size:
         row, j = far[0]
         raise CRCError(f"{source}: instance {row + 1} has a value too large for the schema's standardization "
-                       f"({x[row, j]:.3g} in column {schema.features[j].name!r})")
+                       f"({x[row, j]:.3g} in column {schema.features[j].name!r}): correct the cell, or leave it empty")
     return out
 
 

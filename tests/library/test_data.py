@@ -151,7 +151,7 @@ def test_a_value_whose_square_would_overflow_is_refused_not_a_nan_probability():
     schema = infer_schema(cols, "cls").standardized(np.arange(12.0)[:, None] / 10)
     assert np.isfinite(encode_features(schema, {"a": ["1e100", "?"]})[0]).all()
     with pytest.raises(CRCError, match=r"^t.csv: instance 2 has a value too large for the schema's standardization "
-                                       r"\(1.7e\+308 in column 'a'\)"):
+                                       r"\(1.7e\+308 in column 'a'\): correct the cell, or leave it empty$"):
         encode_features(schema, {"a": ["0.5", "1.7e308"]}, source="t.csv")
 
 
