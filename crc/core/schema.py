@@ -36,10 +36,12 @@ CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
 STRAY_TEXT_MAX = 2
-COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
-"""Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
+COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
+"""Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
+UNIT_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*(?P<unit>%|[^\W\d_][\w/.]*)")
+"""A number followed by a unit: ``12%``, ``5 mg``, ``3.5kg``, ``80/min``."""
 SCHEMA_FORMAT = "crc-schema/1"
 FEATURES_FORMAT = "crc-features/1"
 """A features file: the kinds, categories and standardization of one vertical party's own columns, without label or
@@ -350,6 +352,21 @@ def _refuse_comma_numbers(name: str, column) -> None:
                    f"1234); rewrite the column, else its {len(values)} values would be as many categories")
 
 
+def _refuse_unit_numbers(name: str, column) -> None:
+    """Raise if ``column`` holds more than ``MAX_DISCRETE_DISTINCT`` distinct values, every one a number or a number
+    followed by one and the same unit (``UNIT_NUMBER``): read as text they would be that many categories."""
+    text = np.flatnonzero(np.isnan(column.numbers))
+    values = column.canonical
+    matches = [UNIT_NUMBER.fullmatch(values[k]) for k in text]
+    if len(set(values)) <= MAX_DISCRETE_DISTINCT or not all(matches) or len({m["unit"] for m in matches}) != 1:
+        return
+    first = min(text, key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds numbers written with a unit, such as {column.shown(first)} in data row "
+                   f"{column.first_row(first) + 1}: crc reads plain numbers; write the column's numbers without "
+                   f"{matches[0]['unit']!r} (the unit in its name), else its {len(set(values))} values would be as many "
+                   "categories")
+
+
 def _refuse_identifier(name: str, column) -> None:
     """Raise if ``column`` holds text, none of it a number, different in every one of more than ``MAX_DISCRETE_DISTINCT``
     rows: an identifier, whose categories, each seen once, would drown the other features."""
@@ -432,6 +449,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
             _refuse_non_finite(name, column)
             _refuse_stray_text(name, column)
             _refuse_comma_numbers(name, column)
+            _refuse_unit_numbers(name, column)
             _refuse_identifier(name, column)
         elif name not in categorical:
             warn_row_number(name, column)

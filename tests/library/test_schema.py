@@ -298,3 +298,19 @@ def test_a_code_for_a_missing_value_among_numbers_is_named_in_a_warning(caplog):
         infer_schema(table(age=ages + ["999", "999", "1e6"], y=y + ["p"]), "y")  # 999 within reach of 40 to 1e6
         infer_schema(table(age=ages + ["-999", "1"], y=y), "y")  # once: an outlier, not a code
     assert caplog.messages == []
+
+
+def test_numbers_written_with_a_unit_are_refused_not_made_categories():
+    """'12%', '5 mg': read as text, a column of them became as many categories (under a rare-categories warning only).
+    Values of several suffixes (ward codes 12A, 12B), or ten values, stay categories."""
+    cols = table(sat=[f"{90 + i}%" for i in range(12)] + ["95", ""], y=list("pq" * 7))
+    with pytest.raises(CRCError, match=r"column 'sat' holds numbers written with a unit, such as '90%' in data row 1: crc "
+                                       r"reads plain numbers; write the column's numbers without '%' \(the unit in its "
+                                       r"name\), else its 13 values would be as many categories$"):
+        infer_schema(cols, "y")
+    with pytest.raises(CRCError, match="such as '0.5 mg' in data row 1"):
+        infer_schema(table(dose=[f"{i / 2} mg" for i in range(1, 13)], y=list("pq" * 6)), "y")
+    assert infer_schema(cols, "y", categorical=["sat"]).features[0].kind == DISCRETE  # named categorical: kept
+    wards = table(ward=[f"{i}{'AB'[i % 2]}" for i in range(12)] * 2, y=list("pq" * 12))
+    assert infer_schema(wards, "y").features[0].kind == DISCRETE
+    assert infer_schema(table(sat=[f"{90 + i}%" for i in range(10)], y=list("pq" * 5)), "y").features[0].kind == DISCRETE
