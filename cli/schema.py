@@ -7,10 +7,10 @@ import os
 
 import click
 
-from crc.core.data import dataset_from_columns, standardized_features
+from crc.core.data import dataset_from_columns, own_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json
-from crc.core.schema import CONTINUOUS, features_to_json, infer_features, joined, load_features
+from crc.core.schema import CONTINUOUS, features_to_json, joined, load_features
 from crc.tables.datasets import load_dataset
 from crc.tables.reader import read_csv
 
@@ -51,7 +51,7 @@ def schema(data, label, id_column, features_only, joins, blocks_out, out):
         raise click.UsageError("--join and --blocks-out go together: the joined schema's blocks file is written too")
     columns = _columns(data, id_column) if features_only or id_column else None
     if features_only:
-        features = standardized_features(infer_features(columns), columns, source=data)
+        features = own_features(columns, source=data)
         atomic_write_json(out, features_to_json(features))
         click.echo(f"{out}: features file of {len(features)} features "
                    f"({sum(f.kind == CONTINUOUS for f in features)} continuous), for the label holder's --join")

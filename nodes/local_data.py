@@ -38,5 +38,6 @@ def feature_map(path, schema: Schema, model: GenerativeModel, x: np.ndarray, *, 
     if overflowed.any():
         row = int(np.flatnonzero(overflowed)[0])
         raise CRCError(f"{path}: instance {row + 1} has a value too large for the schema's standardization "
-                       "(its square, or its product with another, is beyond float64)")
+                       "(its square, or its product with another, is beyond float64): correct the cell, or leave it "
+                       "empty")
     return phi

@@ -17,7 +17,7 @@ import numpy as np
 from crc.core.columns import MISSING_NAMED, Column, as_column, headerless_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
-from crc.core.schema import CONTINUOUS, Feature, Schema, infer_schema
+from crc.core.schema import CONTINUOUS, Feature, Schema, infer_features, infer_schema
 
 MAX_LISTED = 12
 """Known categories or classes an error names at most."""
@@ -117,10 +117,14 @@ def dataset_from_columns(columns: dict, label: str, name: str = "") -> Dataset:
     return Dataset(schema, x, y, name)
 
 
-def standardized_features(features: tuple[Feature, ...], columns: dict, *, source: str = "data") -> tuple[Feature, ...]:
-    """``features`` with the standardization (mean, std) of their continuous columns in ``columns`` (as ``encode``
-    takes them): a vertical party's own columns, without the label (encoded as a schema of these features alone,
-    which is never written)."""
+def own_features(columns: dict, *, source: str = "data") -> tuple[Feature, ...]:
+    """The features of a vertical party's own ``columns`` (as ``encode`` takes them, without the label): inferred by
+    ``infer_features``, with the standardization (mean, std) of their continuous columns (encoded as a schema of these
+    features alone, which is never written); a CRCError names ``source``."""
+    try:
+        features = infer_features(columns)
+    except CRCError as exc:
+        raise CRCError(f"{source}: {exc}") from None
     alone = Schema(label="", classes=(), features=features)
     x, _ = encode(alone, columns, labels=False, source=source)
     return alone.standardized(x[:, alone.continuous]).features
@@ -181,7 +185,7 @@ def encode_features(schema: Schema, columns, *, source: str = "data") -> np.ndar
     if far.size:
         row, j = far[0]
         raise CRCError(f"{source}: instance {row + 1} has a value too large for the schema's standardization "
-                       f"({x[row, j]:.3g} in column {schema.features[j].name!r})")
+                       f"({x[row, j]:.3g} in column {schema.features[j].name!r}): correct the cell, or leave it empty")
     return out
 
 
@@ -200,12 +204,12 @@ def standardize(schema: Schema, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def split_counts(m: int, n_train: int, test_size: float) -> tuple[int, int]:
+def split_counts(m: int, n_train: int, test_size: float, *, source: str = "") -> tuple[int, int]:
     """``(test instances, what test_size asks for)`` out of ``m`` beside ``n_train`` training instances.
 
     ``test_size`` below 1 is a fraction of ``m``; when ``m`` is too small for it and the training set, the test set
     is the instances the training set leaves (fewer than asked). At least 1 is a count, given in full. Raises a
-    CRCError when no test instance is left, or a count does not fit.
+    CRCError when no test instance is left, or a count does not fit (naming the data set's ``source``, if given).
     """
     fraction = test_size < 1
     wanted = int(round(test_size * m)) if fraction else int(test_size)
@@ -213,19 +217,20 @@ def split_counts(m: int, n_train: int, test_size: float) -> tuple[int, int]:
         raise CRCError(f"test size {test_size} leaves no test instance out of {m}")
     n_test = min(wanted, m - n_train) if fraction else wanted
     if n_test < 1 or n_train + n_test > m:
-        raise CRCError(f"data set has {m} instances, fewer than the {n_train} training (nodes x local size) plus "
+        raise CRCError(f"{source + ': ' if source else ''}data set has {m} instances, fewer than the {n_train} training "
+                       f"(nodes x local size) plus "
                        f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed: at "
                        f"most {m - max(n_test, 1)} training instances fit, so give fewer peers or fewer instances each")
     return n_test, wanted
 
 
-def split_indices(m: int, n_train: int, test_size: float, *, seed=None) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(m: int, n_train: int, test_size: float, *, seed=None, source: str = "") -> tuple[np.ndarray, np.ndarray]:
     """Seeded disjoint training and test indices.
 
     The test set has ``split_counts(m, n_train, test_size)[0]`` instances (a fraction of ``m``, or what the
     training set leaves, or a count). The training indices are ``n_train`` draws without replacement from
-    what the test set leaves. Raises CRCError when the data are too few.
+    what the test set leaves. Raises CRCError when the data are too few (naming ``source``, if given).
     """
-    n_test, _ = split_counts(m, n_train, test_size)
+    n_test, _ = split_counts(m, n_train, test_size, source=source)
     order = np.random.default_rng(seed).permutation(m)
     return order[n_test:n_test + n_train], order[:n_test]

@@ -23,21 +23,33 @@ from crc.core import fields
 from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
-from crc.core.suspect_columns import warn_label_copy, warn_rare_categories, warn_row_number
+from crc.core.suspect_columns import (
+    warn_label_copy,
+    warn_missing_code,
+    warn_missing_in_class,
+    warn_rare_categories,
+    warn_row_number,
+    warn_values_alike,
+)
 
 CONTINUOUS = "continuous"
 DISCRETE = "discrete"
 MAX_DISCRETE_DISTINCT = 10
 STRAY_TEXT_MAX = 2
-COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
-"""Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
 """A column of more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and at most this many distinct other values
 (R's ``NA``, ``n/a``, a typo) is refused: read as discrete, it would silently become hundreds of categories."""
+COMMA_NUMBER = re.compile(r"[+-]?\d+(,\d+)+")
+"""Digits with commas: a decimal comma (``3,11``) or thousands separators (``1,234``)."""
+UNIT_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*(?P<unit>%|[^\W\d_][\w/.]*)")
+"""A number followed by a unit: ``12%``, ``5 mg``, ``3.5kg``, ``80/min``."""
 SCHEMA_FORMAT = "crc-schema/1"
 FEATURES_FORMAT = "crc-features/1"
 """A features file: the kinds, categories and standardization of one vertical party's own columns, without label or
 classes (``features_to_json``); the label holder joins the members' into the group's schema (``joined``)."""
 MAX_SCHEMA_BYTES = 16 * 2**20
+MAX_SPREADS = 1e140
+"""Most interquartile ranges a continuous feature's value may lie from the column's median: standardized, it is about
+as many standard deviations, and the models square it (past 1e280, near float64's largest, 1.8e308)."""
 
 
 def _sorted_values(values: set[str]) -> list[str]:
@@ -272,6 +284,47 @@ def _header_hint(columns: dict) -> str:
     return separator_hint(columns) or headerless_hint(columns)
 
 
+def _spells_non_finite(spelling: str) -> bool:
+    """True for a spelling of infinity or NaN that is not a missing token (``inf``, ``-Infinity``, ``-nan``)."""
+    try:
+        return not math.isfinite(float(spelling))
+    except ValueError:
+        return False
+
+
+def _refuse_non_finite(name: str, column) -> None:
+    """Raise if ``column`` (a ``Column``) holds more than ``MAX_DISCRETE_DISTINCT`` distinct numbers and an infinity
+    or NaN spelling: a value no model can use, which would make the column discrete, every number a category."""
+    text = np.flatnonzero(np.isnan(column.numbers))
+    infinite = [k for k in text if _spells_non_finite(column.canonical[k])]
+    if not infinite or len(column.canonical) - len(text) <= MAX_DISCRETE_DISTINCT:
+        return
+    first = min(infinite, key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds {column.shown(first)} in data row {column.first_row(first) + 1}, not "
+                   f"a finite number: correct the cell, or leave it missing ({MISSING_NAMED})")
+
+
+def _refuse_far_values(name: str, column) -> None:
+    """Raise if a value of the continuous ``column`` lies more than ``MAX_SPREADS`` interquartile ranges (the smallest
+    gap between its values, if that range is 0) from its median: 1e308 among ages, an overflow or a unit error.
+    Standardized by a training set without it, its square overflows (an infinite log-likelihood, NaN scores); with it,
+    every other value standardizes to about 0."""
+    rows = column.number_rows()[0]
+    present = rows[~np.isnan(rows)]
+    values = np.unique(present)
+    if values.size < 2:
+        return
+    with np.errstate(all="ignore"):
+        low, median, high = np.percentile(present, [25, 50, 75])
+        spread = (high - low) or np.diff(values).min()
+        far = np.flatnonzero(np.abs(rows - median) > MAX_SPREADS * spread)
+    if far.size and np.isfinite([median, spread]).all():  # else Schema.standardized says the numbers are too large
+        row = int(far[0])
+        raise CRCError(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, more than {MAX_SPREADS:.0e} "
+                       f"times the spread of its values (interquartile range {spread:.3g}) from their median "
+                       f"{median:.3g}: an overflow or a unit error? Correct the cell, or leave it missing")
+
+
 def _refuse_stray_text(name: str, column) -> None:
     """Raise if ``column`` (a ``Column``) is numbers but for a few distinct values (see ``STRAY_TEXT_MAX``)."""
     text = np.isnan(column.numbers)
@@ -297,6 +350,21 @@ def _refuse_comma_numbers(name: str, column) -> None:
     raise CRCError(f"feature column {name!r} holds numbers written with a comma, such as {column.shown(first)} in data "
                    f"row {column.first_row(first) + 1}: crc reads a decimal point and no thousands separator (3.11, "
                    f"1234); rewrite the column, else its {len(values)} values would be as many categories")
+
+
+def _refuse_unit_numbers(name: str, column) -> None:
+    """Raise if ``column`` holds more than ``MAX_DISCRETE_DISTINCT`` distinct values, every one a number or a number
+    followed by one and the same unit (``UNIT_NUMBER``): read as text they would be that many categories."""
+    text = np.flatnonzero(np.isnan(column.numbers))
+    values = column.canonical
+    matches = [UNIT_NUMBER.fullmatch(values[k]) for k in text]
+    if len(set(values)) <= MAX_DISCRETE_DISTINCT or not all(matches) or len({m["unit"] for m in matches}) != 1:
+        return
+    first = min(text, key=column.first_row)
+    raise CRCError(f"feature column {name!r} holds numbers written with a unit, such as {column.shown(first)} in data row "
+                   f"{column.first_row(first) + 1}: crc reads plain numbers; write the column's numbers without "
+                   f"{matches[0]['unit']!r} (the unit in its name), else its {len(set(values))} values would be as many "
+                   "categories")
 
 
 def _refuse_identifier(name: str, column) -> None:
@@ -355,6 +423,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     classes = _sorted_values(set(label_column.canonical))
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
+    warn_values_alike(f"label column {label!r}", classes, "classes")
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
@@ -377,18 +446,25 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
         if not column.has_values():
             raise CRCError(f"feature column {name!r} has no values: drop it")
         if name not in categorical and not column.all_numbers():
+            _refuse_non_finite(name, column)
             _refuse_stray_text(name, column)
             _refuse_comma_numbers(name, column)
+            _refuse_unit_numbers(name, column)
             _refuse_identifier(name, column)
         elif name not in categorical:
             warn_row_number(name, column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
+            warn_values_alike(f"feature column {name!r}", features[-1].categories, "categories")
             if label_column is not None:
                 warn_label_copy(name, column, label, label_column)
         else:
+            _refuse_far_values(name, column)
+            warn_missing_code(name, column)
             features.append(Feature(name, CONTINUOUS))
+        if label_column is not None:
+            warn_missing_in_class(name, column, label, label_column)
     if not features:
         raise CRCError("the table has no feature columns" + (" besides the label" if label else ""))
     return tuple(features)

@@ -1,10 +1,13 @@
-"""Warnings about feature columns that are legal but suspect: a row number, a column of many rare categories, a copy
-of the label. Each is read as any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's
-standard error, once per command)."""
+"""Warnings about columns that are legal but suspect: a row number, a column of many rare categories, a copy of the
+label, a feature missing in every row of a class, values that differ only in letter case or spaces, a code for a missing
+value (-999) among numbers. Each is read as
+any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per
+command)."""
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 
 import numpy as np
 
@@ -25,10 +28,33 @@ def warn_row_number(name: str, column) -> None:
     if present.size <= TOO_FEW or not np.array_equal(present, np.round(present)):
         return
     low, high = present.min(), present.max()
-    if high - low + 1 == present.size and np.unique(present).size == present.size:
+    if high - (present.size - 1) == low and np.unique(present).size == present.size:  # no high - low: it may overflow
         LOG.warning(
             f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
             f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
+
+
+MISSING_CODES = frozenset(float(sign + "9" * digits) for sign in ("", "-") for digits in range(2, 7))
+"""Numbers that data exports write for a missing value: 99, 999, ..., 999999 and their negatives."""
+CODE_GAP = 3
+"""A code this many times the spread of a column's other values beyond them is warned about."""
+
+
+def warn_missing_code(name: str, column) -> None:
+    """Warn if the continuous ``column`` holds one of ``MISSING_CODES`` in two rows or more, beyond its other values
+    by more than ``CODE_GAP`` times their spread (-999 among ages of 20 to 90): a code for a missing value, which crc
+    would read as a number."""
+    rows = column.number_rows()[0]
+    for code in sorted(MISSING_CODES & set(np.unique(rows[~np.isnan(rows)]).tolist()), key=abs, reverse=True):
+        others = rows[~np.isnan(rows) & (rows != code)]
+        count = int((rows == code).sum())
+        if count < 2 or others.size < 2:
+            continue
+        low, high = others.min(), others.max()
+        if code > high + CODE_GAP * (high - low) or code < low - CODE_GAP * (high - low):
+            LOG.warning(f"feature column {name!r} holds {code:.0f} in {count} rows, far outside its other values ({low:.4g} "
+                        f"to {high:.4g}): a code for a missing value? crc reads it as a number; leave those cells empty")
+            return
 
 
 def warn_rare_categories(name: str, categories: int, values: int) -> None:
@@ -44,9 +70,45 @@ def warn_rare_categories(name: str, categories: int, values: int) -> None:
 
 def _canonical_codes(column) -> np.ndarray:
     """(m,) each row's index among the column's distinct canonical spellings, -1 where missing."""
+    return _canonical_values(column)[0]
+
+
+def _canonical_values(column) -> tuple[np.ndarray, list[str]]:
+    """(m,) each row's index among the column's distinct canonical spellings (-1 where missing), and those spellings
+    in index order."""
     index: dict[str, int] = {}
     per_value = np.array([index.setdefault(spelling, len(index)) for spelling in column.canonical] + [-1], dtype=np.int64)
-    return per_value[column.codes]
+    return per_value[column.codes], list(index)
+
+
+def warn_values_alike(what: str, values, kind: str) -> None:
+    """Warn if two of ``values`` (a column's distinct canonical spellings) differ only in letter case, spaces or Unicode
+    form (``Sick`` and ``sick``, ``no  pain`` and ``no pain``): one value written two ways, which crc reads as two
+    ``kind`` (classes, categories). ``what`` names the column (``label column 'y'``)."""
+    ways: dict[str, list[str]] = {}
+    for value in values:
+        ways.setdefault(" ".join(unicodedata.normalize("NFKC", value).casefold().split()), []).append(value)
+    alike = next((spellings for spellings in ways.values() if len(spellings) > 1), None)
+    if alike:
+        LOG.warning(f"{what} has {' and '.join(map(repr, alike))}, which differ only in letter case or spaces: one value "
+                    f"written {len(alike)} ways? crc reads them as {len(alike)} {kind}; write it one way")
+
+
+def warn_missing_in_class(name: str, column, label: str, label_column) -> None:
+    """Warn if ``column`` has a value in some row but in none of the more than ``TOO_FEW`` rows of a class: crc takes a
+    missing value as unknown, so it learns nothing of the feature in that class, and loses what its absence tells
+    (the class)."""
+    present = column.codes >= 0
+    classes, spellings = _canonical_values(label_column)
+    rows = np.bincount(classes[classes >= 0], minlength=len(spellings))
+    valued = np.bincount(classes[present & (classes >= 0)], minlength=len(spellings))
+    empty = np.flatnonzero((rows > TOO_FEW) & (valued == 0))
+    if present.any() and empty.size:
+        LOG.warning(
+            f"feature column {name!r} has no value in any of the {rows[empty[0]]} rows of class {spellings[empty[0]]!r}"
+            f" (of the label column {label!r}): crc takes a missing value as unknown, so it learns nothing of {name!r} in "
+            f"that class, and loses what its absence tells (the class); a column saying whether {name!r} was measured "
+            "keeps that")
 
 
 def warn_label_copy(name: str, column, label: str, label_column) -> None:

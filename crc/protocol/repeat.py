@@ -55,7 +55,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     if config.feature_partition is not None:
         return make_feature_split(dataset, config, seed)
     rng = np.random.default_rng(seed)
-    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
+    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng, source=dataset.name)
     _, wanted = split_counts(len(dataset), config.train_size, config.test_size)
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
                                                             - set(np.unique(dataset.y[train]).tolist())))

@@ -76,7 +76,7 @@ def make_feature_split(dataset: Dataset, config: SimulationConfig, seed):
     feature blocks, and the training set cut at random into the groups' instances."""
 
     rng = np.random.default_rng(seed)
-    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng)
+    train, test = split_indices(len(dataset), config.train_size, config.test_size, seed=rng, source=dataset.name)
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
                                                             - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])

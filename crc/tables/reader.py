@@ -137,7 +137,7 @@ def _scan(path, max_bytes: int) -> _Scan:
                 if not first.strip() or b"\n" not in first:
                     first = (first + block)[:MAX_HEADER_BYTES]
         except (OSError, EOFError, zlib.error) as exc:
-            raise CRCError(f"{path}: cannot read ({exc})") from None
+            raise _unreadable(path, exc) from None
     lines = [line for line in first.splitlines() if line.strip()]
     if not lines:
         raise CRCError(f"{path}: no rows")
@@ -146,6 +146,17 @@ def _scan(path, max_bytes: int) -> _Scan:
     unended = last not in (b"\n", b"\r")
     return _Scan(lines[0], commas, max(newlines, returns) + unended, quoted, size, newlines, returns,
                  first[:first.find(lines[0]) + len(lines[0])])
+
+
+def _unreadable(path, exc: Exception) -> CRCError:
+    """The error of a file whose bytes could not be read (``exc``), with what to do when it is a gzip problem: a name
+    ending in ``.gz`` on a plain file, or a compressed file cut short or damaged."""
+    if isinstance(exc, gzip.BadGzipFile):
+        return CRCError(f"{path}: not gzip-compressed ({exc}), though its name ends in .gz: rename a plain CSV file "
+                        "without .gz")
+    if isinstance(exc, (EOFError, zlib.error)):
+        return CRCError(f"{path}: damaged or cut short ({exc}): copy the file again, or decompress what is left of it")
+    return CRCError(f"{path}: cannot read ({exc})")
 
 
 class _Unchanged(io.RawIOBase):
@@ -165,7 +176,7 @@ class _Unchanged(io.RawIOBase):
         try:
             block = self._stream.read(len(buffer))
         except (OSError, EOFError, zlib.error) as exc:
-            raise CRCError(f"{self.path}: cannot read ({exc})") from None
+            raise _unreadable(self.path, exc) from None
         at, head = int(self._seen[0]), self.scan.head
         self._seen += (len(block), block.count(b","), block.count(b"\n"), block.count(b"\r"))
         counted = (self.scan.size, self.scan.commas, self.scan.newlines, self.scan.returns)
@@ -198,6 +209,9 @@ def _header(path, line: bytes) -> list[str]:
         names = [name.strip() for name in next(csv.reader([text]))]
     except (csv.Error, StopIteration) as exc:
         raise CRCError(f"{path}: unreadable header ({exc})") from None
+    hint = separator_hint(names)
+    if hint:  # a tab- or semicolon-separated file without commas: its lines would be one cell each
+        raise CRCError(f"{path}: a header of one column, named {names[0]!r}{hint}")
     if "" in names:
         index = " (a row index, as pandas' DataFrame.to_csv writes without index=False?)" if names[0] == "" else ""
         raise CRCError(f"{path}: header has empty column names: column {names.index('') + 1} has none{index}: name that "
@@ -267,7 +281,7 @@ def _careful(path, raw: bytes, header: bool, names: list[str] | None) -> dict[st
             comment = header and names[0].startswith("#")
             raise CRCError(f"{path}: line {line} has {len(row)} cells, expected {len(names)}"
                            + (" (the first line starts with '#': crc reads no comment lines; delete it)" if comment
-                              else separator_hint(names) or ": give every row one cell per column name"))
+                              else ": give every row one cell per column name"))
     if not rows:
         raise CRCError(f"{path}: header but no data rows")
     return {name: as_column([row[j].strip() for row in rows]) for j, name in enumerate(names)}
@@ -280,4 +294,5 @@ def _check_cells(path, columns: dict) -> None:
         lengths = np.fromiter((len(v) for v in column.values), dtype=np.int64, count=len(column.values))
         if lengths.max() > MAX_CELL_CHARS:
             row = column.first_row(int(np.argmax(lengths))) + 1
-            raise CRCError(f"{path}: column {name!r}, data row {row}: cell longer than {MAX_CELL_CHARS} characters")
+            raise CRCError(f"{path}: column {name!r}, data row {row}: cell longer than {MAX_CELL_CHARS} characters (crc "
+                           "reads numbers and categories, not free text): drop the column, or shorten the cell")

@@ -79,3 +79,11 @@ def test_a_file_that_is_no_features_file_is_refused(split, tmp_path):
     one_line(run("schema", "--data", split / "node-0.csv", "--label", "class", "--id-column", "id",
                  "--join", split / "schema.json", "--out", tmp_path / "s.json", "--blocks-out", tmp_path / "b.json"), 1,
              "not a features file")
+
+
+def test_a_members_column_it_cannot_use_is_refused_naming_its_file(tmp_path):
+    """A member's features file is inferred from its CSV alone: an unusable column was named without the file."""
+    member = tmp_path / "member.csv"
+    member.write_text("id,lab,notes\n" + "".join(f"{i},{i * 1.5},\n" for i in range(12)))
+    one_line(run("schema", "--data", member, "--id-column", "id", "--features-only", "--out", tmp_path / "f.json"), 1,
+             f"{member}: feature column 'notes' has no values: drop it")

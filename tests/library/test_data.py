@@ -112,6 +112,8 @@ def test_a_test_fraction_too_large_for_the_data_gets_the_instances_the_training_
                                        r"at least 1 test instance needed: at most 11 training instances fit, so give fewer peers or "
                                        r"fewer instances each$"):
         split_counts(12, 2500, 0.25)
+    with pytest.raises(CRCError, match=r"^tiny.csv: data set has 12 instances, fewer than the 2500 training"):
+        split_indices(12, 2500, 0.25, source="tiny.csv")  # the file a command read, named
     with pytest.raises(CRCError, match="test size 0.001 leaves no test instance out of 100"):
         split_indices(100, 10, 0.001, seed=0)
 
@@ -149,7 +151,7 @@ def test_a_value_whose_square_would_overflow_is_refused_not_a_nan_probability():
     schema = infer_schema(cols, "cls").standardized(np.arange(12.0)[:, None] / 10)
     assert np.isfinite(encode_features(schema, {"a": ["1e100", "?"]})[0]).all()
     with pytest.raises(CRCError, match=r"^t.csv: instance 2 has a value too large for the schema's standardization "
-                                       r"\(1.7e\+308 in column 'a'\)"):
+                                       r"\(1.7e\+308 in column 'a'\): correct the cell, or leave it empty$"):
         encode_features(schema, {"a": ["0.5", "1.7e308"]}, source="t.csv")
 
 

@@ -92,8 +92,10 @@ def test_a_million_cells_keep_the_schema_rules(tmp_path):
     (b"a,b\n1,2\n3\n", "line 3 has 1 cells, expected 2: give every row one cell per column name$"),
     (b"# iris\na,b\n1,2\n", "line 2 has 2 cells, expected 1 \\(the first line starts with '#': crc reads no comment lines; "
                           "delete it\\)$"),
-    (b"a;y\n1,5;p\n", "line 2 has 2 cells, expected 1 \\(the file looks separated by ';': crc reads comma-separated "
-                      "files; save it with commas between cells and points in numbers\\)$"),  # a spreadsheet's decimal commas
+    (b"a;y\n1,5;p\n", "a header of one column, named 'a;y' \\(the file looks separated by ';': crc reads "
+                      "comma-separated files; save it with commas between cells and points in numbers\\)$"),  # decimal commas
+    (b"a;y\n1.5;p\n2;q\n", "a header of one column, named 'a;y' \\(the file looks separated by ';'"),  # no comma at all
+    (b"a\ty\n1.5\tp\n2\tq\n", "a header of one column, named 'a\\\\ty' \\(the file looks separated by '\\\\t'"),
     (b"a,b,\n1,2,\n", "header has empty column names: column 3 has none: name that column, or delete it$"),
     (b"a,b\n", "header but no data"),
     (b"", "no rows"),
@@ -138,14 +140,19 @@ def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
     for quote in ("", '"'):
         path = tmp_path / f"big{len(quote)}.csv"
         path.write_text(f"a,cls\n{quote}{'x' * (2 * MAX_CELL_CHARS)}{quote},p\n1,q\n")
-        with pytest.raises(CRCError, match="longer than|larger than"):
+        with pytest.raises(CRCError, match=f"column 'a', data row 1: cell longer than {MAX_CELL_CHARS} characters \\(crc "
+                                           "reads numbers and categories, not free text\\): drop the column, or shorten"):
             read_csv(path)
     rows = "".join(f"{v},p\n" for v in np.random.default_rng(0).normal(size=2000))
     compressed = gzip.compress(("a,cls\n" + rows).encode())
     broken = tmp_path / "t.csv.gz"
     broken.write_bytes(compressed[: len(compressed) // 2])
-    with pytest.raises(CRCError, match="cannot read"):
+    with pytest.raises(CRCError, match=r"t.csv.gz: damaged or cut short \(.*\): copy the file again"):
         read_csv(broken)
+    named = tmp_path / "plain.csv.gz"  # a plain file named as compressed: it was 'cannot read (Not a gzipped file)'
+    named.write_text("a,cls\n" + rows)
+    with pytest.raises(CRCError, match=r"plain.csv.gz: not gzip-compressed \(.*\), though its name ends in .gz: rename"):
+        read_csv(named)
     plain = tmp_path / "plain.csv"
     plain.write_text("a,cls\n" + rows)
     with pytest.raises(CRCError, match="larger than 100 bytes"):

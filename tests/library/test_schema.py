@@ -81,7 +81,7 @@ def test_schema_file_not_json(tmp_path):
         Schema.load(path)
 
 
-@pytest.mark.parametrize("stray", ["n.a.", "-", "1,5", "inf"])
+@pytest.mark.parametrize("stray", ["n.a.", "-", "1,5"])  # an infinity: its own message, below
 def test_many_numbers_with_a_stray_value_are_refused_not_made_categories(stray):
     numbers = [str(i / 7) for i in range(30)]
     cols = table(a=numbers + [stray, ""], y=list("pq" * 16))
@@ -208,3 +208,109 @@ def test_label_problems():
     with pytest.raises(CRCError, match="single class"):
         infer_schema(table(a=["1", "2"], y=["a", "a"]), "y")
     assert json.loads(infer_schema(table(a=["1", "2"], y=["a", "b"]), "y").dumps())["label"] == "y"
+
+
+@pytest.mark.parametrize("infinite", [["inf"], ["inf", "-inf", "Infinity", "-Infinity"], ["-nan"]])
+def test_many_numbers_with_infinities_are_refused_not_made_categories(infinite):
+    """Infinities (however many spellings) among numbers: no model can use one. Three spellings or more passed the
+    stray-value rule, and the column became discrete, every number a category (a 1e308 overflow in a spreadsheet)."""
+    numbers = [str(i / 7) for i in range(30)]
+    cols = table(a=numbers[:5] + infinite + numbers[5:], y=list("pq" * 20)[:30 + len(infinite)])
+    with pytest.raises(CRCError, match=rf"column 'a' holds '{infinite[0]}' in data row 6, not a finite number: correct "
+                                       r"the cell, or leave it missing \(empty, \?, nan"):
+        infer_schema(cols, "y")
+    assert infer_schema(cols, "y", categorical=["a"]).features[0].kind == DISCRETE  # named categorical: kept
+    few = table(a=[str(i) for i in range(10)] + ["inf"], y=list("pq" * 5) + ["p"])  # ten numbers: discrete already
+    assert infer_schema(few, "y").features[0].categories[-1] == "inf"
+
+
+def test_values_that_differ_only_in_case_or_spaces_are_named_in_a_warning(caplog):
+    """'Sick' and 'sick' (or 'no  pain' and 'no pain', or two Unicode forms of 'é'): one class or category written two
+    ways, which crc reads as two; a warning names them. Distinct values are not warned about."""
+    cols = table(a=["no pain", "no  pain", "pain"] * 4, y=["Sick", "sick", "well", "well"] * 3)
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(cols, "y")
+    assert caplog.messages == [
+        "label column 'y' has 'Sick' and 'sick', which differ only in letter case or spaces: one value written 2 ways? "
+        "crc reads them as 2 classes; write it one way",
+        "feature column 'a' has 'no  pain' and 'no pain', which differ only in letter case or spaces: one value written 2 "
+        "ways? crc reads them as 2 categories; write it one way"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(a=["caf\u00e9", "cafe\u0301", "x"] * 4, y=["p", "q", "p"] * 4), "y")
+    assert len(caplog.messages) == 1 and "'cafe\u0301' and 'caf\u00e9'" in caplog.messages[0]  # categories in sorted order
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(a=["mild", "severe", "none"] * 4, y=["sick", "well", "ill", "well"] * 3), "y")
+    assert caplog.messages == []
+
+
+def test_a_feature_missing_in_every_row_of_a_class_is_named_in_a_warning(caplog):
+    """A test made only for one class (its cells empty in every row of the other): the models take a missing value as
+    unknown, so they learn nothing of it for that class and lose what its absence tells (a simulation's ML test error
+    0.61, worse than always predicting the larger class); a warning names it. A class of ten rows, or one value
+    present, is not warned about."""
+    y = ["sick"] * 11 + ["well"] * 12
+    values = [""] * 11 + [str(40 + 1.5 * i) for i in range(12)]
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=values, y=y), "y")
+    assert caplog.messages == [
+        "feature column 'age' has no value in any of the 11 rows of class 'sick' (of the label column 'y'): crc takes a "
+        "missing value as unknown, so it learns nothing of 'age' in that class, and loses what its absence tells (the "
+        "class); a column saying whether 'age' was measured keeps that"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=values[1:], y=y[1:]), "y")  # ten rows of 'sick'
+        infer_schema(table(age=["39"] + values[1:], y=y), "y")  # one 'sick' row has a value
+    assert caplog.messages == []
+
+
+def test_a_value_far_beyond_the_spread_of_its_column_is_refused(caplog):
+    """1e308 among ages (an overflow, a unit error): standardized by a training set without it, its square overflowed
+    (a test log-likelihood of -inf, NaN scores, 'invalid value' warnings); with it, every other age standardized to
+    about 0. Refused naming the cell; large numbers of one scale, and tiny ones, are kept."""
+    ages = [str(40 + 1.5 * i) for i in range(20)]
+    y = list("pq" * 11)
+    with pytest.raises(CRCError, match=r"column 'age' holds 1e\+308 in data row 4, more than 1e\+140 times the spread of "
+                                       r"its values \(interquartile range 15\) from their median 55: an overflow or a "
+                                       r"unit error\? Correct the cell, or leave it missing$"):
+        infer_schema(table(age=ages[:3] + ["1e308"] + ages[3:] + [""], y=y), "y")
+    assert infer_schema(table(age=[f"{a}e300" for a in ages] + ["", ""], y=y), "y").features[0].kind == CONTINUOUS
+    assert infer_schema(table(age=ages + ["5e-324", "1e-300"], y=y), "y").features[0].kind == CONTINUOUS
+    constant = table(age=["7"] * 20 + ["7.5", "1e200"], y=y)  # interquartile range 0: the smallest gap, 0.5
+    with pytest.raises(CRCError, match=r"holds 1e\+200 in data row 22, .* \(interquartile range 0.5\)"):
+        infer_schema(constant, "y", max_discrete_distinct=0)
+
+
+def test_a_code_for_a_missing_value_among_numbers_is_named_in_a_warning(caplog):
+    """-999 (or 99, 9999, ...) in two rows or more, beyond the other values by thrice their spread: an export's code
+    for a missing value, read as a number (it was silent: ages of -999 dragged the class means). A code within reach of
+    the other values, or in one row, is not warned about."""
+    ages = [str(40 + 1.5 * i) for i in range(20)]
+    y = list("pq" * 11)
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=ages + ["-999", "-999"], y=y), "y")
+    assert caplog.messages == ["feature column 'age' holds -999 in 2 rows, far outside its other values (40 to 68.5): a "
+                               "code for a missing value? crc reads it as a number; leave those cells empty"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema(table(age=ages + ["99", "99"], y=y), "y")  # 99 years: within reach of 40 to 68.5
+        infer_schema(table(age=ages + ["999", "999", "1e6"], y=y + ["p"]), "y")  # 999 within reach of 40 to 1e6
+        infer_schema(table(age=ages + ["-999", "1"], y=y), "y")  # once: an outlier, not a code
+    assert caplog.messages == []
+
+
+def test_numbers_written_with_a_unit_are_refused_not_made_categories():
+    """'12%', '5 mg': read as text, a column of them became as many categories (under a rare-categories warning only).
+    Values of several suffixes (ward codes 12A, 12B), or ten values, stay categories."""
+    cols = table(sat=[f"{90 + i}%" for i in range(12)] + ["95", ""], y=list("pq" * 7))
+    with pytest.raises(CRCError, match=r"column 'sat' holds numbers written with a unit, such as '90%' in data row 1: crc "
+                                       r"reads plain numbers; write the column's numbers without '%' \(the unit in its "
+                                       r"name\), else its 13 values would be as many categories$"):
+        infer_schema(cols, "y")
+    with pytest.raises(CRCError, match="such as '0.5 mg' in data row 1"):
+        infer_schema(table(dose=[f"{i / 2} mg" for i in range(1, 13)], y=list("pq" * 6)), "y")
+    assert infer_schema(cols, "y", categorical=["sat"]).features[0].kind == DISCRETE  # named categorical: kept
+    wards = table(ward=[f"{i}{'AB'[i % 2]}" for i in range(12)] * 2, y=list("pq" * 12))
+    assert infer_schema(wards, "y").features[0].kind == DISCRETE
+    assert infer_schema(table(sat=[f"{90 + i}%" for i in range(10)], y=list("pq" * 5)), "y").features[0].kind == DISCRETE
