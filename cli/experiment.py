@@ -9,7 +9,7 @@ import click
 
 from crc.cli.acceleration import algorithm_option
 from crc.cli.model_options import with_model_options
-from crc.cli.options import ACCELERATION, PRIVACY, options
+from crc.cli.options import ACCELERATION, PRIVACY, categorical_option, options
 from crc.cli.output import note, verbosity
 from crc.core.errors import OptionConflict
 from crc.experiments import DEFAULT_DATASETS, TABLES, run_experiments
@@ -31,6 +31,7 @@ def _names(ctx, param, values) -> list[str]:
               help="Comma-separated bundled names, 'synthetic', or CSV paths (with --label) [default: each table's own: "
                    f"{','.join(DEFAULT_DATASETS)}; wdbc,german for fedpc; magic,letter,satimage,penbased for blocks].")
 @click.option("--label", default=None, help="Class column of the CSV data sets.")
+@categorical_option()
 @with_model_options
 @algorithm_option("the table's: paper for the paper's tables, circuits, and privacy (whose accountant covers the "
                   "paper's one plain local step per round); the recommended one for fedpc and blocks")
@@ -45,7 +46,7 @@ def _names(ctx, param, values) -> list[str]:
                    "'cluster' extra; the cluster must be your own (Dask pickles tasks).")
 @click.option("--out", type=click.Path(file_okay=False), default="results", show_default=True,
               help="Directory for the tables and the finished cells.")
-def experiment(names, datasets, label, model, repeats, seed, jobs, cluster, out, **structure):
+def experiment(names, datasets, label, categorical, model, repeats, seed, jobs, cluster, out, **structure):
     """Run the paper's experiment NAMES (table2 ... table12, circuits, or all
     of these), or the project's studies (privacy, fedpc, blocks; not in all).
 
@@ -97,7 +98,8 @@ def experiment(names, datasets, label, model, repeats, seed, jobs, cluster, out,
 
     try:
         tables = run_experiments(names, datasets=sources, repeats=repeats, seed=seed, jobs=jobs, out=out,
-                                 network_factory=network_factory, model=model, label=label, defaults=structure,
+                                 network_factory=network_factory, model=model, label=label, categorical=categorical,
+                                 defaults=structure,
                                  on_start=on_start, on_cell=on_cell, cluster=cluster)
     finally:
         if "bar" in state:

@@ -80,7 +80,7 @@ class _RoundsDone:
 
 
 @click.command(cls=ConfigFileCommand, short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
-@options("data", "label", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha",
+@options("data", "label", "categorical", *MODEL, "topology", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha",
          "size_skew", "rounds", "rc_iterations", "rc_converged", "iters", *ACCELERATION, "loss", *PRIVACY, "dp_noise",
          "dp_colluders", "dp_dropouts", "release_every", "lr", "ess", "test_size", "seed", "aggregate",
          "secure_aggregation",

@@ -156,6 +156,22 @@ def fit_local_size(ctx: click.Context, config: SimulationConfig) -> SimulationCo
     return config.with_settings(local_size=local)
 
 
+def _column_names(ctx, param, value: str | None) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in (value or "").split(",") if name.strip())
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"names a column twice: {value}")
+    return names
+
+
+def categorical_option():
+    """``--categorical``: a CSV file's feature columns read as categorical whatever their values."""
+    return click.option("--categorical", default=None, metavar="COLUMNS", callback=_column_names,
+                        help="Comma-separated feature columns of a CSV file to read as categorical whatever their values "
+                             "(a code column of more than ten distinct numbers, such as a ward or a postcode) "
+                             "[default: the paper's rule: a column of at most ten distinct numbers, or of any text, is "
+                             "categorical].")
+
+
 def out_option(what: str = "the results JSON"):
     """``--out FILE``: write ``what`` to FILE as well (atomically)."""
     return click.option("--out", type=click.Path(dir_okay=False), default=None,
@@ -184,6 +200,7 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--data", type=DataSource(), default=base.data, show_default=True,
                      help="Bundled data set name (see `crc datasets`), 'synthetic', or a CSV file path."),
         click.option("--label", default=None, help="Class column of a CSV file (required for CSV)."),
+        categorical_option(),
         model_choice(base.model),
         *option_decorators(),
         click.option("--topology", type=TopologySpec(), default=base.topology, show_default=True, callback=_check_topology,
@@ -235,7 +252,7 @@ def _all_options(base: SimulationConfig) -> dict:
                      help=f"How a peer combines its neighbours' statistics with its own: {AGGREGATION_HELP}."),
         secure_aggregation_option(),
     ]
-    names = ["data", "label", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
+    names = ["data", "label", "categorical", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
              "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew", "rounds", "rc_iterations", "rc_converged",
              "iters", *acceleration_options(), "loss", *privacy_options(), *distributed_noise_options(),
              "release_every", "lr", "ess", "test_size", "seed", "aggregate",

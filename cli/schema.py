@@ -7,6 +7,7 @@ import os
 
 import click
 
+from crc.cli.options import categorical_option
 from crc.core.data import dataset_from_columns, own_features
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json
@@ -18,6 +19,7 @@ from crc.tables.reader import read_csv
 @click.command(short_help="Write the schema every peer of a deployment must share.")
 @click.option("--data", required=True, help="CSV file (or bundled data set name) the schema is inferred from.")
 @click.option("--label", default=None, help="Class column (required for a CSV file, but with --features-only).")
+@categorical_option()
 @click.option("--id-column", default=None,
               help="A column of instance ids to leave out of the features (a vertical party's CSV; `crc node`'s "
                    "--id-column).")
@@ -32,7 +34,7 @@ from crc.tables.reader import read_csv
               help="With --join: write the group's blocks file here (`crc node --blocks`).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="Schema JSON file to write (with --features-only: the features file).")
-def schema(data, label, id_column, features_only, joins, blocks_out, out):
+def schema(data, label, categorical, id_column, features_only, joins, blocks_out, out):
     """Write the schema every peer must share: classes, feature kinds and
     categories, and the standardization (mean, std) of continuous features,
     computed on DATA.
@@ -51,12 +53,13 @@ def schema(data, label, id_column, features_only, joins, blocks_out, out):
         raise click.UsageError("--join and --blocks-out go together: the joined schema's blocks file is written too")
     columns = _columns(data, id_column) if features_only or id_column else None
     if features_only:
-        features = own_features(columns, source=data)
+        features = own_features(columns, source=data, categorical=categorical)
         atomic_write_json(out, features_to_json(features))
         click.echo(f"{out}: features file of {len(features)} features "
                    f"({sum(f.kind == CONTINUOUS for f in features)} continuous), for the label holder's --join")
         return
-    dataset = load_dataset(data, label=label) if columns is None else _labelled(columns, label, data)
+    dataset = (load_dataset(data, label=label, categorical=categorical) if columns is None
+               else _labelled(columns, label, data, categorical))
     shared = dataset.schema.standardized(dataset.x[:, dataset.schema.continuous])
     if joins:
         blocks = [load_features(path) for path in joins]
@@ -81,8 +84,8 @@ def _columns(path: str, id_column: str | None) -> dict:
     return columns
 
 
-def _labelled(columns: dict, label: str | None, path: str):
+def _labelled(columns: dict, label: str | None, path: str, categorical: tuple[str, ...]):
     if label is None:
         raise CRCError(f"{path}: a CSV file needs --label naming its class column (a vertical group's member without "
                        "it: --features-only)")
-    return dataset_from_columns(columns, label, os.path.basename(path))
+    return dataset_from_columns(columns, label, os.path.basename(path), categorical=categorical)

@@ -81,7 +81,7 @@ def write_group_configs(directory, addresses: list[str], config: SimulationConfi
 
 
 @click.command(short_help="Write a trial deployment's files: node CSVs, schema, keys.")
-@options("data", "label", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
+@options("data", "label", "categorical", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
          "topology", "test_size", "seed")
 @click.option("--drop-ids", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
               help="Vertical and hybrid partitions: leave this fraction of the rows out of each peer's file (at random, "

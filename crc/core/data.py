@@ -105,24 +105,25 @@ def _codes(column: Column, known: tuple[str, ...], source: str, what: str, fix: 
     return codes
 
 
-def dataset_from_columns(columns: dict, label: str, name: str = "") -> Dataset:
-    """Infer the schema of a table (columns as ``encode`` takes them) and encode it."""
+def dataset_from_columns(columns: dict, label: str, name: str = "", *, categorical=()) -> Dataset:
+    """Infer the schema of a table (columns as ``encode`` takes them; the features named in ``categorical``
+    discrete whatever their values) and encode it."""
     columns = {key: as_column(cells) for key, cells in columns.items()}
     source = name or "data"
     try:
-        schema = infer_schema(columns, label)
+        schema = infer_schema(columns, label, categorical=categorical)
     except CRCError as exc:
         raise CRCError(f"{source}: {exc}") from None
     x, y = encode(schema, columns, source=source)
     return Dataset(schema, x, y, name)
 
 
-def own_features(columns: dict, *, source: str = "data") -> tuple[Feature, ...]:
+def own_features(columns: dict, *, source: str = "data", categorical=()) -> tuple[Feature, ...]:
     """The features of a vertical party's own ``columns`` (as ``encode`` takes them, without the label): inferred by
     ``infer_features``, with the standardization (mean, std) of their continuous columns (encoded as a schema of these
     features alone, which is never written); a CRCError names ``source``."""
     try:
-        features = infer_features(columns)
+        features = infer_features(columns, categorical=categorical)
     except CRCError as exc:
         raise CRCError(f"{source}: {exc}") from None
     alone = Schema(label="", classes=(), features=features)

@@ -412,9 +412,6 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     if label not in columns:
         raise CRCError(f"label column {label!r} not found{_close_name(label, columns)}; columns are {', '.join(columns)}"
                        f"{_header_hint(columns)}")
-    unknown = [name for name in categorical if name not in columns or name == label]
-    if unknown:
-        raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns")
     label_column = as_column(columns[label])
     missing = np.flatnonzero(label_column.codes < 0)
     if missing.size:
@@ -440,6 +437,10 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
     """The features of a table's feature ``columns`` (name -> cells, the label left out), by ``infer_schema``'s rule;
     with the ``label`` and its ``label_column``, a feature that copies the label is warned of. A vertical party
     without the label infers its own columns so (``crc schema --features-only``)."""
+    unknown = [name for name in categorical if name not in columns]
+    if unknown:
+        raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns "
+                       f"({', '.join(columns)})")
     features = []
     for name, cells in columns.items():
         column = as_column(cells)

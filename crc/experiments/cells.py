@@ -77,12 +77,12 @@ class DirectoryCache:
 
 
 @cache  # a process keeps every data set it has read: they are small, parsing is not
-def stored_dataset(source: str, label: str | None) -> Dataset:
-    return load_dataset(source, label=label)
+def stored_dataset(source: str, label: str | None, categorical=()) -> Dataset:
+    return load_dataset(source, label=label, categorical=categorical)
 
 
 def dataset_for(config: SimulationConfig) -> Dataset:
-    return load_for(config) if config.data == SYNTHETIC else stored_dataset(config.data, config.label)
+    return load_for(config) if config.data == SYNTHETIC else stored_dataset(config.data, config.label, config.categorical)
 
 
 def write_cell(cell: Cell, out: Path, record: dict) -> None:

@@ -112,7 +112,7 @@ def execute_on_cluster(cells: list[Cell], out: Path, network_factory: Callable, 
         try:
             for rank, cell in enumerate(cells):
                 data = cell.config.data
-                sent = None if data in BUNDLED or data == SYNTHETIC else stored_dataset(data, cell.config.label)
+                sent = None if data in BUNDLED or data == SYNTHETIC else stored_dataset(data, cell.config.label, cell.config.categorical)
                 future = client.submit(_on_worker, cell, network_factory, sent,
                                        key=f"crc-{cell.table}-{cell.data}-{cell.column}-{run}",
                                        priority=len(cells) - rank, pure=False)

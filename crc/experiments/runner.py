@@ -44,8 +44,9 @@ def short_name(source: str) -> str:
 
 
 def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", label: str | None = None,
-         defaults: dict | None = None) -> list[Cell]:
-    """Every cell of ``table`` on ``datasets`` (bundled names, 'synthetic' or CSV paths with ``label``).
+         categorical=(), defaults: dict | None = None) -> list[Cell]:
+    """Every cell of ``table`` on ``datasets`` (bundled names, 'synthetic' or CSV paths with ``label`` and
+    ``categorical``).
 
     ``defaults`` changes the paper's default setting under every column (e.g.
     fewer rounds for a quick look, or another ``algorithm`` than the table's); None
@@ -54,8 +55,9 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
     """
     cells = []
     for data in datasets if datasets is not None else table.datasets:
-        csv_label = None if data in BUNDLED or data == SYNTHETIC else label
-        size = math.inf if data == SYNTHETIC else len(stored_dataset(data, csv_label))
+        csv = data not in BUNDLED and data != SYNTHETIC
+        csv_label, csv_categorical = (label, tuple(categorical)) if csv else (None, ())
+        size = math.inf if data == SYNTHETIC else len(stored_dataset(data, csv_label, csv_categorical))
         n_test = held_out_count(size, table.test_size) if size != math.inf else table.test_size
         available = size - n_test
         for column in table.columns:
@@ -66,7 +68,8 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
             if column.all_training:
                 overrides["pooled_size"] = int(available)
             settings = {"model": model, **overrides}
-            config = SimulationConfig.from_settings(data=data, label=csv_label, repeats=repeats, seed=seed,
+            config = SimulationConfig.from_settings(data=data, label=csv_label, categorical=csv_categorical,
+                                                    repeats=repeats, seed=seed,
                                                     test_size=table.test_size, curve=table.needs_curve, **settings)
             config.validate()
             if config.feature_partition is not None:  # its cell files record the resolved configuration
@@ -99,7 +102,7 @@ def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:
 
 
 def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out, network_factory: Callable,
-                    model: str = "nb", label: str | None = None, defaults: dict | None = None,
+                    model: str = "nb", label: str | None = None, categorical=(), defaults: dict | None = None,
                     on_start: Callable | None = None, on_cell: Callable | None = None,
                     cluster: str | None = None) -> list[dict]:
     """Run the pending cells of the named tables and write the assembled table files.
@@ -114,8 +117,8 @@ def run_experiments(names, *, datasets, repeats: int, seed: int, jobs: int, out,
     if unknown:
         raise CRCError(f"unknown experiment {', '.join(map(repr, unknown))}; choose from: {', '.join(TABLES)}, all")
     out = Path(out)
-    plans = {name: plan(TABLES[name], datasets, repeats=repeats, seed=seed, model=model, label=label, defaults=defaults)
-             for name in names}
+    plans = {name: plan(TABLES[name], datasets, repeats=repeats, seed=seed, model=model, label=label,
+                        categorical=categorical, defaults=defaults) for name in names}
     cells = [cell for name in names for cell in plans[name]]
     pending = sorted((c for c in cells if not c.skip and not _is_done(c, out)), key=_cost, reverse=True)
     if on_start is not None:

@@ -38,6 +38,8 @@ class SimulationConfig:
 
     data: str = "letter"
     label: str | None = None
+    categorical: tuple = ()
+    """A CSV file's feature columns read as categorical whatever their values (else the paper's rule)."""
     model: str = "nb"
     model_options: dict = field(default_factory=dict)
     topology: str = "tree"
@@ -91,6 +93,7 @@ class SimulationConfig:
             object.__setattr__(self, name, chosen[name])
         if self.feature_blocks is not None:
             object.__setattr__(self, "feature_blocks", tuple(tuple(block) for block in self.feature_blocks))
+        object.__setattr__(self, "categorical", tuple(self.categorical))
 
     @classmethod
     def from_settings(cls, **settings) -> SimulationConfig:
@@ -121,6 +124,8 @@ class SimulationConfig:
                 out.update(value)
             elif f.name == "feature_blocks" and value is not None:
                 out[f.name] = [list(block) for block in value]
+            elif f.name == "categorical":
+                out[f.name] = list(value)
             else:
                 out[f.name] = value
         return out

@@ -31,7 +31,8 @@ def load_for(config: SimulationConfig) -> Dataset:
     train = config.train_size
     # a count, or the smallest total whose test fraction leaves room for the training set
     test = int(config.test_size) if config.test_size >= 1 else int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
-    return load_dataset(config.data, label=config.label, synthetic_size=train + test, seed=config.seed)
+    return load_dataset(config.data, label=config.label, categorical=config.categorical, synthetic_size=train + test,
+                        seed=config.seed)
 
 
 def _warn_singular_qda(schema, y_train: np.ndarray) -> None:

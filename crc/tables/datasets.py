@@ -55,9 +55,10 @@ def synthetic_dataset(m: int, *, seed=None) -> Dataset:
     return Dataset(schema, x, y.astype(np.int64), SYNTHETIC)
 
 
-def load_dataset(source: str, *, label: str | None = None, synthetic_size: int = 10_000, seed=None) -> Dataset:
+def load_dataset(source: str, *, label: str | None = None, categorical=(), synthetic_size: int = 10_000,
+                 seed=None) -> Dataset:
     """Load ``source``: a bundled name, ``synthetic`` (``label`` None or ``BUNDLED_LABEL``), or a CSV path (``label``
-    required).
+    required; the features named in ``categorical`` discrete whatever their values).
 
     ``synthetic_size`` and ``seed`` are used only for the synthetic data set.
     """
@@ -65,6 +66,8 @@ def load_dataset(source: str, *, label: str | None = None, synthetic_size: int =
     if bundled and label not in (None, BUNDLED_LABEL):
         raise CRCError(f"{source}: a bundled data set, whose class column is {BUNDLED_LABEL!r}: --label {label} "
                        f"is for CSV files")
+    if bundled and categorical:
+        raise CRCError(f"{source}: a bundled data set, whose feature kinds are fixed: --categorical is for CSV files")
     if source == SYNTHETIC:
         return synthetic_dataset(synthetic_size, seed=seed)
     if bundled:
@@ -75,7 +78,7 @@ def load_dataset(source: str, *, label: str | None = None, synthetic_size: int =
                        + (f"(did you mean {close[0]!r}?)" if close else f"({', '.join(BUNDLED)}, {SYNTHETIC})"))
     if label is None:
         raise CRCError(f"{source}: a CSV file needs --label naming its class column{_one_of(source)}")
-    return dataset_from_columns(read_csv(source), label, os.path.basename(source))
+    return dataset_from_columns(read_csv(source), label, os.path.basename(source), categorical=categorical)
 
 
 def _one_of(path) -> str:
