@@ -1,13 +1,13 @@
 """Files that survive a crash (atomic writes) and the one bounded reader of untrusted JSON files.
 
 Every JSON file the project reads from outside — schema, features and blocks files, model file, checkpoint
-header, results, and the known-peers and neighbourhoods files of a secure deployment — goes through ``read_json``
-(or ``parse_json`` for bytes already read): a size limit checked before reading, a nesting limit checked before
-parsing (the stdlib parser recurses), no more values than ``MAX_JSON_MEMORY`` holds, no NaN/Infinity or numbers that
-overflow a float, no integers of more than ``MAX_INT_DIGITS`` digits, no key twice in an object. Every failure is a
-one-line CRCError naming the file. The values are then checked field by field with ``crc.core.fields`` before
-anything is built from them. (Graph files are
-read in ``crc.topologies``, which does not import this layer.)
+header, results, graph, and the known-peers and neighbourhoods files of a secure deployment — goes through
+``read_json`` (or ``parse_json`` for bytes already read): a size limit checked before reading, a nesting limit
+checked before parsing (the stdlib parser recurses), no more values than ``MAX_JSON_MEMORY`` holds, no NaN/Infinity
+or numbers that overflow a float, no integers of more than ``MAX_INT_DIGITS`` digits, no key twice in an object.
+Every failure is a one-line CRCError naming the file. The values are then checked field by field with
+``crc.core.fields`` before anything is built from them. ``crc.topologies`` reads graph files with it too: this module
+imports only numpy and ``crc.core.errors``.
 """
 
 from __future__ import annotations
