@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crc.core import fields
 from crc.core.errors import CRCError
 from crc.core.files import read_json
 from crc.report.kinds import KINDS
@@ -44,13 +45,28 @@ def _table_problem(table: dict) -> str:
 
 
 def _run_problem(results: dict) -> str:
-    """What makes a run's results unreadable ("" if nothing)."""
-    if not isinstance(results["config"], dict):
-        return "config must be an object"
-    for method in METHODS:
-        part = results[method]
-        if not isinstance(part, dict) or not isinstance(part.get("test_error"), (int, float)):
-            return f"{method} needs a numeric test_error"
+    """What makes a run's results unreadable ("" if nothing): every field a report of runs reads (``run_name``,
+    ``crc.report.tables``) has its type."""
+    try:
+        config = fields.mapping(results["config"], "config")
+        for key in ("data", "model", "topology", *(["partition"] if "partition" in config else [])):
+            fields.string(config.get(key), f"config.{key}")
+        for key in ("nodes", "local_size", "rounds"):
+            fields.integer(config.get(key), f"config.{key}", low=1)
+        if config.get("period") is not None:
+            fields.integer(config["period"], "config.period", low=1)
+        for method in METHODS:
+            fields.number(fields.mapping(results[method], method).get("test_error"), f"{method}.test_error")
+        fields.number(results["crc"].get("test_std"), "crc.test_std")
+        for key in ("train_gap", "test_gap"):
+            fields.number(results.get(key), key)
+        converged = fields.mapping(results.get("rc_converged", {}), "rc_converged")
+        for name, value in (("rc_converged.test_error", converged.get("test_error")),
+                            ("test_gap_converged", results.get("test_gap_converged"))):
+            if value is not None:
+                fields.number(value, name)
+    except CRCError as exc:
+        return str(exc)
     if not isinstance(results.get("rounds", []), list):
         return "rounds must be a list"
     return ""
