@@ -92,14 +92,15 @@ def _check_cell(cell: dict, kind, name: str) -> None:
 
 
 def _check_curve(rounds, name: str) -> None:
-    """Per-round errors as the convergence figure draws them: objects with an integer round and finite errors."""
+    """Per-round errors as the convergence figure draws them: objects with an integer round, an error rate and its
+    standard deviation (each in [0, 1]: a deviation of 1e308 made the figure's axes singular, a LinAlgError)."""
     if not isinstance(rounds, list):
         raise CRCError(f"{name} must be a list, got {fields.shown(rounds)}")
     for index, step in enumerate(rounds):
         step = fields.mapping(step, f"{name}[{index}]")
         fields.integer(step.get("round"), f"{name}[{index}].round", low=0)
         for key in ("test_error", "test_std"):
-            fields.number(step.get(key), f"{name}[{index}].{key}")
+            fields.number(step.get(key), f"{name}[{index}].{key}", low=0, high=1)
 
 
 def _run_problem(results: dict) -> str:

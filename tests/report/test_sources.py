@@ -48,6 +48,7 @@ def test_tables_and_runs_are_recognised(tmp_path):
         "value": 0.1, "rc_test_error": 0.1, "ml_test_error": 0.1, "curve": [{"round": "1"}],
         **dict.fromkeys(["train_ml_gap", "train_gap", "train_std", "train_rc", "test_ml_gap", "test_gap", "test_std", "test_rc"], 0.1)}}}]},
      r"letter tree.curve\[0\].round must be an integer"),
+    ({**RUN_JSON, "rounds": [{"round": 1, "test_error": 0.2, "test_std": 1e308}]}, r"rounds\[0\].test_std must be"),
     ({**RUN_JSON, "config": {}}, "run: config.data must be a string, got null"),
     ({**RUN_JSON, "config": {**RUN_JSON["config"], "topology": None}}, "run: config.topology must be a string, got null"),
     ({**RUN_JSON, "config": {**RUN_JSON["config"], "nodes": True}}, "run: config.nodes must be an integer, got true"),
