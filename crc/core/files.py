@@ -149,7 +149,7 @@ def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_J
     if not raw.strip():
         raise CRCError(f"{source}: {what} is empty")
     try:
-        return json.loads(raw, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
+        return json.loads(raw, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise CRCError(f"{source}: {what} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:
@@ -216,7 +216,7 @@ def _suspect_number(text: bytes) -> str | None:
     return None
 
 
-def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     """A JSON object that names each key once: ``json`` keeps the last of duplicates silently, another reader may
     keep the first, so a file that names a key twice means two things."""
     obj = dict(pairs)

@@ -35,7 +35,6 @@ at most 140,000 with their default options. Without a bound, a schema file of un
 categories a feature) asked for 16 GiB, one of 300,000 classes ran a peer out of 4 GB."""
 
 
-
 class ModelTooLarge(CRCError):
     """A schema whose model would hold more than ``MAX_STATISTICS`` statistics (the reader of its file names it)."""
 
