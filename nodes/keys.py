@@ -16,7 +16,6 @@ Nothing in these files is trusted: sizes, types and keys are checked before use.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -150,14 +149,6 @@ def load_public_key(path) -> str:
     return _certificate(path, secret=False)[0]
 
 
-def _unique_object(pairs: list) -> dict:
-    """A JSON object that names each key once (json keeps the last of duplicates silently)."""
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise ValueError("an address appears twice")
-    return obj
-
-
 def load_known_peers(path, required: Iterable[str] = ()) -> dict[str, str]:
     """The known-peers file at ``path`` (address -> z85 public key); every address in ``required`` must be in it.
 
@@ -165,19 +156,7 @@ def load_known_peers(path, required: Iterable[str] = ()) -> dict[str, str]:
     a value that is not a key, or two addresses sharing a key (a key names one peer).
     """
     path = Path(path)
-    try:
-        with open(path, "rb") as stream:
-            text = stream.read(MAX_KNOWN_PEERS_BYTES + 1)
-    except OSError as exc:
-        raise CRCError(f"{path}: cannot read known-peers file ({exc.strerror or exc})") from None
-    if len(text) > MAX_KNOWN_PEERS_BYTES:
-        raise CRCError(f"{path}: known-peers file larger than {MAX_KNOWN_PEERS_BYTES} bytes")
-    try:
-        raw = json.loads(text, object_pairs_hook=_unique_object)
-    except RecursionError:
-        raise CRCError(f"{path}: known-peers file nested too deeply") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CRCError(f"{path}: not valid JSON ({exc})") from None
+    raw = read_json(path, max_bytes=MAX_KNOWN_PEERS_BYTES, what="known-peers file", max_depth=1)
     if not isinstance(raw, dict):
         raise CRCError(f"{path}: a known-peers file is a JSON object mapping addresses to public keys, "
                        f"not a {type(raw).__name__}")

@@ -18,7 +18,7 @@ from crc.core.data import encode
 from crc.core.errors import CRCError, OptionConflict
 from crc.core.feature_partition import blocks_from_names, parse_feature_partition, read_blocks_file
 from crc.core.model_file import TrainedModel
-from crc.core.models import model_options
+from crc.core.models import ModelTooLarge, model_options
 from crc.core.models.blocks import block_model
 from crc.core.schema import Schema
 from crc.nodes.alignment import check_ids, require_psi
@@ -142,7 +142,10 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
         raise CRCError("--block-peers names this peer or a member of its own group")
     require_psi()
     structure = model_options(options.model, options.model_options)
-    model = block_model(options.model, shared, blocks, **structure)
+    try:
+        model = block_model(options.model, shared, blocks, **structure)
+    except ModelTooLarge as exc:
+        raise CRCError(f"{options.schema}: {exc}") from None
     steps = BlockSteps(model, options.block)
     data = load_block(options.data, steps, options.id_column, shared.label)
     settings = PeerSettings(bind=options.bind, peers=tuple(options.peers), rounds=options.rounds,

@@ -12,9 +12,13 @@ import json
 
 import networkx as nx
 
+from crc.core.files import parse_json, read_bytes
 from crc.topologies.errors import TopologyError
 
 MAX_GRAPH_FILE_BYTES = 64 * 2**20
+MAX_GRAPH_NODES = 2**20
+"""Most nodes a graph file may declare (``crc bench``'s scale run has 10,000 peers): one that declared 10^9 nodes
+ran out of memory building them."""
 
 
 def save_graph(graph: nx.Graph, path) -> None:
@@ -29,27 +33,18 @@ def save_graph(graph: nx.Graph, path) -> None:
 
 
 def load_graph(path) -> nx.Graph:
-    """Read and validate a graph file; raises ValueError naming the problem."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_GRAPH_FILE_BYTES + 1)
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_GRAPH_FILE_BYTES:
-        raise TopologyError(f"{path}: graph file larger than {MAX_GRAPH_FILE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8", errors="strict")
-    except UnicodeDecodeError:
-        raise TopologyError(f"{path}: not UTF-8 text") from None
+    """Read and validate a graph file; a TopologyError (a CRCError) naming the file and the problem otherwise."""
+    raw = read_bytes(path, max_bytes=MAX_GRAPH_FILE_BYTES, what="graph file")
     if str(path).endswith(".json"):
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise TopologyError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), int) or not isinstance(obj.get("edges"), list):
+        obj = parse_json(raw, source=path, what="graph file", max_depth=3)
+        if not isinstance(obj, dict) or not _is_integer(obj.get("nodes")) or not isinstance(obj.get("edges"), list):
             raise TopologyError(f"{path}: expected an object with integer 'nodes' and list 'edges'")
         n, edges = obj["nodes"], obj["edges"]
     else:
+        try:
+            text = raw.decode("utf-8", errors="strict")
+        except UnicodeDecodeError:
+            raise TopologyError(f"{path}: not UTF-8 text") from None
         n, edges = None, []
         for number, line in enumerate(text.splitlines(), 1):
             body = line.strip()
@@ -71,12 +66,16 @@ def _integer(text: str, path, number: int) -> int:
         raise TopologyError(f"{path}: line {number}: {text!r} is not a node number") from None
 
 
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _validated(n: int, edges: list, path) -> nx.Graph:
-    if n < 1:
-        raise TopologyError(f"{path}: a graph needs at least one node")
+    if not 1 <= n <= MAX_GRAPH_NODES:
+        raise TopologyError(f"{path}: a graph needs 1 to {MAX_GRAPH_NODES:,} nodes, this one has {n:,}")
     graph = nx.empty_graph(n)
     for edge in edges:
-        if not (isinstance(edge, list) and len(edge) == 2 and all(isinstance(v, int) and 0 <= v < n for v in edge)):
+        if not (isinstance(edge, list) and len(edge) == 2 and all(_is_integer(v) and 0 <= v < n for v in edge)):
             raise TopologyError(f"{path}: edge {edge!r} is not a pair of nodes in 0 .. {n - 1}")
         if edge[0] == edge[1]:
             raise TopologyError(f"{path}: self-loop on node {edge[0]}")

@@ -1,12 +1,13 @@
 """Files that survive a crash (atomic writes) and the one bounded reader of untrusted JSON files.
 
-Every JSON file the project reads from outside — schema, model file, checkpoint header, results and
-the known-peers file of a secure deployment — goes through ``read_json`` (or ``parse_json`` for bytes
-already read): a size limit checked before reading, a nesting limit checked before parsing (the stdlib
-parser recurses), no more values than ``MAX_JSON_MEMORY`` holds, no NaN/Infinity or numbers that overflow a
-float, no integers of more than ``MAX_INT_DIGITS`` digits. Every failure is a one-line CRCError naming the file. The values are then
-checked field by field with ``crc.core.fields`` before anything is built from them. (Graph files are
-read in ``crc.topologies``, which does not import this layer.)
+Every JSON file the project reads from outside — schema, features and blocks files, model file, checkpoint
+header, results, graph, and the known-peers and neighbourhoods files of a secure deployment — goes through
+``read_json`` (or ``parse_json`` for bytes already read): a size limit checked before reading, a nesting limit
+checked before parsing (the stdlib parser recurses), no more values than ``MAX_JSON_MEMORY`` holds, no NaN/Infinity
+or numbers that overflow a float, no integers of more than ``MAX_INT_DIGITS`` digits, no key twice in an object.
+Every failure is a one-line CRCError naming the file. The values are then checked field by field with
+``crc.core.fields`` before anything is built from them. ``crc.topologies`` reads graph files with it too: this module
+imports only numpy and ``crc.core.errors``.
 """
 
 from __future__ import annotations
@@ -95,15 +96,19 @@ def atomic_write_json(path, value) -> None:
 
 def read_bytes(path, *, max_bytes: int, what: str, regular: bool = False) -> bytes:
     """The bytes of ``path`` if it holds at most ``max_bytes`` (refused before reading when its size says so);
-    ``regular``: only a regular file (a file the program wrote itself), refused without waiting if it is a FIFO, which
-    would block the reader until some process writes to it, or a device or directory."""
+    ``regular``: only a regular file (a file the program wrote itself), refused if it is a FIFO, device or directory.
+
+    A FIFO is never waited for: opened without blocking, it reads as empty if no process has it open for writing
+    (a blocking open waited for a writer forever); a pipe with a writer (``<(command)``) is read to its end.
+    """
     try:
-        with open(path, "rb", opener=_opener(regular)) as stream:
+        with open(path, "rb", opener=_without_waiting) as stream:
             found = os.fstat(stream.fileno())
             if regular and not stat.S_ISREG(found.st_mode):
                 raise CRCError(f"{path}: {what} is not a regular file; delete it")
             if found.st_size > max_bytes:
                 raise CRCError(f"{path}: {what} larger than {max_bytes} bytes")
+            os.set_blocking(stream.fileno(), True)  # a pipe's writer may write later; a regular file is unaffected
             raw = stream.read(max_bytes + 1)  # a pipe or device has no size: read one byte past the limit
     except OSError as exc:
         raise CRCError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
@@ -112,10 +117,9 @@ def read_bytes(path, *, max_bytes: int, what: str, regular: bool = False) -> byt
     return raw
 
 
-def _opener(regular: bool):
-    """``open``'s opener: without blocking on a FIFO when only a ``regular`` file is wanted (O_NONBLOCK does nothing
-    to a regular file's reads)."""
-    return (lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) if regular else None
+def _without_waiting(name, flags: int) -> int:
+    """``open``'s opener that does not block on a FIFO without a writer."""
+    return os.open(name, flags | os.O_NONBLOCK)
 
 
 def read_json(path, *, max_bytes: int = MAX_JSON_BYTES, what: str = "JSON file", max_depth: int = MAX_JSON_DEPTH):
@@ -142,8 +146,10 @@ def parse_json(raw: bytes, *, source, what: str = "JSON", max_depth: int = MAX_J
         raise CRCError(f"{source}: {what} holds too many values (about {estimate / 2**30:.1f} GiB parsed, more than "
                        f"{MAX_JSON_MEMORY / 2**30:g} GiB)")
     del outside_strings
+    if not raw.strip():
+        raise CRCError(f"{source}: {what} is empty")
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return json.loads(raw, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise CRCError(f"{source}: {what} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:
@@ -208,6 +214,17 @@ def _suspect_number(text: bytes) -> str | None:
                 return f"a number that overflows a float ({literal[:30]})"
             at = shapes.find(shape, end)
     return None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object that names each key once: ``json`` keeps the last of duplicates silently, another reader may
+    keep the first, so a file that names a key twice means two things."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"key {twice[:80]!r} appears twice in an object")
+    return obj
 
 
 def _reject_constant(name: str):

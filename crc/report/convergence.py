@@ -39,6 +39,7 @@ class CurveKind(TableKind):
     """A kind whose cells keep the per-round curve, plotted as CRC's test error by round."""
 
     needs_curve = True
+    cell_fields = ("value", "rc_test_error", "ml_test_error")
 
     def plots(self, table: dict) -> list[Plot]:
         curves = table_curves(table)
@@ -54,6 +55,7 @@ class ConvergenceKind(CurveKind):
     """Each cell: the train and test gaps of ML and CRC to RC, CRC's spread across nodes, and RC's error."""
 
     name = "convergence"
+    cell_fields = CurveKind.cell_fields + tuple(key for _, key in CONVERGENCE_FIELDS)
 
     def summarise(self, column: str, results: dict, row: dict[str, dict]) -> dict:
         ml, rc, crc = results["ml"], results["rc"], results["crc"]
@@ -82,6 +84,9 @@ class FirstRoundKind(CurveKind):
     """Each cell: the last round's test gap and the first round whose mean test gap is below ``CONVERGED`` (or None)."""
 
     name = "first_round"
+    cell_fields = CurveKind.cell_fields + ("first_round",)
+    nullable = ("first_round",)
+    paper_figures = 2
 
     def summarise(self, column: str, results: dict, row: dict[str, dict]) -> dict:
         rc_test = results["rc"]["test_error"]

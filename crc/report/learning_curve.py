@@ -18,6 +18,7 @@ class LearningCurveKind(TableKind):
 
     name = "learning_curve"
     central_only = True
+    cell_fields = ("value", "train_size")
     reference = "reference"
     """The key of the reference column."""
 

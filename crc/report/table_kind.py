@@ -49,6 +49,12 @@ class TableKind:
     """Cells run only centralized ML and RC: no network, no CRC."""
     columns_choose_model = False
     """The columns set the model, so the table's model option is ignored."""
+    cell_fields: tuple[str, ...] = ("value",)
+    """Fields every finished cell holds: the rendering reads them (``crc.report.sources`` checks them)."""
+    nullable: tuple[str, ...] = ()
+    """Fields of a cell that may be null; every other one holds a finite number (but ``curve`` and ``repeat_gaps``)."""
+    paper_figures: int | None = None
+    """How many figures a column's ``paper_letter`` holds when it holds any (None: any number)."""
 
     def summarise(self, column: str, results: dict, row: dict[str, dict]) -> dict | None:
         """The summary of a finished cell from its results JSON.

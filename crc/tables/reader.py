@@ -35,6 +35,12 @@ reader gives up on (a row of another length, infinities, mixed numbers and texts
 last row took 3.2 GB)."""
 MAX_CELL_CHARS = 65536
 """Longest cell, in characters."""
+MAX_STRETCH_BYTES = 4 * MAX_CELL_CHARS + 1
+"""Longest stretch of a file without a comma or line end, checked as it is counted: a cell of ``MAX_CELL_CHARS``
+characters (4 bytes at most each in UTF-8) and a carriage return. A 2 GB file of one cell (NUL bytes after its header)
+took 14.7 GB and two minutes before the cell's length was refused."""
+_WINDOW = (MAX_STRETCH_BYTES - 1) // 2
+"""A longer stretch within a block holds one of the block's windows of this many bytes (from its start) whole."""
 SCAN_BLOCK = 2**20
 MAX_HEADER_BYTES = 2 * SCAN_BLOCK
 """Longest header line (about 200 000 column names of ten characters)."""
@@ -122,7 +128,7 @@ def _open(path):
 
 def _scan(path, max_bytes: int) -> _Scan:
     """One pass in blocks of SCAN_BLOCK bytes (decompressed), refusing a file over ``max_bytes``."""
-    first, commas, newlines, returns, quoted, size, last = b"", 0, 0, 0, False, 0, b""
+    first, commas, newlines, returns, quoted, size, last, stretch = b"", 0, 0, 0, False, 0, b"", 0
     with _open(path) as stream:
         try:
             while block := stream.read(SCAN_BLOCK):
@@ -134,6 +140,10 @@ def _scan(path, max_bytes: int) -> _Scan:
                 returns += block.count(b"\r")
                 last = block[-1:]
                 quoted = quoted or b'"' in block
+                longest, stretch = _stretches(block, stretch)
+                if longest > MAX_STRETCH_BYTES:
+                    raise CRCError(f"{path}: a cell longer than {MAX_CELL_CHARS} characters ({longest:,} bytes or more "
+                                   "without a comma or line end): is it a CSV file?")
                 if not first.strip() or b"\n" not in first:
                     first = (first + block)[:MAX_HEADER_BYTES]
         except (OSError, EOFError, zlib.error) as exc:
@@ -157,6 +167,23 @@ def _unreadable(path, exc: Exception) -> CRCError:
     if isinstance(exc, (EOFError, zlib.error)):
         return CRCError(f"{path}: damaged or cut short ({exc}): copy the file again, or decompress what is left of it")
     return CRCError(f"{path}: cannot read ({exc})")
+
+
+def _stretches(block: bytes, before: int) -> tuple[int, int]:
+    """(the longest stretch without a comma or line end in ``block``, after ``before`` such bytes ending the blocks
+    before it; the stretch it ends with), the first exact whenever it exceeds ``MAX_STRETCH_BYTES``. The separators
+    are looked for with ``bytes.find``, which stops at the first, and counted with numpy only in a block that holds a
+    window of ``_WINDOW`` bytes (from its start) without one."""
+    last = max(block.rfind(b","), block.rfind(b"\n"))
+    if last < 0:
+        return before + len(block), before + len(block)
+    first = min(at for at in (block.find(b","), block.find(b"\n")) if at >= 0)
+    longest = max(before + first, len(block) - 1 - last)
+    if any(block.find(b",", at, at + _WINDOW) < 0 and block.find(b"\n", at, at + _WINDOW) < 0
+           for at in range(0, len(block), _WINDOW)):
+        data = np.frombuffer(block, dtype=np.uint8)
+        longest = max(longest, int(np.diff(np.flatnonzero((data == ord(",")) | (data == ord("\n")))).max(initial=1)) - 1)
+    return longest, len(block) - 1 - last
 
 
 class _Unchanged(io.RawIOBase):

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from crc.cli.main import main
 from crc.core.model_file import TrainedModel
-from crc.core.models import make_model
+from crc.core.models import MAX_STATISTICS, make_model
 from crc.core.schema import Schema
 from crc.nodes import checkpoint
 from crc.nodes.launcher import free_ports
@@ -118,6 +118,8 @@ def test_a_resumed_node_refuses_an_old_json_checkpoint(deployment, tmp_path):
     (lambda s: s["features"][0].update(kind="continuous", mean=0.0, std=True), "features[0].std must be a finite number, got true"),
     (lambda s: s.update(classes=["e", ["p"]]), "classes[1] must be a string"),
     (lambda s: s.update(features=json.loads("[" * 20 + "]" * 20)), "features[0] must be an object"),
+    (lambda s: s.update(classes=[f"c{i}" for i in range(100_000)]), "the schema's model would hold 9,900,000 statistics or "
+                                                                     f"more, more than {MAX_STATISTICS:,}: give the schema fewer"),
 ])
 def test_a_node_refuses_a_damaged_schema_file(deployment, tmp_path, edit, message):
     schema = json.loads((deployment / "schema.json").read_text())

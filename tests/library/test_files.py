@@ -88,11 +88,21 @@ def test_the_depth_limit_is_inclusive_and_brackets_inside_strings_do_not_count()
     ("[1e999]", r"a number that overflows a float \(1e999\)"), ("[-2.5E+400]", "overflows a float"),
     ("[" + "9" * 350 + ".5]", "overflows a float"), ("[" + "1" * 25 + "]", "an integer of 25 digits"),
     ("[-123456789012345678901]", "an integer of 21 digits"), ("[" + "1" * 5000 + "]", "a number literal of more than 400 characters"),
-    ("[0." + "1" * 10_000_000 + "e999]", "more than 400 characters"), ("{nope", "not valid JSON"), ("", "not valid JSON"),
+    ("[0." + "1" * 10_000_000 + "e999]", "more than 400 characters"), ("{nope", "not valid JSON"),
+    ("", "f: JSON is empty"), (" \n", "f: JSON is empty"),
 ])
 def test_numbers_json_cannot_hold_as_floats_and_broken_text_are_refused(text, message):
     with pytest.raises(CRCError, match=message):
         parse_json(text.encode(), source="f")
+
+
+@pytest.mark.parametrize("text, key", [('{"a": 1, "a": 2}', "a"), ('[{"x": {"b": [], "c": 0, "b": []}}]', "b"),
+                                       ('{"\\u0061": 1, "a": 1}', "a")])
+def test_a_key_named_twice_in_an_object_is_refused(text, key):
+    """json kept the last value silently: a file that names a key twice reads differently in another reader."""
+    with pytest.raises(CRCError, match=rf"^f: JSON is not valid JSON \(key '{key}' appears twice in an object\)$"):
+        parse_json(text.encode(), source="f")
+    assert parse_json(b'[{"a": 1}, {"a": 2}]', source="f") == [{"a": 1}, {"a": 2}]
 
 
 def test_tiny_huge_and_long_but_finite_numbers_are_read():
@@ -148,6 +158,19 @@ def test_a_regular_file_is_required_where_asked_and_a_fifo_is_not_waited_for(tmp
         with fails_if_blocked(), pytest.raises(CRCError, match=f"{path}: noise key is not a regular file; delete it"):
             read_bytes(path, max_bytes=32, what="noise key", regular=True)
     assert read_bytes(tmp_path / "file", max_bytes=32, what="noise key", regular=True) == b"key"
+
+
+def test_a_fifo_without_a_writer_is_not_waited_for_and_a_pipe_is_read_to_its_end(tmp_path):
+    """Every JSON reader blocked forever on a FIFO that no process writes to (``crc predict --model-file FIFO``)."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with fails_if_blocked(), pytest.raises(CRCError, match=f"^{fifo}: model file is empty$"):
+        read_json(fifo, what="model file")
+    reading, writing = os.pipe()
+    with fails_if_blocked(), os.fdopen(writing, "wb") as writer, os.fdopen(reading, "rb") as reader:
+        writer.write(b'{"a": [1, 2]}')
+        writer.close()
+        assert read_json(f"/dev/fd/{reader.fileno()}") == {"a": [1, 2]}
 
 
 def test_atomic_write_replaces_whole_files_and_leaves_no_temporary(tmp_path):

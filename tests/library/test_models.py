@@ -1,3 +1,6 @@
+import time
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -6,7 +9,7 @@ from hypothesis import strategies as st
 import crc.core.models.base as base_module
 from crc.core import threads
 from crc.core.errors import CRCError
-from crc.core.models import MODELS, make_model, one_hot
+from crc.core.models import MAX_STATISTICS, MODELS, ModelTooLarge, make_model, one_hot
 from crc.core.models.base import GenerativeModel, labelled_weights
 from support.tables import mixed_columns, prepared
 
@@ -182,3 +185,27 @@ def test_a_pooled_residual_by_blocks_of_instances_is_the_whole_one_on_any_thread
     np.testing.assert_allclose(posteriors, whole[1], rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(residual, whole[0], rtol=0, atol=1e-12 * np.abs(whole[0]).max())
     assert starts == 2 * [list(range(0, len(y), 7))]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_model_larger_than_the_limit_is_refused_before_it_is_built(kind, mixed, monkeypatch):
+    """A schema file of under a megabyte (50,000 classes, 2,000 categories a feature) asked a peer for 16 GiB."""
+    schema = mixed[0]
+    size = make_model(kind, schema).size
+    monkeypatch.setattr(base_module, "MAX_STATISTICS", size)
+    assert make_model(kind, schema).size == size
+    monkeypatch.setattr(base_module, "MAX_STATISTICS", size - 1)
+    with pytest.raises(ModelTooLarge, match=rf"^the schema's model would hold {size:,} statistics or more, more than {size - 1:,}: "):
+        make_model(kind, schema)
+
+
+def test_a_schema_of_huge_lists_is_refused_at_the_real_limit_in_a_fraction_of_a_second(mixed):
+    schema = mixed[0]
+    huge = replace(schema, classes=tuple(f"c{i}" for i in range(50_000)),
+                   features=tuple(replace(f, categories=tuple(f"k{i}" for i in range(2_000))) if f.categories else f
+                                  for f in schema.features))
+    started = time.monotonic()
+    for kind in KINDS:
+        with pytest.raises(ModelTooLarge, match=f"more than {MAX_STATISTICS:,}"):
+            make_model(kind, huge)
+    assert time.monotonic() - started < 5

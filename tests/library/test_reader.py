@@ -136,6 +136,25 @@ def test_a_column_name_on_two_lines_is_refused_as_such(tmp_path):
     assert list(read_csv(path)) == ['a "b"', "c", "y"]
 
 
+@pytest.mark.parametrize("offset", [0, reader.SCAN_BLOCK - 7, 3 * reader._WINDOW + 5])
+def test_a_stretch_without_a_separator_longer_than_a_cell_is_refused_as_the_file_is_counted(tmp_path, offset):
+    """A 2 GB file of NUL bytes after its header took 14.7 GB and two minutes before its one cell was refused; the
+    stretch may start anywhere, across the scan's blocks too."""
+    path = tmp_path / "long.csv"
+    with open(path, "wb") as stream:
+        stream.write(b"a,cls\n" + b"1,p\n" * (offset // 4))
+        stream.truncate(stream.tell() + 2 * 2**30)  # sparse: 2 GiB of NUL bytes
+    with pytest.raises(CRCError, match=r"long.csv: a cell longer than 65536 characters \([\d,]+ bytes or more without "
+                                       r"a comma or line end\): is it a CSV file\?$"):
+        read_csv(path)
+
+
+def test_the_longest_cell_in_the_longest_utf8_passes_the_count(tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_bytes(("a,cls\r\n" + "\U0001F600" * MAX_CELL_CHARS + ",p\r\n1,q\r\n").encode())
+    assert len(read_csv(path)["a"].values[0]) == MAX_CELL_CHARS
+
+
 def test_huge_cells_and_corrupt_gzip_are_refused(tmp_path):
     for quote in ("", '"'):
         path = tmp_path / f"big{len(quote)}.csv"

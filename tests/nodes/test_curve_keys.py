@@ -121,10 +121,10 @@ BAD_KNOWN_PEERS = {
     "a short key": (json.dumps({A: KEY[:39]}), "is not a CURVE public key"),
     "not z85": (json.dumps({A: "\u00e9" * 40}), "is not a CURVE public key"),
     "a space in z85": (json.dumps({A: " " * 40}), "is not a CURVE public key"),
-    "an address twice": (f'{{"{A}": "{KEY}", "{A}": "{public_key()}"}}', "an address appears twice"),
+    "an address twice": (f'{{"{A}": "{KEY}", "{A}": "{public_key()}"}}', f"key {A!r} appears twice in an object"),
     "a key twice": (json.dumps({A: KEY, B: KEY}), "have the same key"),
     "a missing neighbour": (json.dumps({A: KEY}), f"no key for neighbour {C!r}"),
-    "deep nesting": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "deep nesting": ("[" * 100_000 + "]" * 100_000, "nests arrays and objects more than 1 deep"),
     "too large": (json.dumps({A: KEY, "x": "y" * MAX_KNOWN_PEERS_BYTES}), "larger than"),
     "a huge address": (json.dumps({"tcp://" + "h" * 600 + ":1": KEY}), "address longer than"),
 }

@@ -1,4 +1,5 @@
 import math
+import os
 
 import networkx as nx
 import numpy as np
@@ -14,6 +15,7 @@ from crc.topologies import (
     save_graph,
     spectral_gap,
 )
+from support.blocking import fails_if_blocked
 
 
 def edges(graph):
@@ -81,9 +83,25 @@ def test_a_graph_file_of_another_size_names_the_option_that_sets_the_runs(tmp_pa
         ("g.edges", "3 3\n", "self-loop"),
         ("g.json", '{"nodes": 3, "edges": [[0, "1"]]}', "not a pair of nodes"),
         ("g.json", '[1, 2]', "expected an object"),
+        ("g.json", '{"nodes": 1000000000, "edges": []}', "a graph needs 1 to 1,048,576 nodes, this one has 1,000,000,000"),
+        ("g.edges", "0 1000000000\n", "a graph needs 1 to 1,048,576 nodes, this one has 1,000,000,001"),
+        ("g.edges", "# nodes: 1000000000\n0 1\n", "this one has 1,000,000,000"),
+        ("g.json", '{"nodes": true, "edges": []}', "expected an object with integer 'nodes'"),
+        ("g.json", '{"nodes": 3, "edges": [[0, true]]}', r"edge \[0, True\] is not a pair of nodes"),
+        ("g.json", '{"nodes": 3, "edges": [], "nodes": 5}', "graph file is not valid JSON .key 'nodes' appears twice"),
+        ("g.json", "[" * 100_000 + "]" * 100_000, "graph file nests arrays and objects more than 3 deep"),
+        ("g.edges", "", "a graph needs 1 to"),
     ],
 )
 def test_graph_files_validated(tmp_path, name, text, message):
+    """Quickly, in one line naming the file: a graph file of 10^9 nodes ran out of memory building them."""
     (tmp_path / name).write_text(text)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as error:
         load_graph(tmp_path / name)
+    assert str(error.value).startswith(f"{tmp_path / name}: ") and "\n" not in str(error.value)
+
+
+def test_a_fifo_in_a_graph_file_s_place_is_not_waited_for(tmp_path):
+    os.mkfifo(tmp_path / "g.edges")
+    with fails_if_blocked(), pytest.raises(ValueError, match="g.edges: a graph needs 1 to"):
+        load_graph(tmp_path / "g.edges")

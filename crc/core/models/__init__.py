@@ -6,7 +6,7 @@ and builds a model after checking them (``create``).
 """
 
 from crc.core.errors import CRCError
-from crc.core.models.base import GenerativeModel, one_hot
+from crc.core.models.base import MAX_STATISTICS, GenerativeModel, ModelTooLarge, one_hot
 from crc.core.models.circuit import MixtureCircuit
 from crc.core.models.naive_bayes import NaiveBayes
 from crc.core.models.options import Option
@@ -46,5 +46,5 @@ def make_model(kind: str, schema: Schema, **options) -> GenerativeModel:
     return model_kind(kind).create(schema, **options)
 
 
-__all__ = ["MODELS", "GenerativeModel", "MixtureCircuit", "NaiveBayes", "Option", "ProbabilisticCircuit", "QDA",
-           "RegionGraphCircuit", "all_options", "make_model", "model_kind", "model_options", "one_hot"]
+__all__ = ["MAX_STATISTICS", "MODELS", "GenerativeModel", "MixtureCircuit", "ModelTooLarge", "NaiveBayes", "Option",
+           "ProbabilisticCircuit", "QDA", "RegionGraphCircuit", "all_options", "make_model", "model_kind", "model_options", "one_hot"]

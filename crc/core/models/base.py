@@ -28,6 +28,15 @@ from crc.core.threads import ordered_map
 
 COUNT_FLOOR = 1e-9
 """Lower bound of every count used by ``theta``, as a fraction of the ESS (scale-free)."""
+MAX_STATISTICS = 2**23
+"""Longest statistics vector a model may have (64 MiB of float64): its model file, statistics and parameters at up to
+25 characters a number, stays readable (``crc.core.model_file.MAX_MODEL_BYTES``). The bundled data sets' models hold
+at most 140,000 with their default options. Without a bound, a schema file of under a megabyte (50,000 classes, 2,000
+categories a feature) asked for 16 GiB, one of 300,000 classes ran a peer out of 4 GB."""
+
+
+class ModelTooLarge(CRCError):
+    """A schema whose model would hold more than ``MAX_STATISTICS`` statistics (the reader of its file names it)."""
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -67,6 +76,10 @@ class GenerativeModel(ABC):
     def __init__(self, schema: Schema):
         self.schema = schema
         self.layout = self._layout()
+        if self.layout.size > MAX_STATISTICS:
+            raise ModelTooLarge(f"the schema's model would hold {self.layout.size:,} statistics or more, more than "
+                                f"{MAX_STATISTICS:,}: give the schema fewer classes, features or categories, or the "
+                                "model smaller structure options")
 
     @property
     def n_classes(self) -> int:
