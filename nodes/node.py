@@ -350,8 +350,11 @@ def _epoch_seconds(text: str) -> float:
         return float(text)
     except ValueError:
         pass
+    stripped = text.strip()
+    if stripped[-1:] in ("Z", "z"):  # UTC; Python 3.10's fromisoformat reads only +00:00
+        stripped = stripped[:-1] + "+00:00"
     try:
-        moment = datetime.datetime.fromisoformat(text.strip())
+        moment = datetime.datetime.fromisoformat(stripped)
     except ValueError:
         raise MalformedOption(f"--start-at {text!r} is neither an ISO 8601 time nor seconds since the epoch") from None
     if moment.tzinfo is None:

@@ -25,6 +25,11 @@ import pandas as pd
 from crc.core.columns import MISSING_TOKENS, Column, NumberColumn, as_column, headerless_hint, separator_hint
 from crc.core.errors import CRCError
 
+EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+"""``pd.read_csv``'s arguments that parse every number as Python's ``float`` does: pandas 2's default parser was off
+by an ulp in 43 % of 2 million random numbers (pandas 2.3.3, the newest for Python 3.10); pandas 3 parses exactly by
+default and deprecates the argument."""
+
 MAX_TABLE_BYTES = 2 * 2**30
 """Largest file read, after decompression."""
 MAX_TABLE_CELLS = 2**25
@@ -258,7 +263,7 @@ def _fast(path, scan: _Scan, header: bool, names: list[str] | None, text: tuple[
             warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # mixed columns go to the careful reader
             frame = pd.read_csv(io.BufferedReader(stream), header=0 if header else None, dtype=dtype or None,
                                 na_values=sorted(MISSING_TOKENS), keep_default_na=False, skipinitialspace=True,
-                                encoding="utf-8-sig", skip_blank_lines=True)
+                                encoding="utf-8-sig", skip_blank_lines=True, **EXACT_FLOATS)
     except CRCError:
         raise
     except (ValueError, OSError, EOFError, zlib.error, pd.errors.ParserError, UnicodeDecodeError):

@@ -31,7 +31,7 @@ def test_pandas_parses_numbers_as_python_does():
     rng = np.random.default_rng(0)
     values = (rng.normal(size=3000) * 10.0 ** rng.integers(-300, 300, 3000)).tolist()
     spellings = [repr(v) for v in values] + [f"{v:.17g}" for v in values] + [f"{v:.5e}" for v in values] + ["0.1", "1e-320", "-0"]
-    parsed = pd.read_csv(io.StringIO("a\n" + "\n".join(spellings)))["a"].to_numpy()
+    parsed = pd.read_csv(io.StringIO("a\n" + "\n".join(spellings)), **reader.EXACT_FLOATS)["a"].to_numpy()
     assert parsed.tolist() == [float(s) for s in spellings]
 
 

@@ -241,7 +241,7 @@ def test_a_member_that_floods_requests_and_reads_nothing_is_logged_once_while_it
     again = encode_group("scores", run="crc", sender=first, round_=3, schema_id=wdbc3.model.schema_id,
                          values=np.zeros((len(peer.rows), peer.steps.width)))
     transport = FullQueue(first)
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger=peer.log.name)  # the level of the peer's own logger, whatever a test before set
 
     def flood(frames: int) -> list[str]:
         caplog.clear()
