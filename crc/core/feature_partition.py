@@ -124,4 +124,7 @@ def read_blocks_file(path) -> tuple[tuple[str, ...], ...]:
             and all(isinstance(name, str) for block in blocks for name in block)):
         raise CRCError(f'{path}: expected {{"blocks": [[feature names of block 0], [of block 1], ...]}}, '
                        "every block a non-empty list of names")
+    others = sorted(set(obj) - {"blocks"})
+    if others:  # a misspelt or misplaced setting would otherwise be dropped without a word
+        raise CRCError(f"{path}: unknown key(s) {', '.join(map(repr, others))}: a blocks file holds \"blocks\" alone")
     return tuple(tuple(block) for block in blocks)

@@ -61,6 +61,7 @@ def test_options_that_do_not_fit_the_partition_are_one_clear_line(args, message)
 @pytest.mark.parametrize("content, message", [
     ("{}", "expected"), ('{"blocks": [["x1"], []]}', "expected"), ('{"blocks": [["x1", "zz"]]}', "unknown feature"),
     ("[1,", "not valid JSON"),
+    ('{"blocks": [["x1"]], "block": [["x2"]]}', "unknown key(s) 'block': a blocks file holds \"blocks\" alone"),
 ])
 def test_a_bad_blocks_file_is_refused_naming_the_file(tmp_path, content, message):
     blocks = tmp_path / "blocks.json"
