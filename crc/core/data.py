@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crc.core.columns import MISSING_NAMED, Column, as_column, headerless_hint
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, named_errors
 from crc.core.files import atomic_write_text
 from crc.core.schema import CONTINUOUS, Feature, Schema, infer_features, infer_schema
 
@@ -110,10 +110,8 @@ def dataset_from_columns(columns: dict, label: str, name: str = "", *, categoric
     discrete whatever their values) and encode it."""
     columns = {key: as_column(cells) for key, cells in columns.items()}
     source = name or "data"
-    try:
+    with named_errors(source):
         schema = infer_schema(columns, label, categorical=categorical)
-    except CRCError as exc:
-        raise CRCError(f"{source}: {exc}") from None
     x, y = encode(schema, columns, source=source)
     return Dataset(schema, x, y, name)
 
@@ -122,10 +120,8 @@ def own_features(columns: dict, *, source: str = "data", categorical=()) -> tupl
     """The features of a vertical party's own ``columns`` (as ``encode`` takes them, without the label): inferred by
     ``infer_features``, with the standardization (mean, std) of their continuous columns (encoded as a schema of these
     features alone, which is never written); a CRCError names ``source``."""
-    try:
+    with named_errors(source):
         features = infer_features(columns, categorical=categorical)
-    except CRCError as exc:
-        raise CRCError(f"{source}: {exc}") from None
     alone = Schema(label="", classes=(), features=features)
     x, _ = encode(alone, columns, labels=False, source=source)
     return alone.standardized(x[:, alone.continuous]).features

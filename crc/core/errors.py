@@ -1,6 +1,8 @@
 """The one exception family of the project, and how its messages show a value. Imports nothing heavy: ``crc`` imports
 it, and the ``crc`` command's entry point imports ``crc`` before it can handle Ctrl-C (``crc.cli.entry``)."""
 
+import contextlib
+
 
 class CRCError(ValueError):
     """Invalid input or state: a bad data file, schema, statistics vector or option.
@@ -17,6 +19,16 @@ class OptionConflict(CRCError):
 class MalformedOption(CRCError):
     """An option value that does not parse (a malformed address): on the command line, a usage error (exit
     status 2)."""
+
+
+@contextlib.contextmanager
+def named_errors(source: str):
+    """A context whose CRCErrors say where they come from: their message prefixed with ``source`` (a file or data set
+    name)."""
+    try:
+        yield
+    except CRCError as exc:
+        raise CRCError(f"{source}: {exc}") from None
 
 
 def plain(value) -> str:

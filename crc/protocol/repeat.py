@@ -18,6 +18,7 @@ import numpy as np
 from crc.core import metrics
 from crc.core.data import Dataset, split_counts, split_indices, standardize
 from crc.core.engine import default_ess
+from crc.core.errors import named_errors
 from crc.core.models import make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
@@ -63,8 +64,9 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
     model = make_model(config.model, schema, **config.model_options)
     x_train = standardize(schema, dataset.x[train])
-    phi_train = model.features(x_train)
-    phi_test = model.features(standardize(schema, dataset.x[test]))
+    with named_errors(dataset.name):
+        phi_train = model.features(x_train)
+        phi_test = model.features(standardize(schema, dataset.x[test]))
     sizes = local_sizes(config.train_size, config.nodes, skew=config.size_skew, rng=rng)
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)

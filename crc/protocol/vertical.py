@@ -26,7 +26,7 @@ import numpy as np
 from crc.core.acceleration import PAPER
 from crc.core.calibration import soft_zero_one
 from crc.core.data import Dataset, split_indices, standardize
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, named_errors
 from crc.core.feature_partition import blocks_from_names, feature_blocks
 from crc.core.models.blocks import block_model
 from crc.core.partition import local_sizes, partition
@@ -80,12 +80,13 @@ def make_feature_split(dataset: Dataset, config: SimulationConfig, seed):
     absent = tuple(dataset.schema.classes[k] for k in sorted(set(range(dataset.schema.n_classes))
                                                             - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
-    model = block_model(config.model, schema, blocks_for(config, schema.feature_names), **config.model_options)
-    x_train = standardize(schema, dataset.x[train])
+    with named_errors(dataset.name):
+        model = block_model(config.model, schema, blocks_for(config, schema.feature_names), **config.model_options)
+        x_train = standardize(schema, dataset.x[train])
+        phi_train, phi_test = model.features(x_train), model.features(standardize(schema, dataset.x[test]))
     groups = config.feature_partition.groups
     parts = partition("iid", dataset.y[train], local_sizes(config.train_size, groups, rng=rng))
-    return Split(model, model.features(x_train), dataset.y[train], model.features(standardize(schema, dataset.x[test])),
-                 dataset.y[test], parts, x_train, train, test, absent)
+    return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent)
 
 
 class BestIterate:

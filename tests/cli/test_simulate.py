@@ -79,6 +79,8 @@ def test_simulate_is_deterministic_for_a_seed(tmp_path):
         (["--partition", "sorted"], "'sorted' is not one of"),
         (["--partition", "dirichlet", "--alpha", "0"], "0.0 is not in the range x>0"),
         (["--nodes", "5", "--train-size", "3"], "--train-size 3 leaves some of the 5 nodes without data"),
+        (["--data", "{hole}", "--label", "cls", "--model", "qda"], "hole.csv: QDA does not handle missing continuous "
+                                                                  "values (1 missing (NaN) cells, first in feature 'f1')"),
     ],
 )
 def test_bad_input_gives_one_clear_line(tmp_path, args, message):
@@ -88,6 +90,7 @@ def test_bad_input_gives_one_clear_line(tmp_path, args, message):
         "{rare}": write_csv(tmp_path / "rare.csv", extra_rows=["0.1,0.2,r,maybe"]),
         "{typo}": write_csv(tmp_path / "typo.csv", extra_rows=["1.2.3,0.2,r,yes"]),
         "{indexed}": write_indexed(tmp_path / "indexed.csv"),
+        "{hole}": write_csv(tmp_path / "hole.csv", extra_rows=[",0.2,r,yes"]),
     }
     args = [files.get(a, a) for a in args]
     result = run("simulate", *SMALL[2:], *args) if "--nodes" in args else run("simulate", *SMALL, *args)

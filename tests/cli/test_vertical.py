@@ -45,7 +45,7 @@ def test_a_blocks_file_names_the_features_of_each_peer(tmp_path):
     (["--partition", "hybrid", "--start", "uniform"], "--start: not with --partition hybrid"),
     (["--partition", "vertical:2x3"], "a vertical partition has one group"),
     (["--partition", "sideways"], "'sideways' is not one of"),
-    (["--partition", "vertical:40"], "cannot cut 30 features into 40 blocks"),
+    (["--partition", "vertical:40"], "wdbc: cannot cut 30 features into 40 blocks"),
     (["--partition", "vertical:2", "--model", "pc", "--structure", "region-graph"], "products split by feature block"),
     (["--partition", "vertical:2", "--dp-epsilon", "4"], "--dp-epsilon is not available with a vertical or hybrid"),
     (["--partition", "hybrid", "--aggregate", "median"], "--aggregate median is not available with a vertical or hybrid"),
