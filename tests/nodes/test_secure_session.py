@@ -205,6 +205,13 @@ def test_the_inconsistent_request_attack_recovers_nothing_and_is_detected_counte
     assert np.median(np.abs(guess - statistics(3))) > 1e9  # nothing of c's statistics is left to read
 
 
+def noticed_by_the_other_recipients(sessions, member: str, round_: int) -> None:
+    """``member`` answers the notices (nothing asked) of its neighbours other than the recipient for ``round_``."""
+    for peer in others(member):
+        if peer != RECIPIENT:
+            sessions[member].answer(decode(sessions[peer].open({}, round_)[member], expect(member)))
+
+
 def test_a_request_for_more_than_a_sum_is_refused_counted_and_logged_once(sessions, caplog):
     masked_for_recipient(sessions, 0)
     contributor = sessions[CONTRIBUTORS[0]]
@@ -222,9 +229,7 @@ def test_after_the_last_round_a_peer_knows_when_every_protected_neighbour_is_don
     last = ROUNDS - 1
     received = masked_for_recipient(sessions, last)
     contributor = sessions[CONTRIBUTORS[0]]
-    for peer in others(CONTRIBUTORS[0]):
-        if peer != RECIPIENT:
-            contributor.answer(decode(sessions[peer].open({}, last)[CONTRIBUTORS[0]], expect(CONTRIBUTORS[0])))
+    noticed_by_the_other_recipients(sessions, CONTRIBUTORS[0], last)
     assert not contributor.final_answered()
     np.testing.assert_allclose(unmask_round(sessions, last, received), sum(statistics(i) for i in range(1, 4)),
                                rtol=0, atol=1e-5)
@@ -237,9 +242,7 @@ def test_a_resumed_member_declines_and_the_recipient_gives_the_round_up_at_once_
     last, a = ROUNDS - 1, CONTRIBUTORS[0]
     sessions[a] = session(a, resumed=last)
     received = masked_for_recipient(sessions, last)
-    for peer in others(a):
-        if peer != RECIPIENT:
-            sessions[a].answer(decode(sessions[peer].open({}, last)[a], expect(a)))  # notices: nothing asked
+    noticed_by_the_other_recipients(sessions, a, last)
     recipient = sessions[RECIPIENT]
     requests = recipient.open(received, last)
     decline = decode(sessions[a].answer(decode(requests[a], expect(a))), expect(RECIPIENT))
@@ -394,9 +397,7 @@ def test_a_request_given_up_is_withdrawn_so_a_member_that_agreed_stops_waiting_a
     its timeout for a confirmation."""
     last, (a, b, c) = ROUNDS - 1, CONTRIBUTORS
     received = masked_for_recipient(sessions, last)
-    for peer in others(b):
-        if peer != RECIPIENT:
-            sessions[b].answer(decode(sessions[peer].open({}, last)[b], expect(b)))  # notices: nothing asked
+    noticed_by_the_other_recipients(sessions, b, last)
     recipient = sessions[RECIPIENT]
     requests = recipient.open(received, last)
     recipient.take_agreement(decode(sessions[b].answer(decode(requests[b], expect(b))), expect(RECIPIENT)))

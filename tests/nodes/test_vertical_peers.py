@@ -597,22 +597,6 @@ def test_a_member_given_the_wrong_label_holder_stops_naming_the_request_it_refus
                                               f"within 5 s; this peer refused the request of {holder} ")
 
 
-class SilentTransport:
-    """A transport to nobody: a group of one peer (vertical:1) sends nothing and receives nothing."""
-
-    def send_to(self, address, frame):
-        return True
-
-    def receive(self, deadline):
-        return []
-
-    def refused(self):
-        return {}
-
-    def close(self, linger_ms):
-        pass
-
-
 def test_a_peer_runs_its_passes_with_blas_on_one_thread():
     """A pass's products are of all the group's instances: a threaded BLAS on a busy machine stalled each for tens of
     milliseconds (a peer of ``crc node`` runs without ``crc launch``'s single-threaded environment)."""
@@ -622,6 +606,6 @@ def test_a_peer_runs_its_passes_with_blas_on_one_thread():
     step = peer.steps.step
     peer.steps.step = lambda *args: (seen.append(blas_threads_now()), step(*args))[1]
     with threadpool_limits(limits=2, user_api="blas"):
-        assert peer.run(SilentTransport()) and blas_threads_now() == 2
+        assert peer.run(QuietTransport()) and blas_threads_now() == 2  # a group of one peer (vertical:1)
     assert seen == [1, 1]
     assert_same_statistics(peer.best, ref.best)
