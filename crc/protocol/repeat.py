@@ -9,7 +9,6 @@ measured on the *global* training set and on the test set. The simulator,
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from crc.core.errors import named_errors
 from crc.core.models import make_model
 from crc.core.partition import design_matrix, local_sizes, partition
 from crc.protocol.config import SimulationConfig
-from crc.protocol.split import Split
+from crc.protocol.split import Split, warn_singular_qda
 from crc.protocol.vertical import make_feature_split
 from crc.tables.datasets import load_dataset
 
@@ -34,17 +33,6 @@ def load_for(config: SimulationConfig) -> Dataset:
     test = int(config.test_size) if config.test_size >= 1 else int(math.ceil(train * config.test_size / (1 - config.test_size))) + 1
     return load_dataset(config.data, label=config.label, categorical=config.categorical, synthetic_size=train + test,
                         seed=config.seed)
-
-
-def _warn_singular_qda(schema, y_train: np.ndarray) -> None:
-    """Warn (``crc.data`` logger) if a class present in ``y_train`` (m,) has no more instances than the schema has
-    continuous features: QDA's covariance of that class is singular, its eigenvalues floored at 1e-9."""
-    counts = np.bincount(y_train, minlength=schema.n_classes)
-    dims = len(schema.continuous)
-    if dims and counts[counts > 0].min() <= dims:
-        logging.getLogger("crc.data").warning(
-            f"QDA: a class has no more training instances than the {dims} continuous features, so its covariance is "
-            f"singular and QDA may do little better than chance: naive Bayes (--model nb), or more training instances")
 
 
 def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
@@ -71,7 +59,7 @@ def make_split(dataset: Dataset, config: SimulationConfig, seed) -> Split:
     design = design_matrix(schema, x_train) if config.partition in ("covariate", "joint") else None
     parts = partition(config.partition, dataset.y[train], sizes, design=design, alpha=config.alpha, rng=rng)
     if config.model == "qda":
-        _warn_singular_qda(schema, dataset.y[train])
+        warn_singular_qda(len(schema.continuous), dataset.y[train], schema.n_classes)
     return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent, wanted)
 
 

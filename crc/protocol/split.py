@@ -3,6 +3,7 @@ the parts are rows (``crc.protocol.repeat``) or feature blocks (``crc.protocol.v
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,3 +34,14 @@ class Split:
     test_wanted: int = 0
     """The test instances ``test_size`` asked for: more than ``len(test_rows)`` when the data set was too small
     for a test fraction beside the training set, which then left its remaining instances for testing."""
+
+
+def warn_singular_qda(dims: int, y_train: np.ndarray, n_classes: int, *, of: str = "") -> None:
+    """Warn (``crc.data`` logger) if a class present in ``y_train`` (m,) has no more instances than ``dims``, the
+    continuous features one QDA covariance spans (``of``: whose, as the message names them; the schema's by default):
+    that class's covariance is singular, its eigenvalues floored at 1e-9."""
+    counts = np.bincount(y_train, minlength=n_classes)
+    if dims and counts[counts > 0].min() <= dims:
+        logging.getLogger("crc.data").warning(
+            f"QDA: a class has no more training instances than the {dims} continuous features{of}, so its covariance "
+            f"is singular and QDA may do little better than chance: naive Bayes (--model nb), or more training instances")

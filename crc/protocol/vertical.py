@@ -32,7 +32,7 @@ from crc.core.models.blocks import block_model
 from crc.core.partition import local_sizes, partition
 from crc.core.threads import single_threaded_blas
 from crc.protocol.config import SimulationConfig
-from crc.protocol.split import Split
+from crc.protocol.split import Split, warn_singular_qda
 
 BLOCKS_STREAM = 0xB10C
 """Seeds the cut of the features into blocks apart from every other stream (the same cut in every repeat)."""
@@ -81,11 +81,16 @@ def make_feature_split(dataset: Dataset, config: SimulationConfig, seed):
                                                             - set(np.unique(dataset.y[train]).tolist())))
     schema = dataset.schema.standardized(dataset.x[train][:, dataset.schema.continuous])
     with named_errors(dataset.name):
-        model = block_model(config.model, schema, blocks_for(config, schema.feature_names), **config.model_options)
+        blocks = blocks_for(config, schema.feature_names)
+        model = block_model(config.model, schema, blocks, **config.model_options)
         x_train = standardize(schema, dataset.x[train])
         phi_train, phi_test = model.features(x_train), model.features(standardize(schema, dataset.x[test]))
     groups = config.feature_partition.groups
     parts = partition("iid", dataset.y[train], local_sizes(config.train_size, groups, rng=rng))
+    if config.model == "qda":  # a block's covariance spans its continuous features
+        continuous = set(schema.continuous)
+        widest = max(sum(j in continuous for j in block) for block in blocks)
+        warn_singular_qda(widest, dataset.y[train], schema.n_classes, of=" of the widest block")
     return Split(model, phi_train, dataset.y[train], phi_test, dataset.y[test], parts, x_train, train, test, absent)
 
 

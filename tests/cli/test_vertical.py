@@ -84,3 +84,16 @@ def test_a_blocks_file_names_each_feature_once_by_name(tmp_path, blocks, message
     result = run("simulate", "--data", "wdbc", "--partition", "vertical:2", "--blocks", str(tmp_path / "blocks.json"),
                  "--rounds", "2", "--no-rc-converged")
     assert result.exit_code == 1 and message in " ".join(result.output.split()), result.output
+
+
+def test_qda_warns_when_a_class_has_no_more_instances_than_a_blocks_continuous_features():
+    """A block's QDA covariance spans its continuous features: with 30 training instances a class of wdbc has at most
+    15 of the 15 of each block of vertical:2 (the horizontal run warns of all the features alike)."""
+    args = ["simulate", "--data", "wdbc", "--partition", "vertical:2", "--model", "qda", "--rounds", "2", "--no-rc-converged"]
+    few, enough = run(*args, "--train-size", "30"), run(*args)
+    assert few.exit_code == enough.exit_code == 0, few.output
+    assert [line for line in few.stderr.splitlines() if line.startswith("Warning: QDA")] == [
+        "Warning: QDA: a class has no more training instances than the 15 continuous features of the widest block, so "
+        "its covariance is singular and QDA may do little better than chance: naive Bayes (--model nb), or more "
+        "training instances"]
+    assert "Warning: QDA" not in enough.stderr
