@@ -335,8 +335,8 @@ def _refuse_stray_text(name: str, column) -> None:
         return
     first = min(np.flatnonzero(text), key=column.first_row)
     raise CRCError(f"feature column {name!r} holds numbers but also {column.shown(first)} in data row "
-                   f"{column.first_row(first) + 1}: correct the cell or leave it missing ({MISSING_NAMED}); in Python, "
-                   f"name the column categorical to keep it discrete")
+                   f"{column.first_row(first) + 1}: correct the cell or leave it missing ({MISSING_NAMED}); or name the "
+                   f"column categorical (--categorical, in Python categorical_features) to keep it discrete")
 
 
 def _refuse_comma_numbers(name: str, column) -> None:
@@ -364,7 +364,7 @@ def _refuse_unit_numbers(name: str, column) -> None:
     raise CRCError(f"feature column {name!r} holds numbers written with a unit, such as {column.shown(first)} in data row "
                    f"{column.first_row(first) + 1}: crc reads plain numbers; write the column's numbers without "
                    f"{matches[0]['unit']!r} (the unit in its name), else its {len(set(values))} values would be as many "
-                   "categories")
+                   "categories (or name it categorical, --categorical, if they are)")
 
 
 def _refuse_identifier(name: str, column) -> None:

@@ -306,7 +306,8 @@ def test_numbers_written_with_a_unit_are_refused_not_made_categories():
     cols = table(sat=[f"{90 + i}%" for i in range(12)] + ["95", ""], y=list("pq" * 7))
     with pytest.raises(CRCError, match=r"column 'sat' holds numbers written with a unit, such as '90%' in data row 1: crc "
                                        r"reads plain numbers; write the column's numbers without '%' \(the unit in its "
-                                       r"name\), else its 13 values would be as many categories$"):
+                                       r"name\), else its 13 values would be as many categories \(or name it "
+                                       r"categorical, --categorical, if they are\)$"):
         infer_schema(cols, "y")
     with pytest.raises(CRCError, match="such as '0.5 mg' in data row 1"):
         infer_schema(table(dose=[f"{i / 2} mg" for i in range(1, 13)], y=list("pq" * 6)), "y")
