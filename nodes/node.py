@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from crc.core.acceleration import Acceleration, acceleration_of, describe, resolve
 from crc.core.calibration import DEFAULT_LR
 from crc.core.distributed_noise import sum_key
-from crc.core.errors import CRCError, MalformedOption, OptionConflict
+from crc.core.errors import CRCError, MalformedOption, OptionConflict, named_errors
 from crc.core.model_file import TrainedModel
 from crc.core.models import ModelTooLarge, make_model, model_options
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings, release_count
@@ -218,10 +218,8 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     if options.label is not None and options.label != shared.label:
         raise CRCError(f"--label {options.label!r} differs from the schema's label {shared.label!r}")
     structure = model_options(options.model, options.model_options)
-    try:
+    with named_errors(options.schema, ModelTooLarge):  # the schema file made it too large
         generative = make_model(options.model, shared, **structure)
-    except ModelTooLarge as exc:
-        raise CRCError(f"{options.schema}: {exc}") from None
     chosen = resolve({"algorithm": options.algorithm, "momentum": options.momentum, "start": options.start,
                       "safeguard": options.safeguard, "classifier": options.classifier,
                       "exact_diffusion": options.exact_diffusion, "iters": options.iters, "dp_epsilon": options.dp_epsilon,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from crc.core.data import encode
-from crc.core.errors import CRCError, OptionConflict
+from crc.core.errors import CRCError, OptionConflict, named_errors
 from crc.core.feature_partition import blocks_from_names, parse_feature_partition, read_blocks_file
 from crc.core.model_file import TrainedModel
 from crc.core.models import ModelTooLarge, model_options
@@ -142,10 +142,8 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
         raise CRCError("--block-peers names this peer or a member of its own group")
     require_psi()
     structure = model_options(options.model, options.model_options)
-    try:
+    with named_errors(options.schema, ModelTooLarge):  # the schema file made it too large
         model = block_model(options.model, shared, blocks, **structure)
-    except ModelTooLarge as exc:
-        raise CRCError(f"{options.schema}: {exc}") from None
     steps = BlockSteps(model, options.block)
     data = load_block(options.data, steps, options.id_column, shared.label)
     settings = PeerSettings(bind=options.bind, peers=tuple(options.peers), rounds=options.rounds,

@@ -22,12 +22,12 @@ class MalformedOption(CRCError):
 
 
 @contextlib.contextmanager
-def named_errors(source: str):
-    """A context whose CRCErrors say where they come from: their message prefixed with ``source`` (a file or data set
-    name)."""
+def named_errors(source, kind: type[CRCError] = CRCError):
+    """A context whose errors of ``kind`` say where they come from: raised again as CRCErrors, their message prefixed
+    with ``source`` (a file or data set name)."""
     try:
         yield
-    except CRCError as exc:
+    except kind as exc:
         raise CRCError(f"{source}: {exc}") from None
 
 
