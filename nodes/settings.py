@@ -16,6 +16,7 @@ from crc.core.aggregation import AGGREGATIONS
 from crc.core.attacks import PEER_ATTACKS
 from crc.core.errors import OptionConflict
 from crc.core.privacy import Privacy
+from crc.nodes.roster import Roster
 from crc.nodes.wire import DEFAULT_RUN
 
 
@@ -103,6 +104,10 @@ class PeerSettings:
     secure_aggregation: SecureAggregationKeys | None = None
     """Secure aggregation (``crc.nodes.secure_session``): this peer's secret key and every neighbour's
     neighbourhood with its members' public keys. None: statistics travel as they are."""
+    network: Roster | None = None
+    """``--sum-over network``: the roster of the run (every peer, its key, the graph), along whose spanning tree one
+    secure sum of all peers is relayed each round (``crc.nodes.network_sum``). None: each peer averages its closed
+    neighbourhood."""
     colluders: int = 0
     """Secure aggregation: members besides a recipient that may collude with it (``--colluders``), which sets the
     request sets a member answers and the shares' threshold (``crc.protocol.neighbourhoods``)."""
@@ -129,6 +134,8 @@ class PeerSettings:
             raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
         if self.aggregate not in AGGREGATIONS or self.attack not in (None, *PEER_ATTACKS):
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
+        if self.network is not None and (self.secure_aggregation is None or self.network.neighbours(self.bind) != set(self.peers)):
+            raise ValueError("a network sum needs secure aggregation and the roster's neighbours as the peers")
         if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
             raise ValueError("every neighbour needs a known key")
 

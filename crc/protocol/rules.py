@@ -34,6 +34,33 @@ def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encryp
                              "encrypted transport: drop --insecure")
 
 
+SUM_SCOPES = ("neighbourhood", "network")
+"""``--sum-over``: what a peer averages each round, its closed neighbourhood (the paper's CRC) or the whole network,
+one secure sum of every peer relayed along a spanning tree of the graph (``crc.nodes.network_sum``)."""
+
+
+def check_sum_over(sum_over: str, *, secure_aggregation: bool, dp_dropouts: int = 0, dynamic: bool = False,
+                   loss: float = 0.0) -> None:
+    """Raise OptionConflict if ``--sum-over network`` comes without what it needs or with what it cannot take: secure
+    aggregation (the relays see only masked partial sums), a static graph (the roster and its tree are fixed), no
+    tolerated dropouts (a round's sum is all or nothing) and no injected message loss."""
+    if sum_over == "neighbourhood":
+        return
+    if sum_over not in SUM_SCOPES:
+        raise OptionConflict(f"--sum-over must be one of {', '.join(SUM_SCOPES)}, got {sum_over!r}")
+    if not secure_aggregation:
+        raise OptionConflict("--sum-over network needs --secure-aggregation: the peers that relay the sum see only "
+                             "masked partial sums")
+    if dp_dropouts:
+        raise OptionConflict("--sum-over network takes no --dp-dropouts: a round's network sum is all or nothing (a "
+                             "peer missing, the round releases nothing), so no share is sized for dropouts")
+    if dynamic:
+        raise OptionConflict("--sum-over network needs a static --topology: the sum is relayed along a spanning tree "
+                             "fixed for the run")
+    if loss:
+        raise OptionConflict("--sum-over network takes no --loss: a lost partial sum would void the round for every peer")
+
+
 def check_release_every(*, release_every: int, rounds: int, exact_diffusion: bool = False, dp_noise: str = "local",
                         averaged: bool = False, vertical: bool = False) -> None:
     """Raise OptionConflict if ``--release-every`` is above the run's ``rounds`` (any K >= rounds is one release, in
