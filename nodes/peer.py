@@ -23,6 +23,7 @@ invalid is rejected, counted by cause and never touches the statistics. The netw
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -58,12 +59,14 @@ from crc.nodes.wire import (
     Rejected,
     Resumed,
     Reveal,
+    SumFrame,
     Unmask,
     Waiting,
     check_statistics,
     decode,
     encode,
     encode_resumed,
+    encode_sum_frame,
     encode_waiting,
 )
 
@@ -86,6 +89,8 @@ class Peer:
         self.expect = Expectation(run=settings.run, schema_id=model.schema_id, ess=self.ess, size=model.size,
                                   neighbours=frozenset(settings.peers), model=model, known_keys=settings.known_keys,
                                   secure_aggregation=masked,
+                                  roster=None if settings.network is None else settings.network.digest,
+                                  roster_size=0 if settings.network is None else len(settings.network.keys),
                                   count_slack=count_slack(model, None if settings.privacy is None else settings.privacy.sigma))
         self.counts = count_index(model)
         self.round, self.metrics, self.memory = 0, Metrics.for_neighbours(settings.peers), None
@@ -104,8 +109,13 @@ class Peer:
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
                                noise_key=None if settings.privacy is None else self.checkpoints.noise_key(resumed=self.resumed))
-        self.session = None
-        if masked:  # imported only here: secure aggregation's cryptography takes a while to import
+        self.session = self.network = None
+        if settings.network is not None:
+            from crc.nodes.network_sum import NetworkSum
+
+            self.network = NetworkSum(settings.bind, settings.run, settings.network, settings.secure_aggregation.secret_key,
+                                      window=settings.window_rounds)
+        elif masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
 
             self.session = SecureAggregationSession(settings.bind, settings.run, settings.peers, settings.secure_aggregation,
@@ -123,6 +133,9 @@ class Peer:
         self._pending: deque[tuple[bytes, str | None]] = deque()  # frames received but not yet handled (one batch at most)
         self._logged_causes: set[str] = set()
         self._unmask_streak = 0  # rounds in a row, up to the last, whose neighbourhood sum could not be unmasked
+        self._sums_in_a_row = math.inf  # network sum: rounds in a row, up to the last, that released the sum
+        self._silent = dict.fromkeys(settings.peers, 0)  # network sum: rounds in a row each neighbour sent nothing
+        self._first_wait_pending = False  # network sum: the first round of a fresh run waits for the start-up too
         self._full_queues: set[str] = set()  # neighbours whose queue was full at the last send (a dead one's stays full)
         self._refused_before = dict(self.metrics.refused)
 
@@ -180,7 +193,8 @@ class Peer:
         self.liveness.start_run(fresh=fresh)
         self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
                       len(self.settings.peers), self.round, self._first_wait(fresh))
-        if self.round < self.settings.rounds and not self.stop.is_set():
+        self._first_wait_pending = fresh
+        if self.round < self.settings.rounds and not self.stop.is_set() and self.network is None:
             if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
                 self.checkpoints.save(self.state, self.metrics, before_send=True)
             self._send(transport)  # our statistics of the round we start from
@@ -198,23 +212,10 @@ class Peer:
         """One round; False if a stop request interrupted the wait."""
         started = time.perf_counter()
         wanted = self.round
-        self.liveness.begin_round(wanted)
-        received = self._gather(transport, wanted)
-        if self.stop.is_set():
-            return False
-        if not received and self._catch_up(transport):
-            return True
-        self.liveness.end_round(received)
-        restart = self._unsettled()
-        lost = self._drop_injected_losses(received, wanted)
-        if self.session is not None and self.session.receives_masked:
-            aggregated = self._secure_average(transport, received, wanted)
-            if self.stop.is_set():
-                return False
-        else:
-            aggregated = peer_average(self.release.with_share(self.stats, self.settings.bind, wanted),
-                                      self._averaged(received, lost), rule=self.settings.aggregate,
-                                      counts=self.counts, admit=self._admit)
+        gathered = (self._network_average if self.network is not None else self._neighbourhood_average)(transport, wanted)
+        if gathered is None:  # stopped, or skipped ahead to the neighbours' round
+            return not self.stop.is_set()
+        aggregated, restart, heard = gathered
         aggregated, self.stats, self.memory = self._calibrate(aggregated, wanted, restart)
         if self.settings.acceleration.keeps_aggregate:
             self.aggregated = aggregated
@@ -230,9 +231,30 @@ class Peer:
         self.checkpoints.save(self.state, self.metrics, before_send=True)  # see ``_send``
         if self.round < self.settings.rounds:
             self._send(transport)
-        self.log.info("round %d: %d/%d neighbours%s", self.round, len(received), len(self.settings.peers),
-                      "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
+        self.log.info("round %d: %s%s", self.round, heard, "" if loss is None else f", local soft 0-1 loss {loss:.4f}")
         return True
+
+    def _neighbourhood_average(self, transport: PeerTransport, wanted: int
+                               ) -> tuple[np.ndarray, np.ndarray | None, str] | None:
+        """(the closed neighbourhood's average, exact diffusion's restart, what was heard, for the log) of round
+        ``wanted``; None if a stop request interrupted the wait or the peer skipped ahead (``_catch_up``)."""
+        self.liveness.begin_round(wanted)
+        received = self._gather(transport, wanted)
+        if self.stop.is_set():
+            return None
+        if not received and self._catch_up(transport):
+            return None
+        self.liveness.end_round(received)
+        restart = self._unsettled()
+        heard = f"{len(received)}/{len(self.settings.peers)} neighbours"
+        lost = self._drop_injected_losses(received, wanted)
+        if self.session is not None and self.session.receives_masked:
+            aggregated = self._secure_average(transport, received, wanted)
+            return None if self.stop.is_set() else (aggregated, restart, heard)
+        aggregated = peer_average(self.release.with_share(self.stats, self.settings.bind, wanted),
+                                  self._averaged(received, lost), rule=self.settings.aggregate,
+                                  counts=self.counts, admit=self._admit)
+        return aggregated, restart, heard
 
     def _unsettled(self) -> np.ndarray | None:
         """Exact diffusion: True (a 0-d array) while this peer's neighbourhood is unsettled, i.e. some neighbour's
@@ -324,6 +346,12 @@ class Peer:
             elif isinstance(message, Confirm):
                 self.liveness.heard(message.sender)
                 self._send_to(transport, message.sender, self.session.answer_confirmation(message))
+            elif isinstance(message, SumFrame):
+                self.liveness.heard(message.sender)
+                self._silent[message.sender] = 0
+                self.network.take(message, wanted)
+                self.metrics.messages_received += 1
+                self.metrics.bytes_received += len(frame)
             elif isinstance(message, (Agree, Reveal, Decline)):
                 self.liveness.heard(message.sender)
                 take = {Agree: self.session.take_agreement, Reveal: self.session.take_reveal, Decline: self.session.take_decline}
@@ -362,6 +390,11 @@ class Peer:
         target = self.inbox.earliest()
         if target is None or target <= self.round or not self.liveness.up or self.liveness.awaited(self.round):
             return False
+        self._skip_to(target, transport)
+        return True
+
+    def _skip_to(self, target: int, transport: PeerTransport) -> None:
+        """Go on at round ``target``, where the neighbours are, from this peer's statistics (``_catch_up``)."""
         self.log.info("round %d: the neighbours have gone on to round %d: skipping ahead to it", self.round + 1,
                       target + 1)
         self.metrics.rounds_skipped += target - self.round
@@ -372,7 +405,6 @@ class Peer:
             self.average = self.stats.copy()  # as after a first round, so that a checkpoint of it resumes the same
         self.checkpoints.save(self.state, self.metrics, before_send=True)
         self._send(transport)
-        return True
 
     def _send_notice(self, transport: PeerTransport, wanted: int) -> None:
         """Tell the neighbours that this peer still awaits the statistics of round ``wanted``."""
@@ -465,6 +497,106 @@ class Peer:
             deadline = self.clock() + self.settings.timeout_s
             self._wait(transport, self.settings.rounds, lambda: deadline, self.session.final_answered)
 
+    # -------------------------------------------------------------------------------------------- the network sum
+
+    def _network_average(self, transport: PeerTransport, wanted: int
+                         ) -> tuple[np.ndarray, np.ndarray | None, str] | None:
+        """(the network's average, exact diffusion's restart, what was heard) of round ``wanted`` from one secure sum
+        of every peer (``crc.nodes.network_sum``): the children's partial sums, waited for at most the subtree's height
+        in timeouts, this peer's words added, the sum sent to the parent, the total waited for at most the tree's
+        height plus one timeout and passed down to the children. A neighbour silent ``down_after`` rounds in a row is
+        not waited for until it sends again. None if a stop request interrupted a wait or the peer skipped ahead."""
+        network, position, slot = self.network, self.network.position, self.settings.timeout_s
+        start = self.clock() + (self.settings.first_round_timeout_s if self._first_wait_pending else 0.0)
+        self._first_wait_pending = False
+        awaited = [child for child in position.children if self._silent[child] < self.settings.down_after]
+        until_up = start + position.height * slot
+        self._wait(transport, wanted, lambda: until_up, lambda: network.children_in(wanted, awaited))
+        if self.stop.is_set():
+            return None
+        stats = self.release.on_the_wire(self.stats)
+        shares = self.release.shares(wanted)
+        contributors, words = network.fold(network.words(stats, wanted, None if shares is None else shares[self.settings.bind]),
+                                           wanted)
+        self._note_silence(position.children, contributors)
+        frames: dict[str, bytes] = {}
+        if position.parent is None:
+            total = SumFrame("total", self.settings.bind, wanted, words if network.complete(contributors) else None,
+                             network.bitmap(contributors))
+        else:
+            frames[position.parent] = self._sum_frame("partial", wanted, words, network.bitmap(contributors))
+            self._send_to(transport, position.parent, frames[position.parent])
+            parent_up = self._silent[position.parent] < self.settings.down_after
+            until_down = self.clock() + ((position.tree_height + 1) * slot if parent_up else 0.0)
+            self._wait(transport, wanted, lambda: until_down, lambda: network.total(wanted) is not None)
+            if self.stop.is_set():
+                return None
+            total = network.total(wanted)
+            self._note_silence([position.parent], () if total is None else (position.parent,))
+            if total is None:
+                behind = network.later(wanted)
+                if behind is not None and behind > wanted + 1:  # left behind (restarted): the others are rounds on
+                    self._skip_to(behind, transport)
+                    return None
+                total = SumFrame("total", self.settings.bind, wanted, None, network.bitmap(contributors))
+        for child in position.children:  # passed down as it came; a round that failed says so at once
+            frames[child] = self._sum_frame("total", wanted, total.words, total.contributors)
+            self._send_to(transport, child, frames[child])
+        self.resends.record(wanted, frames)
+        network.advance(wanted + 1)
+        released = network.decode(total)
+        heard = f"network sum of {len(network.contributors(total.contributors))}/{len(network.members)} peers"
+        return self._network_mean(released, wanted), self._network_unsettled(), heard
+
+    def _sum_frame(self, kind: str, round_: int, words: np.ndarray | None, contributors: bytes) -> bytes:
+        return encode_sum_frame(kind, run=self.settings.run, sender=self.settings.bind, round_=round_,
+                                roster=self.network.digest, schema_id=self.model.schema_id, ess=self.ess, words=words,
+                                contributors=contributors)
+
+    def _note_silence(self, neighbours, heard) -> None:
+        """Count the rounds in a row that each of ``neighbours`` sent nothing (not in ``heard``), in the metrics too."""
+        for peer in neighbours:
+            if peer in heard:
+                self._silent[peer] = 0
+                continue
+            self._silent[peer] += 1
+            self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
+            if self._silent[peer] == self.settings.down_after:
+                self.log.warning("%s sent nothing in %d rounds in a row: no longer waited for until it sends again",
+                                 peer, self._silent[peer])
+
+    def _network_mean(self, released: np.ndarray | None, wanted: int) -> np.ndarray:
+        """The network's average from the released sum (size,), checked as a neighbour's statistics are; this peer's
+        own start if the round released nothing or the sum is rejected."""
+        from crc.nodes.secure_aggregation import counted_sum
+
+        n = len(self.network.members)
+        if released is not None:
+            released = counted_sum(self.model, released, n, self.ess, noisy=self.release.distributed)
+            try:
+                if released is None:
+                    raise Rejected("stats-ess", "the class counts of the network sum are not the peers' ESS")
+                check_statistics(released / n, self.model, self.ess, slack=self.expect.count_slack)
+            except Rejected as rejection:
+                self._reject(rejection.cause, f"the network sum: {rejection.detail}", self.network.position.parent)
+                released = None
+        if released is None:
+            self._sums_in_a_row = 0
+            self.metrics.unmask_fallbacks += 1
+            self.log.log(logging.WARNING if self.metrics.unmask_fallbacks == 1 else logging.DEBUG,
+                         "round %d: the network sum released nothing (a peer's words missing): this peer keeps its "
+                         "own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
+                         "logged at debug level; the metrics count them)")
+            return self._own_start()
+        self._sums_in_a_row += 1
+        return released / n
+
+    def _network_unsettled(self) -> np.ndarray | None:
+        """Exact diffusion's restart under a network sum: while fewer than ``SETTLE_ROUNDS`` sums in a row have been
+        released (``_unsettled``)."""
+        unsettled = self._sums_in_a_row < acceleration.SETTLE_ROUNDS
+        return np.array(True) if unsettled and self.settings.acceleration.exact_diffusion else None
+
     # ------------------------------------------------------------------------------------------------ the local step
 
     def _calibrate(self, aggregated: np.ndarray, wanted: int,
@@ -548,6 +680,8 @@ class Peer:
         recomputation of that round from other neighbours' statistics (under privacy, other statistics under fresh
         noise: a second release the accountant does not count). A full queue is logged once while it stays full (a
         dead neighbour's does, for the rest of the run)."""
+        if self.network is not None:  # the round's words go up the tree with the children's (``_network_average``)
+            return
         stats = self.release.on_the_wire(self.stats)
         frame = self._encode(stats)
         if self.session is None:

@@ -428,6 +428,21 @@ def unmask(neighbourhood: Neighbourhood, words: Mapping[str, np.ndarray], reveal
     return from_fixed(total)
 
 
+def counted_sum(model, total: np.ndarray, terms: int, ess: float, *, noisy: bool = False) -> np.ndarray | None:
+    """An unmasked sum (size,) of ``terms`` peers' statistics of ``model``, its class counts scaled back to exactly
+    ``ess`` per term; None if they are off by more than fixed point explains (a contributor sent statistics of
+    another ESS). A ``noisy`` sum (distributed noise shares) has its count noise centred on the public total instead
+    (``centre_counts``): its total is off by the noise, so no check can tell another ESS apart."""
+    expected = terms * ess
+    if noisy:
+        return centre_counts(model, total.copy(), expected)
+    found = float(model.ess(total))
+    rounding = model.table(total)[:, model.layout.columns("count")].size * terms * 2.0 ** -(SCALE_BITS + 1)
+    if not abs(found - expected) <= rounding + 1e-9 * expected:
+        return None
+    return total * (expected / found)
+
+
 class SecureNeighbourhoods:
     """A peer's secure aggregation: a contributor towards every neighbour with at least two contributors, and, with
     at least two neighbours itself, the recipient of its own neighbourhood. Builds and answers the frames of
@@ -521,20 +536,8 @@ class SecureNeighbourhoods:
     def unmask(self, words: Mapping[str, np.ndarray], reveals: Mapping, model, ess: float, *,
                noisy: bool = False) -> np.ndarray | None:
         """The sum (size,) of the survivors' statistics of ``model`` from their words and reveals (``wire.Reveal``),
-        its class counts scaled back to exactly ``ess`` per survivor; None if it cannot be unmasked or if its class
-        counts are off by more than fixed point explains (a contributor sent statistics of another ESS). A ``noisy``
-        sum (distributed noise shares) has its count noise centred on the public total instead (``centre_counts``): its total is off by
-        the noise, so no check can tell another ESS apart."""
+        checked and scaled by ``counted_sum``; None if it cannot be unmasked or its class counts are off."""
         answers = {w: {"seed": r.seed, "shares": r.shares, "pairs": r.pairs, "pair_shares": r.pair_shares}
                    for w, r in reveals.items()}
         total = unmask(self.own, words, answers)
-        if total is None:
-            return None
-        expected = len(words) * ess
-        if noisy:
-            return centre_counts(model, total, expected)  # ``total`` is a fresh array
-        found = float(model.ess(total))
-        rounding = model.table(total)[:, model.layout.columns("count")].size * len(words) * 2.0 ** -(SCALE_BITS + 1)
-        if not abs(found - expected) <= rounding + 1e-9 * expected:
-            return None
-        return total * (expected / found)
+        return None if total is None else counted_sum(model, total, len(words), ess, noisy=noisy)

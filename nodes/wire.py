@@ -32,6 +32,14 @@ With secure aggregation (``crc.nodes.secure_aggregation``) six more types share 
 
 Addresses inside these maps are at most ``ADDRESS_BYTES`` long.
 
+With a network sum (``--sum-over network``, ``crc.nodes.network_sum``) two more types share the first five fields::
+
+    partial + roster (the roster's digest, 64 hex characters), schema, ess, n, data (n raw little-endian uint64
+            words: the masked sum of the sender's subtree), contributors (a bitmap over the roster's sorted
+            addresses: whose words the sum holds), sent by a peer to its parent in the roster's spanning tree
+    total   the same fields, sent by a parent to its children: the sum of every contributor; n = 0 and no data
+            when the round releases nothing (not every peer contributed), ``contributors`` then says who did
+
 A peer that has waited a while for its neighbours' statistics tells its other neighbours so (``crc.nodes.liveness``)::
 
     waiting  v, type, run, from, round (the round whose statistics the sender still awaits: its statistics of
@@ -99,6 +107,10 @@ SECURE_AGGREGATION_FIELDS = {
     "confirm": frozenset({"v", "type", "run", "from", "round", "vouches"}),
     "decline": frozenset({"v", "type", "run", "from", "round", "to", "reason"}),
 }
+NETWORK_SUM_FIELDS = frozenset({"v", "type", "run", "from", "round", "roster", "schema", "ess", "n", "data",
+                                "contributors"})
+NETWORK_SUM_TYPES = ("partial", "total")
+DIGEST_CHARS = 64
 MAX_ENTRIES = 64
 """Most entries of a secure message's maps and arrays: the largest neighbourhood secure aggregation takes."""
 SEED_BYTES = 32
@@ -122,7 +134,7 @@ RESUMED = "resumed"
 NOTICE_FIELDS = frozenset({"v", "type", "run", "from", "round"})
 
 CAUSES = ("oversized", "malformed", "version", "type", "run", "sender", "schema", "ess", "length", "non-finite",
-          "stats-ess", "magnitude", "counts", "theta", "stale", "ahead", "duplicate", "forged")
+          "stats-ess", "magnitude", "counts", "theta", "stale", "ahead", "duplicate", "forged", "roster", "role")
 """Why a frame can be rejected: the keys of a peer's ``rejected`` counts."""
 
 
@@ -209,6 +221,19 @@ class Reveal:
 
 
 @dataclass(frozen=True)
+class SumFrame:
+    """A network sum's ``partial`` (a subtree's masked sum, to the parent) or ``total`` (every contributor's, to the
+    children; ``words`` None when the round releases nothing). ``contributors``: a bitmap over the roster's sorted
+    addresses."""
+
+    kind: str
+    sender: str
+    round: int
+    words: np.ndarray | None
+    contributors: bytes
+
+
+@dataclass(frozen=True)
 class Expectation:
     """What a peer accepts: its run, schema id, ESS, statistics length and neighbours."""
 
@@ -226,6 +251,10 @@ class Expectation:
 
     secure_aggregation: bool = False
     """Whether secure-aggregation frames are accepted (their maps make frames longer)."""
+    roster: str | None = None
+    """A network sum's roster digest (``crc.nodes.roster``): its partial and total frames are accepted. None: none."""
+    roster_size: int = 0
+    """The roster's number of peers: a sum frame's contributors bitmap is ceil(roster_size / 8) bytes."""
 
     @property
     def max_frame_bytes(self) -> int:
@@ -285,6 +314,8 @@ def decode(frame: bytes, expect: Expectation, key: str | None = None
         raise Rejected("malformed", f"not a msgpack map ({type(exc).__name__})") from None
     if isinstance(obj, dict) and obj.get("type") in (WAITING, RESUMED):
         return notice_of(obj, expect, key)
+    if expect.roster is not None and isinstance(obj, dict) and obj.get("type") in NETWORK_SUM_TYPES:
+        return _decode_sum_frame(obj, expect, key)
     if (expect.secure_aggregation and isinstance(obj, dict) and isinstance(obj.get("type"), str)
             and obj["type"] in SECURE_AGGREGATION_FIELDS):  # a map as the type is no key to look up
         return _decode_secure_aggregation(obj, expect, key)
@@ -410,6 +441,39 @@ def _decode_secure_aggregation(obj: dict, expect: Expectation, key: str | None
                    for owner, value in nested.items()}
     return Reveal(sender, round_, obj["seed"], shares, _byte_map(obj["pairs"], sender, "pairs", exact=SEED_BYTES),
                   pair_shares)
+
+
+def encode_sum_frame(kind: str, *, run: str, sender: str, round_: int, roster: str, schema_id: str, ess: float,
+                     words: np.ndarray | None, contributors: bytes) -> bytes:
+    """A network sum's ``partial`` or ``total`` frame (``words`` (size,) uint64; None: a total that releases nothing)."""
+    data = b"" if words is None else np.ascontiguousarray(words, dtype="<u8").tobytes()
+    return msgpack.packb({"v": PROTOCOL_VERSION, "type": kind, "run": run, "from": sender, "round": int(round_),
+                          "roster": roster, "schema": schema_id, "ess": float(ess), "n": len(data) // 8, "data": data,
+                          "contributors": contributors}, use_bin_type=True)
+
+
+def _decode_sum_frame(obj: dict, expect: Expectation, key: str | None) -> SumFrame:
+    """A partial or total frame, its fields, roster, model and length checked (its sender's role is the round's to
+    check, ``crc.nodes.network_sum``)."""
+    sender = _check_header(obj, NETWORK_SUM_FIELDS, expect, key)
+    if not (isinstance(obj["roster"], str) and isinstance(obj["schema"], str) and isinstance(obj["ess"], float)
+            and isinstance(obj["n"], int) and not isinstance(obj["n"], bool) and isinstance(obj["data"], bytes)
+            and isinstance(obj["contributors"], bytes)):
+        raise Rejected("malformed", f"a {obj['type']} frame's roster, schema, ess, n, data or contributors has the wrong "
+                                    "type", sender)
+    if obj["roster"] != expect.roster:
+        raise Rejected("roster", f"roster {obj['roster'][:12]}…, this peer's is {expect.roster[:12]}… (a different "
+                                 "roster file)", sender)
+    _check_model(obj, sender, expect)
+    empty = obj["type"] == "total" and obj["n"] == 0 and obj["data"] == b""
+    if not empty and (obj["n"] != expect.size or len(obj["data"]) != 8 * expect.size):
+        raise Rejected("length", f"{obj['n']} words in {len(obj['data'])} bytes, expected {expect.size}", sender)
+    bitmap = obj["contributors"]
+    spare = 8 * len(bitmap) - expect.roster_size  # bits past the last peer: the last byte's high bits, all zero
+    if len(bitmap) != -(-expect.roster_size // 8) or (spare and bitmap[-1] >> (8 - spare)):
+        raise Rejected("malformed", f"contributors is not a bitmap of {expect.roster_size} peers", sender)
+    words = None if empty else np.frombuffer(obj["data"], dtype="<u8").astype(np.uint64)
+    return SumFrame(obj["type"], sender, obj["round"], words, bitmap)
 
 
 def check_statistics(stats: np.ndarray, model: GenerativeModel, ess: float, sender: str | None = None, *,

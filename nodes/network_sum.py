@@ -1,0 +1,169 @@
+"""One secure sum of every peer a round (``--sum-over network``): masked words relayed up the roster's spanning tree,
+the total sent back down, all or nothing.
+
+Round r, for the n peers of the roster (``crc.nodes.roster``), each with its CURVE key pair:
+
+1. Every peer w computes its words
+
+       y_w = F(s_w) + η_w + sum_{w' != w} sign(w, w') PRG(k_{w,w'})   (mod 2^64)
+
+   with F the fixed point of ``crc.nodes.secure_aggregation`` (2^20, two's complement), η_w its distributed-noise share
+   (none without distributed noise), k_{w,w'} = HKDF(X25519(w, w'), run, roster digest, r) a seed only w and w' can
+   derive, and sign(w, w') = +1 if w's address sorts first, else -1: every pairwise mask cancels in the sum of all n.
+2. A peer adds its children's partial sums to its own words and sends the result to its parent with the set of
+   contributors it holds (a bitmap over the roster). A child's partial names only peers of the child's subtree.
+3. The root, once it holds every peer's words, has the total Σ F(s_w) + η_w and sends it down the tree; each peer
+   forwards it to its children. If any peer's words are missing, the root sends a total with no words: the round
+   releases nothing, and every peer continues from its own start (``Peer._own_start``).
+
+What each party learns. A relay sees partial sums whose masks are pseudorandom to it: the partial of a subtree S still
+carries the masks of every pair across S's boundary, removable only by colluders holding every seed across it, i.e.
+every peer outside S, who then learn only what the total tells them (their own words subtracted). There are no
+reveals: no peer ever sends a seed, so a sum that misses a peer can never be unmasked, by anyone (the root included),
+and every round has at most one sum that unmasks, that of all peers, released to every peer. With distributed noise
+each share has the variance ``share_variance(σ, n, colluders)`` sizes: the shares of all but a recipient and the
+colluders add up to σ², and the accountant counts one release a round.
+
+A peer resumed from its checkpoint computes the same words again for the round it resumed at (its statistics and
+noise share are those of the checkpoint and the noise key, the masks a function of the round): never a second,
+different word of a round. A relay that drops a child's partial costs the round (no release), as a peer that stops
+does; the roster is fixed for the run, so a peer gone for good costs every later round its release.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crc.nodes.roster import Roster, spanning_tree
+from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
+from crc.nodes.wire import Rejected, SumFrame
+
+
+class NetworkSum:
+    """Peer ``me``'s part in the network sums of run ``run`` over ``roster``, with its z85 CURVE ``secret_key``: its
+    masked words, the partial sums its children send it, the total its parent sends, for rounds within ``window``
+    of the awaited one."""
+
+    def __init__(self, me: str, run: str, roster: Roster, secret_key: str, *, window: int = 8):
+        self.me, self.run, self.roster, self.window = me, run, roster, window
+        self.members = roster.members
+        self.digest = roster.digest
+        self.position = roster.position(me)
+        self._index = {address: i for i, address in enumerate(self.members)}
+        parents = spanning_tree(self.members, roster.edges)
+        self._subtree = {child: self._under(child, parents) for child in self.position.children}
+        self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}
+        self._partials: dict[int, dict[str, SumFrame]] = {}
+        self._totals: dict[int, SumFrame] = {}
+
+    @staticmethod
+    def _under(peer: str, parents) -> frozenset[str]:
+        """``peer`` and every peer below it in the tree of ``parents``."""
+        below = {peer}
+        changed = True
+        while changed:
+            grown = below | {w for w, parent in parents.items() if parent in below}
+            changed, below = grown != below, grown
+        return frozenset(below)
+
+    # ------------------------------------------------------------------------------------------------- words
+
+    def words(self, stats: np.ndarray, round_: int, share: np.ndarray | None = None) -> np.ndarray:
+        """This peer's masked words (size,) uint64 of ``stats`` (size,) for ``round_``, with its noise ``share``
+        (size,) int64 in fixed-point units (None: no distributed noise)."""
+        words = to_fixed(stats)
+        if share is not None:
+            words = words + np.asarray(share, dtype=np.int64).view(np.uint64)
+        for other, secret in self._pairs.items():
+            pair = mask(derive(secret, "network-sum", self.run, self.digest, round_), len(words))
+            words = words + pair if self.me < other else words - pair
+        return words
+
+    def bitmap(self, contributors) -> bytes:
+        """The contributors bitmap (bit i of the roster's i-th sorted address, little-endian bit order)."""
+        bits = np.zeros(len(self.members), dtype=bool)
+        bits[[self._index[w] for w in contributors]] = True
+        return np.packbits(bits, bitorder="little").tobytes()
+
+    def contributors(self, bitmap: bytes) -> frozenset[str]:
+        bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")[:len(self.members)]
+        return frozenset(self.members[i] for i in np.flatnonzero(bits))
+
+    # -------------------------------------------------------------------------------------------- frames in
+
+    def take(self, frame: SumFrame, wanted: int) -> None:
+        """Keep a child's partial or the parent's total of a round in [``wanted``, ``wanted + window``]; a Rejected
+        for a frame from a peer in the wrong role, a partial naming peers outside its sender's subtree, a round out
+        of the window, or a second, different frame of a round (a copy, sent again after a restart, is dropped)."""
+        if frame.kind == "partial":
+            if frame.sender not in self._subtree:
+                raise Rejected("role", f"a partial sum from {frame.sender}, not a child of this peer in the roster's tree",
+                               frame.sender)
+            if frame.words is None or not self.contributors(frame.contributors) <= self._subtree[frame.sender]:
+                raise Rejected("role", "a partial sum naming contributors outside its sender's subtree", frame.sender)
+            self._in_window(frame, wanted)
+            held = self._partials.setdefault(frame.round, {})
+        else:
+            if frame.sender != self.position.parent:
+                raise Rejected("role", f"a total from {frame.sender}, not this peer's parent in the roster's tree",
+                               frame.sender)
+            self._in_window(frame, wanted)
+            held = self._totals
+        key = frame.sender if frame.kind == "partial" else frame.round
+        if key in held:
+            if not _same(held[key], frame):
+                raise Rejected("duplicate", f"a second, different {frame.kind} of round {frame.round}", frame.sender)
+            return
+        held[key] = frame
+
+    def _in_window(self, frame: SumFrame, wanted: int) -> None:
+        if frame.round < wanted:
+            raise Rejected("stale", f"a {frame.kind} of round {frame.round}, this peer awaits round {wanted}", frame.sender)
+        if frame.round > wanted + self.window:
+            raise Rejected("ahead", f"a {frame.kind} of round {frame.round}, more than {self.window} rounds after the "
+                                    f"awaited {wanted}", frame.sender)
+
+    def children_in(self, round_: int, awaited) -> bool:
+        """Whether the partials of round ``round_`` from every child in ``awaited`` are here."""
+        return set(awaited) <= set(self._partials.get(round_, {}))
+
+    def total(self, round_: int) -> SumFrame | None:
+        return self._totals.get(round_)
+
+    def later(self, round_: int) -> int | None:
+        """The earliest round after ``round_`` of which a frame is held (None): where a peer left behind catches up."""
+        later = [r for r in [*self._totals, *self._partials] if r > round_]
+        return min(later) if later else None
+
+    # --------------------------------------------------------------------------------------------- the sums
+
+    def fold(self, own: np.ndarray, round_: int) -> tuple[frozenset[str], np.ndarray]:
+        """(contributors, words) of this peer's subtree in ``round_``: its own words ``own`` and its children's
+        partials that arrived; the round's partials are let go."""
+        held = self._partials.pop(round_, {})
+        words = own.copy()
+        contributors = {self.me}
+        for partial in held.values():
+            words = words + partial.words
+            contributors |= self.contributors(partial.contributors)
+        return frozenset(contributors), words
+
+    def complete(self, contributors) -> bool:
+        return set(contributors) == set(self.members)
+
+    def decode(self, total: SumFrame) -> np.ndarray | None:
+        """The total's statistics sum (size,) float64, None if the round released nothing."""
+        if total.words is None or not self.complete(self.contributors(total.contributors)):
+            return None
+        return from_fixed(total.words)
+
+    def advance(self, round_: int) -> None:
+        """Forget the frames of rounds before ``round_``."""
+        for held in (self._partials, self._totals):
+            for old in [r for r in held if r < round_]:
+                del held[old]
+
+
+def _same(a: SumFrame, b: SumFrame) -> bool:
+    same_words = (a.words is None) == (b.words is None) and (a.words is None or np.array_equal(a.words, b.words))
+    return same_words and a.contributors == b.contributors

@@ -1,0 +1,200 @@
+"""The network sum (``--sum-over network``) in-process: peers in threads, frames through an in-memory hub, no sockets.
+
+Every round one secure sum of all peers goes up the roster's spanning tree and back down; with every peer there,
+each peer averages the whole network, as the simulator does on the complete graph.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from crc.core.engine import CRCEngine, LocalData, default_ess
+from crc.core.models import make_model
+from crc.nodes.keys import new_key_pair
+from crc.nodes.network_sum import NetworkSum
+from crc.nodes.peer import Peer
+from crc.nodes.roster import roster_of
+from crc.nodes.secure_aggregation import to_fixed
+from crc.nodes.settings import PeerSettings, SecureAggregationKeys
+from crc.nodes.wire import Expectation, Rejected, decode, encode_sum_frame
+from crc.topologies import averaging_matrix
+from support.tables import mixed_columns, prepared
+
+CHAIN = nx.path_graph(5)
+STAR = nx.star_graph(4)
+ADDRESS = [f"tcp://127.0.0.1:{7100 + v}" for v in range(5)]
+ROUNDS = 6
+TIMEOUT_S = 0.5
+RUN = "network-test"
+
+
+class Hub:
+    """Frames between in-process peers: each address has a queue; ``drop(sender, receiver, frame)`` loses a frame."""
+
+    def __init__(self, keys: dict[str, str], drop=lambda sender, receiver, frame: False):
+        self.keys, self.drop = keys, drop
+        self.queues = {address: queue.Queue() for address in keys}
+
+    def transport(self, address: str, neighbours) -> HubTransport:
+        return HubTransport(self, address, tuple(neighbours))
+
+
+class HubTransport:
+    def __init__(self, hub: Hub, address: str, neighbours: tuple[str, ...]):
+        self.hub, self.address, self.neighbours = hub, address, neighbours
+
+    def send(self, frame: bytes) -> list[str]:
+        for neighbour in self.neighbours:
+            self.send_to(neighbour, frame)
+        return []
+
+    def send_to(self, address: str, frame: bytes) -> bool:
+        if not self.hub.drop(self.address, address, frame):
+            self.hub.queues[address].put((frame, self.hub.keys[self.address]))
+        return True
+
+    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
+        try:
+            first = self.hub.queues[self.address].get(timeout=max(0.0, min(deadline - time.monotonic(), 0.05)))
+        except queue.Empty:
+            return []
+        frames = [first]
+        while True:
+            try:
+                frames.append(self.hub.queues[self.address].get_nowait())
+            except queue.Empty:
+                return frames
+
+    def refused(self) -> dict[str, int]:
+        return {}
+
+    def close(self, linger_ms: int) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def data():
+    schema, x, y = prepared(mixed_columns())
+    model = make_model("nb", schema)
+    phi = model.features(x)
+    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), len(ADDRESS))
+    return model, phi, y, parts, default_ess(len(y), len(parts))
+
+
+def roster_for(graph: nx.Graph, pairs):
+    return roster_of({"peers": {ADDRESS[v]: pairs[v].public for v in graph},
+                      "edges": [[ADDRESS[a], ADDRESS[b]] for a, b in graph.edges]})
+
+
+def run_peers(data, graph, *, rounds=ROUNDS, absent=(), drop=lambda s, r, f: False, rosters=None, **settings):
+    """Run the peers of ``graph`` (but ``absent``) to the end in threads; the peers by node."""
+    model, phi, y, parts, ess = data
+    pairs = [new_key_pair() for _ in graph]
+    roster = roster_for(graph, pairs)
+    hub = Hub({ADDRESS[v]: pairs[v].public for v in graph}, drop)
+    peers = {}
+    for v in graph:
+        if v in absent:
+            continue
+        own = roster if rosters is None else rosters(v, roster, pairs)
+        neighbours = tuple(ADDRESS[u] for u in sorted(graph.neighbors(v)))
+        peers[v] = Peer(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
+            bind=ADDRESS[v], peers=neighbours, rounds=rounds, timeout_s=TIMEOUT_S, first_round_timeout_s=TIMEOUT_S,
+            run=RUN, network=own, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
+            final_linger_ms=0, **settings))
+    threads = [threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
+               for v, peer in peers.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a peer did not finish"
+    return peers
+
+
+def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
+    """The simulator's statistics (n, size) after ``rounds`` rounds on the complete graph."""
+    model, phi, y, parts, ess = data
+    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(nx.complete_graph(len(parts))), ess=ess)
+    engine.run(rounds)
+    return engine.stats
+
+
+@pytest.mark.parametrize("graph", [CHAIN, STAR], ids=["chain", "star"])
+def test_every_peer_averages_the_whole_network_as_on_the_complete_graph(data, graph):
+    peers = run_peers(data, graph)
+    expected = complete_graph_run(data)
+    for v, peer in peers.items():
+        assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
+        assert not any(peer.metrics.rejected.values()), (v, peer.metrics.rejected)
+        np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
+
+
+def test_with_a_peer_missing_no_round_releases_anything_and_waits_stay_bounded(data):
+    started = time.monotonic()
+    peers = run_peers(data, CHAIN, absent={4}, down_after=2)
+    took = time.monotonic() - started
+    alone = complete_graph_run(data, 0)  # the start
+    for v, peer in peers.items():
+        assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == ROUNDS, v
+    assert peers[3].metrics.missing[ADDRESS[4]] == ROUNDS
+    # each peer waits at most its subtree's height, then the tree's height plus one timeout, for two rounds; then the
+    # silent leaf is no longer waited for and the failed rounds pass down at once
+    assert took < 2 * (4 + 5) * TIMEOUT_S + 5, took
+    assert alone.shape[0] == len(ADDRESS)
+
+
+def test_a_peer_given_another_roster_is_rejected_and_nothing_is_released(data):
+    def other_roster(v, roster, pairs):
+        if v != 2:
+            return roster
+        return roster_of({"peers": dict(roster.keys), "edges": [list(e) for e in roster.edges] + [[ADDRESS[0], ADDRESS[4]]]})
+
+    peers = run_peers(data, CHAIN, rounds=2, rosters=other_roster)
+    assert peers[1].metrics.rejected["roster"] > 0 or peers[3].metrics.rejected["roster"] > 0
+    assert all(peer.metrics.unmask_fallbacks == 2 for peer in peers.values())
+
+
+def test_masks_cancel_only_in_the_sum_of_every_peer(data):
+    model = data[0]
+    pairs = [new_key_pair() for _ in ADDRESS]
+    roster = roster_for(CHAIN, pairs)
+    sums = [NetworkSum(ADDRESS[v], RUN, roster, pairs[v].secret) for v in range(len(ADDRESS))]
+    stats = np.random.default_rng(1).normal(size=(len(ADDRESS), model.size))
+    words = [s.words(stats[v], 3) for v, s in enumerate(sums)]
+    np.testing.assert_array_equal(np.sum(words, axis=0, dtype=np.uint64), np.sum([to_fixed(x) for x in stats], axis=0,
+                                                                                   dtype=np.uint64))
+    partial = np.sum(words[:4], axis=0, dtype=np.uint64)
+    assert not np.any(partial == np.sum([to_fixed(x) for x in stats[:4]], axis=0, dtype=np.uint64))
+    assert not np.any(sums[0].words(stats[0], 4) == words[0])  # fresh masks every round
+
+
+def test_a_sum_frame_from_a_peer_in_the_wrong_role_is_rejected(data):
+    model, ess = data[0], data[4]
+    pairs = [new_key_pair() for _ in ADDRESS]
+    roster = roster_for(CHAIN, pairs)
+    middle = NetworkSum(ADDRESS[2], RUN, roster, pairs[2].secret)  # parent 1, child 3
+    expect = Expectation(run=RUN, schema_id=model.schema_id, ess=ess, size=model.size, model=model,
+                         neighbours=frozenset({ADDRESS[1], ADDRESS[3]}), secure_aggregation=True, roster=roster.digest,
+                         roster_size=len(ADDRESS))
+
+    def frame(kind, sender, contributors):
+        return decode(encode_sum_frame(kind, run=RUN, sender=ADDRESS[sender], round_=0, roster=roster.digest,
+                                       schema_id=model.schema_id, ess=ess, words=np.zeros(model.size, np.uint64),
+                                       contributors=middle.bitmap([ADDRESS[c] for c in contributors])), expect)
+
+    for bad, cause in [(frame("total", 3, [0]), "role"), (frame("partial", 1, [1]), "role"),
+                       (frame("partial", 3, [2, 3]), "role")]:
+        with pytest.raises(Rejected) as caught:
+            middle.take(bad, 0)
+        assert caught.value.cause == cause
+    middle.take(frame("partial", 3, [3, 4]), 0)
+    middle.take(frame("partial", 3, [3, 4]), 0)  # a copy: dropped
+    with pytest.raises(Rejected, match="second, different"):
+        middle.take(frame("partial", 3, [3]), 0)
