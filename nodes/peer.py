@@ -526,6 +526,7 @@ class Peer:
         else:
             frames[position.parent] = self._sum_frame("partial", wanted, words, network.bitmap(contributors))
             self._send_to(transport, position.parent, frames[position.parent])
+            self.resends.record(wanted, frames)  # a parent that restarts meanwhile gets it again
             parent_up = self._silent[position.parent] < self.settings.down_after
             until_down = self.clock() + ((position.tree_height + 1) * slot if parent_up else 0.0)
             self._wait(transport, wanted, lambda: until_down, lambda: network.total(wanted) is not None)

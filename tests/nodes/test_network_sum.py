@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 
+import msgpack
 import networkx as nx
 import numpy as np
 import pytest
@@ -198,3 +199,80 @@ def test_a_sum_frame_from_a_peer_in_the_wrong_role_is_rejected(data):
     middle.take(frame("partial", 3, [3, 4]), 0)  # a copy: dropped
     with pytest.raises(Rejected, match="second, different"):
         middle.take(frame("partial", 3, [3]), 0)
+
+
+def test_with_distributed_noise_the_one_total_carries_every_peers_share_once(data):
+    """One round from the uniform start: each peer's aggregate is the network mean plus the sum of the five
+    shares, once, divided by n (the class counts centred on the public total); every peer holds the same."""
+    from crc.core.acceleration import Acceleration
+    from crc.core.distributed_noise import noise_in_statistics
+    from crc.protocol.accountant import plan_shares
+
+    model, ess = data[0], data[4]
+    privacy = plan_shares(model, epsilon=4.0, delta=1e-5, clip=1.0, rounds=1, sums_per_round=1, sizes=[len(ADDRESS)],
+                          colluders=0)
+    peers = run_peers(data, CHAIN, rounds=1, privacy=privacy, acceleration=Acceleration(classifier="aggregate"))
+    aggregates = [peer.aggregated for peer in peers.values()]
+    for aggregate in aggregates[1:]:
+        np.testing.assert_array_equal(aggregate, aggregates[0])
+    shares = sum(peer.release.shares(0)[peer.settings.bind] for peer in peers.values())
+    expected = model.uniform(ess) + noise_in_statistics(model, shares) / len(ADDRESS)
+    np.testing.assert_allclose(aggregates[0], expected, atol=2.0**-20)
+    assert np.abs(aggregates[0] - model.uniform(ess)).max() > 100 * 2.0**-20  # the noise is there
+
+
+@pytest.mark.parametrize("when", ["at-round-start", "after-its-partial"])
+def test_a_peer_stopped_and_resumed_mid_run_costs_no_release(data, tmp_path, when):
+    """The middle peer of the chain stops in round 3 (before its words go up, or after) and is started again from its
+    checkpoint at once; what its last process had received is lost with it. Its neighbours send again what they sent
+    that process, and every round still releases the whole network's sum."""
+    model, phi, y, parts, ess = data
+    stopped = threading.Event()
+    peers = {}
+
+    class Stopping(Peer):
+        def step(self, transport):
+            if when == "at-round-start" and self.round == 3 and not stopped.is_set():
+                stopped.set()
+                self.stop.set()
+                return False
+            return super().step(transport)
+
+    def stop_after_partial(sender, receiver, frame):
+        ours = when == "after-its-partial" and sender == ADDRESS[2] and receiver == ADDRESS[1]
+        if ours and not stopped.is_set() and msgpack.unpackb(frame)["round"] == 3:
+            stopped.set()
+            peers[2].stop.set()
+        return False
+
+    pairs = [new_key_pair() for _ in CHAIN]
+    roster = roster_for(CHAIN, pairs)
+    hub = Hub({ADDRESS[v]: pairs[v].public for v in CHAIN}, stop_after_partial)
+
+    def make(v, kind=Peer):
+        return kind(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
+            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(CHAIN.neighbors(v))), rounds=ROUNDS, timeout_s=5.0,
+            first_round_timeout_s=5.0, run=RUN, network=roster, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
+            final_linger_ms=0, checkpoint_dir=str(tmp_path / f"peer-{v}")))
+
+    peers.update({v: make(v, Stopping if v == 2 else Peer) for v in CHAIN})
+    threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
+               for v, peer in peers.items()}
+    for thread in threads.values():
+        thread.start()
+    threads[2].join(timeout=60)
+    assert stopped.is_set() and peers[2].round == 3
+    time.sleep(0.3)  # what reaches the dead process meanwhile is lost with it
+    while not hub.queues[ADDRESS[2]].empty():
+        hub.queues[ADDRESS[2]].get_nowait()
+    peers[2] = make(2)
+    assert peers[2].resumed and peers[2].round == 3
+    threads[2] = threading.Thread(target=peers[2].run, args=(hub.transport(ADDRESS[2], peers[2].settings.peers),))
+    threads[2].start()
+    for thread in threads.values():
+        thread.join(timeout=60)
+    expected = complete_graph_run(data)
+    for v, peer in peers.items():
+        assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
+        np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
+    assert peers[1].metrics.frames_resent + peers[3].metrics.frames_resent >= 1
