@@ -276,3 +276,25 @@ def test_a_peer_stopped_and_resumed_mid_run_costs_no_release(data, tmp_path, whe
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
         np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
     assert peers[1].metrics.frames_resent + peers[3].metrics.frames_resent >= 1
+
+
+def test_a_checkpoint_of_another_roster_or_scope_is_refused(data, tmp_path):
+    from crc.core.errors import CRCError
+
+    model, phi, y, parts, ess = data
+    pairs = [new_key_pair() for _ in CHAIN]
+    roster = roster_for(CHAIN, pairs)
+
+    def make(network):
+        return Peer(model, phi[parts[1]], y[parts[1]], ess=ess, settings=PeerSettings(
+            bind=ADDRESS[1], peers=(ADDRESS[0], ADDRESS[2]), run=RUN, network=network,
+            secure_aggregation=SecureAggregationKeys(pairs[1].secret, {}), checkpoint_dir=str(tmp_path)))
+
+    first = make(roster)
+    first.checkpoints.save(first.state, first.metrics)
+    other = roster_of({"peers": {**roster.keys, ADDRESS[4]: new_key_pair().public},
+                       "edges": [list(e) for e in roster.edges]})
+    for network in (other, None):
+        with pytest.raises(CRCError, match="checkpoint"):
+            make(network)
+    assert make(roster).resumed
