@@ -8,7 +8,6 @@ import logging
 import pytest
 
 from crc.core.errors import CRCError, OptionConflict
-from crc.nodes import node as node_module
 from crc.nodes.keys import load_key_pair, new_key_pair, write_peer_keys
 from crc.nodes.launcher import free_ports
 from crc.nodes.node import NodeOptions, prepare
@@ -35,20 +34,6 @@ def chain(tmp_path):
     return tmp_path, addresses
 
 
-class Recorded:
-    """Stands in for the peer (whose network-sum rounds are the round driver's): keeps what it was given."""
-
-    session = None
-
-    def __init__(self, model, phi, y, *, ess, settings, log):
-        self.model, self.settings = model, settings
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    monkeypatch.setattr(node_module, "Peer", Recorded)
-
-
 def network_options(deployment, chain, **given) -> NodeOptions:
     directory, addresses = chain
     return NodeOptions(**{"bind": addresses[0], "peers": (addresses[1],), "data": str(deployment / "node-0.csv"),
@@ -59,7 +44,7 @@ def network_options(deployment, chain, **given) -> NodeOptions:
                           "checkpoint": str(directory / "checkpoint-0"), **given})
 
 
-def test_a_network_peer_is_set_from_the_files_write_network_keys_wrote(deployment, chain, recorded):
+def test_a_network_peer_is_set_from_the_files_write_network_keys_wrote(deployment, chain, recorded_peers):
     directory, addresses = chain
     settings = prepare(network_options(deployment, chain), LOG).peer.settings
     assert settings.network == load_roster(directory / ROSTER_FILE)
@@ -73,7 +58,7 @@ def test_a_network_peer_is_set_from_the_files_write_network_keys_wrote(deploymen
     assert not list(directory.glob("neighbourhoods-*.json"))
 
 
-def test_a_network_peer_plans_distributed_noise_as_one_sum_of_the_roster_a_round(deployment, chain, recorded):
+def test_a_network_peer_plans_distributed_noise_as_one_sum_of_the_roster_a_round(deployment, chain, recorded_peers):
     """Peer 0 of the chain is in two neighbourhood sums a round (its own and its neighbour's); a network sum is one,
     of the 3 peers of the roster."""
     private = {"algorithm": "paper", "classifier": "aggregate", "dp_epsilon": 4.0, "dp_noise": "distributed", "rounds": 8}
@@ -109,12 +94,12 @@ def test_until_the_round_driver_lands_a_network_peer_stops_with_one_line(deploym
     ({"checkpoint": None}, "--secure-aggregation needs --checkpoint DIR"),
     ({"partition": "vertical:2"}, "--sum-over network and --roster are for a horizontal peer"),
 ])
-def test_options_a_network_sum_cannot_take_are_a_conflict(deployment, chain, recorded, given, message):
+def test_options_a_network_sum_cannot_take_are_a_conflict(deployment, chain, recorded_peers, given, message):
     with pytest.raises(OptionConflict, match=message):
         prepare(network_options(deployment, chain, **given), LOG)
 
 
-def test_a_roster_that_does_not_match_what_this_peer_knows_is_refused(tmp_path, deployment, chain, recorded):
+def test_a_roster_that_does_not_match_what_this_peer_knows_is_refused(tmp_path, deployment, chain, recorded_peers):
     """The roster comes with the deployment, unverified: this peer must be in it under its own key, with --peers as
     its neighbours, and every other peer's key must be the one known out of band (the known-peers file), or a
     roster could slip identities its author controls into the sum."""
