@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import signal
 import tempfile
@@ -24,7 +25,7 @@ from crc.cli.options import (
     plots_option,
 )
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
-from crc.cli.privacy import refuse_idle_privacy_settings
+from crc.cli.privacy import refuse_idle_privacy_settings, sum_over_option
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.errors import CRCError
@@ -85,6 +86,7 @@ class _RoundsDone:
          "dp_colluders", "dp_dropouts", "release_every", "lr", "ess", "test_size", "seed", "aggregate",
          "secure_aggregation",
          base=LAUNCH_DEFAULTS)
+@sum_over_option()
 @click.option("--byzantine", type=click.IntRange(min=0), default=0, show_default=True,
               help="Attack study: this many peers (the ones `crc simulate --byzantine` picks) run `crc node --attack`; "
                    "the results add the honest peers' errors ('honest').")
@@ -105,7 +107,7 @@ class _RoundsDone:
 @out_option("the results JSON (with its 'network' section)")
 @plots_option("the peers' figure (local soft 0-1 loss and round time by round)")
 @click.pass_context
-def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots, **settings):
+def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots, sum_over, **settings):
     """Run a network of real `crc node` processes on 127.0.0.1 with the same
     split, graph and ESS as `crc simulate` (its first repeat) and evaluate the
     peers' models like the simulator does.
@@ -115,13 +117,21 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     every connection with CURVE keys made for the run (--insecure: plaintext).
     Progress counts the rounds the peers have completed. Ctrl-C (or SIGTERM)
     stops and reaps every peer (exit status 130, or 143).
+
+    With --secure-aggregation --sum-over network, every peer averages the
+    whole network each round: the work directory's roster.json lists every
+    peer's address and public key and the graph's edges, and each peer is
+    given it (`crc node --sum-over network --roster`).
     """
     refuse_idle_privacy_settings(ctx)
     config = SimulationConfig.from_settings(**settings)
-    check_launch(config, plaintext=plaintext)
+    check_launch(config, plaintext=plaintext, sum_over=sum_over)
     check_partition_options(ctx, config, real_peers=True)
     config = fit_local_size(ctx, config)
     vertical = config.feature_partition is not None
+    if vertical and sum_over == "network":
+        raise click.UsageError(f"--sum-over network: not with --partition {config.partition} (a vertical group's "
+                               "peers run a driver of their own)")
     if not vertical:
         # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
         Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
@@ -140,7 +150,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     for signum in previous:
         signal.signal(signum, _stop)
     try:
-        run = launch_groups if vertical else run_launch
+        run = launch_groups if vertical else functools.partial(run_launch, sum_over=sum_over)
         results = run(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
                       progress=lambda finished, total: bar.update(rounds_done()), plaintext=plaintext)
         bar.update(bar.total)

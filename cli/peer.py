@@ -21,6 +21,7 @@ from crc.cli.privacy import (
     refuse_idle_privacy_settings,
     release_every_option,
     secure_aggregation_option,
+    sum_over_option,
 )
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
@@ -175,6 +176,12 @@ def option_list(options: dict):
               help="With --secure-aggregation: JSON file mapping each neighbour's address to {address: public key} of "
                    "its own neighbours (this peer included), from which the masks are agreed (`crc launch` writes it). "
                    "Every member's key must be the one --known-peers gives it (keys known out of band).")
+@sum_over_option()
+@click.option("--roster", type=click.Path(dir_okay=False), default=None,
+              help='With --sum-over network: JSON file {"peers": {address: public key}, "edges": [[address, address], '
+                   "...]} of every peer of the run and the graph, the same on every peer (`crc launch` and `crc split "
+                   "--keys-for ... --sum-over network` write roster.json). It must list this peer with its own key and "
+                   "--peers as its neighbours, and every other peer with the key --known-peers gives it.")
 @click.option("--insecure", "plaintext", is_flag=True,
               help="Run without keys: plaintext, and anyone who reaches the port can send statistics in a "
                    "neighbour's name. For trials on a trusted network only; a warning is logged.")

@@ -9,6 +9,7 @@ import click
 from crc.cli.config_file import toml_text
 from crc.cli.options import check_partition_options, fit_local_size, options, usage_errors
 from crc.cli.output import note, tiny_test_set_warning, warn
+from crc.cli.privacy import sum_over_option
 from crc.cli.summary import short_test_set_note
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text
@@ -17,9 +18,12 @@ from crc.nodes.deployment import node_file, write_deployment, write_vertical_dep
 from crc.nodes.group_settings import group_graph, group_peer_settings, neighbourhoods, write_group_keys
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
 from crc.nodes.node import check_address
+from crc.nodes.roster import ROSTER_FILE, write_network_keys
 from crc.protocol import SimulationConfig
 from crc.protocol.repeat import ess_for, load_for, make_split, repeat_seeds
+from crc.protocol.rules import check_sum_over
 from crc.protocol.vertical import resolve_partition
+from crc.topologies import Schedule
 
 PEER_CONFIG_COMMENT = """crc node --config {name}: peer {index} of a trial deployment written by `crc split --keys-for`.
 Every option of `crc node` can be set here, named without its dashes (rounds = 64, timeout = 5,
@@ -36,21 +40,26 @@ def _first_names(names: list[str]) -> str:
     return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
 
 
-def write_peer_configs(directory, addresses: list[str], *, ess: float, secure_aggregation: bool = False) -> None:
-    """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are all the others, with
-    the node files, schema and keys written there (relative paths), its checkpoint and model file beside them, and
-    the ``ess`` every peer shares (``ess_for``: a peer's default, its local size / lr, differs between peers of
-    unequal sizes, which then refuse each other's statistics); with ``secure_aggregation``, turned on with the
-    ``neighbourhoods-<i>.json`` written there."""
+def write_peer_configs(directory, addresses: list[str], *, ess: float, secure_aggregation: bool = False,
+                       neighbours: list[list[int]] | None = None, network: bool = False) -> None:
+    """``directory/peer-<i>.toml``: the ``crc node`` settings of peer i, whose neighbours are ``neighbours[i]``
+    (indices; None: all the others), with the node files, schema and keys written there (relative paths), its
+    checkpoint and model file beside them, and the ``ess`` every peer shares (``ess_for``: a peer's default, its local
+    size / lr, differs between peers of unequal sizes, which then refuse each other's statistics); with
+    ``secure_aggregation``, turned on with the ``neighbourhoods-<i>.json`` written there, or with ``network`` (a
+    network sum) with the ``roster.json`` written there."""
     directory = Path(directory)
     run = deployment_run_id(directory)  # one run for all the peers of these keys
     for index, address in enumerate(addresses):
-        settings = {"bind": address, "peers": [other for other in addresses if other != address],
+        others = neighbours[index] if neighbours is not None else [j for j in range(len(addresses)) if j != index]
+        settings = {"bind": address, "peers": [addresses[j] for j in others],
                     "data": node_file(".", index).name, "schema": "schema.json",
                     "secret-key": peer_secret_key_file(".", index).as_posix(),
                     "known-peers": peer_known_peers_file(".", index).name,
                     "checkpoint": f"checkpoint-{index}", "out": f"model-{index}.json", "run-id": run, "ess": ess}
-        if secure_aggregation:
+        if secure_aggregation and network:
+            settings |= {"secure-aggregation": True, "sum-over": "network", "roster": ROSTER_FILE}
+        elif secure_aggregation:
             settings |= {"secure-aggregation": True, "neighbourhoods": peer_neighbourhoods_file(".", index).name}
         path = peer_config_file(directory, index)
         atomic_write_text(path, toml_text(settings, comment=PEER_CONFIG_COMMENT.format(name=path.name, index=index)))
@@ -98,9 +107,10 @@ def write_group_configs(directory, addresses: list[str], config: SimulationConfi
 @click.option("--secure-aggregation", is_flag=True,
               help="With --keys-for (a horizontal partition, or a vertical group of three peers or more): the peers "
                    "run secure aggregation; OUT/peer-<i>.toml turns it on (a horizontal partition's names "
-                   "OUT/neighbourhoods-<i>.json, written with the keys).")
+                   "OUT/neighbourhoods-<i>.json, written with the keys, or with --sum-over network OUT/roster.json).")
+@sum_over_option()
 @click.pass_context
-def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
+def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **settings):
     """Write a deployment's files: OUT/node-<i>.csv (original columns), OUT/test.csv
     and OUT/schema.json (standardized on the pooled training set).
 
@@ -110,6 +120,12 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     address, its neighbours (a horizontal partition: every other peer), its
     data, the schema, its keys, its checkpoint OUT/checkpoint-<i> and its
     model file OUT/model-<i>.json.
+
+    With --keys-for, --secure-aggregation and --sum-over network, the peers
+    are the nodes of --topology (drawn from --seed as `crc simulate` draws
+    it), OUT/roster.json lists every peer's address and public key and the
+    graph's edges, every known-peers-<i>.json holds every other peer's key,
+    and OUT/peer-<i>.toml names the roster.
 
     With --partition vertical:K, node-<b>.csv holds an `id` column and block
     b's feature columns (node-0.csv the label column too), each file's rows in
@@ -122,16 +138,22 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     """
     if secure_aggregation and addresses is None:
         raise click.UsageError("--secure-aggregation is for --keys-for")
+    with usage_errors(ctx):
+        check_sum_over(sum_over, secure_aggregation=secure_aggregation)
+    network = sum_over == "network"
     config = SimulationConfig.from_settings(**settings, secure_aggregation=secure_aggregation)
     config.validate()
     check_partition_options(ctx, config, real_peers=True)
     config = fit_local_size(ctx, config)
     if drop_ids and config.feature_partition is None:
         raise click.UsageError("--drop-ids is for a vertical or hybrid --partition")
-    if (ctx.get_parameter_source("topology") is click.core.ParameterSource.COMMANDLINE
+    if network and config.feature_partition is not None:
+        raise click.UsageError(f"--sum-over network: not with --partition {config.partition} (its peers are horizontal)")
+    if (ctx.get_parameter_source("topology") is click.core.ParameterSource.COMMANDLINE and not network
             and (config.feature_partition is None or config.feature_partition.kind != "hybrid")):
-        raise click.UsageError("--topology is for a hybrid --partition (its graph over the groups); a horizontal "
-                               "split's peer-<i>.toml makes every peer a neighbour of every other")
+        raise click.UsageError("--topology is for a hybrid --partition (its graph over the groups) or --sum-over "
+                               "network (the peers' graph); a horizontal split's peer-<i>.toml otherwise makes every "
+                               "peer a neighbour of every other")
     dataset = load_for(config)
     if config.feature_partition is not None:
         config = resolve_partition(config, dataset)
@@ -162,11 +184,17 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, **settings):
     if addresses is not None:
         if config.feature_partition is not None:
             write_group_configs(out, addresses, config, graph_seed)
+        elif network:
+            graph = Schedule(config.topology, config.nodes, seed=graph_seed).graph(1)
+            write_network_keys(out, addresses, graph.edges(), force=True)
+            write_peer_configs(out, addresses, ess=written_ess(config), secure_aggregation=True, network=True,
+                               neighbours=[sorted(graph.neighbors(i)) for i in range(peers)])
         else:
             everyone = [[j for j in range(peers) if j != i] for i in range(peers)] if secure_aggregation else None
             write_peer_keys(out, addresses, everyone, force=True)
             write_peer_configs(out, addresses, ess=written_ess(config), secure_aggregation=secure_aggregation)
-        hoods = ", neighbourhoods-<i>.json" if secure_aggregation and config.feature_partition is None else ""
+        hoods = ((f", {ROSTER_FILE}" if network else ", neighbourhoods-<i>.json")
+                 if secure_aggregation and config.feature_partition is None else "")
         summary += f", keys/, known-peers-<i>.json{hoods} and peer-<i>.toml"
     click.echo(summary)
     if addresses is not None:  # new keys, a new run: no peer resumes these

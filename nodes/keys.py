@@ -234,14 +234,14 @@ def load_neighbourhoods(path, own: str, neighbours: Iterable[str]) -> dict[str, 
 
 
 def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]] | None = None, *,
-                    force: bool = False, neighbourhoods: bool = True) -> None:
+                    force: bool = False, neighbourhoods: bool = True) -> list[str]:
     """Keys of a deployment of ``len(addresses)`` peers: a key pair per peer in ``directory/keys/node-<i>.key`` and
     ``.key_secret``, and per peer ``directory/known-peers-<i>.json`` with the addresses and public keys of its
     ``neighbours[i]`` and of their neighbours (of every other peer without ``neighbours``): only the neighbours may
     connect (``crc.nodes.node``), the others are the members of the neighbours' neighbourhoods whose keys secure
     aggregation needs to know out of band. With ``neighbours`` and ``neighbourhoods``, also
     ``directory/neighbourhoods-<i>.json`` (a horizontal peer's secure aggregation reads it; a vertical or hybrid
-    group's peers read none)."""
+    group's peers read none). Returns every peer's public key (z85), in the order of ``addresses``."""
     names = [f"node-{index}" for index in range(len(addresses))]
     pairs = write_keys(Path(directory) / "keys", names, force=force)
     public = [load_public_key(public_file) for public_file, _ in pairs]
@@ -252,3 +252,4 @@ def write_peer_keys(directory, addresses: list[str], neighbours: list[list[int]]
         if neighbours is not None and neighbourhoods:  # each neighbourhood: the members secure aggregation masks with
             hoods = {addresses[u]: {addresses[w]: public[w] for w in neighbours[u]} for u in others}
             atomic_write_json(peer_neighbourhoods_file(directory, index), hoods)
+    return public

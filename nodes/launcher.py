@@ -30,6 +30,7 @@ from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
+from crc.nodes.roster import write_network_keys
 from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
@@ -37,9 +38,9 @@ from crc.protocol.central import central_results
 from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
-from crc.protocol.rules import check_secure_aggregation
+from crc.protocol.rules import SUM_SCOPES, check_secure_aggregation, check_sum_over
 from crc.protocol.simulator import byzantine_for
-from crc.topologies import Schedule, averaging_matrix
+from crc.topologies import Schedule, averaging_matrix, complete_graph
 
 REAP_GRACE_S = 3.0
 
@@ -60,10 +61,12 @@ def free_ports(count: int) -> list[int]:
 
 def node_command(index: int, addresses: list[str], neighbours: list[int], config: SimulationConfig, *, workdir: Path,
                  ess: float, timeout: float, first_round_timeout: float, log_level: str, attack: str | None = None,
-                 plaintext: bool = False, start_at: float | None = None, sums_per_round: int | None = None) -> list[str]:
+                 plaintext: bool = False, start_at: float | None = None, sums_per_round: int | None = None,
+                 roster: Path | None = None) -> list[str]:
     """The ``crc node`` command line of peer ``index``; the timeouts are in seconds (see PeerSettings); ``attack``
     makes it a Byzantine peer (``crc node --attack``); ``sums_per_round``: distributed noise's
-    ``--dp-sums-per-round`` (None: each peer's own count).
+    ``--dp-sums-per-round`` (None: each peer's own count); ``roster``: with secure aggregation, a network sum
+    (``--sum-over network``) of the peers of this roster file instead of a sum over each neighbourhood.
 
     The peer encrypts its connections with the keys ``write_peer_keys`` writes into ``workdir``, or runs in
     plaintext without keys (``crc node --insecure``) with ``plaintext``."""
@@ -86,8 +89,15 @@ def node_command(index: int, addresses: list[str], neighbours: list[int], config
             "--log-level", log_level, "--aggregate", config.aggregate, *(["--attack", attack] if attack else []),
             "--release-every", str(config.release_every),
             *_privacy_arguments(config, sums_per_round), *keys,
-            *(["--secure-aggregation", "--neighbourhoods", str(peer_neighbourhoods_file(workdir, index)),
-               "--colluders", str(config.dp_colluders)] if config.secure_aggregation else [])]
+            *(_secure_aggregation_arguments(index, workdir, roster, config.dp_colluders) if config.secure_aggregation else [])]
+
+
+def _secure_aggregation_arguments(index: int, workdir: Path, roster: Path | None, colluders: int) -> list[str]:
+    """``--secure-aggregation`` with peer ``index``'s neighbourhoods file in ``workdir``, or with ``roster`` a network
+    sum of its peers; and ``--colluders``."""
+    scope = (["--sum-over", "network", "--roster", str(roster)] if roster is not None else
+             ["--neighbourhoods", str(peer_neighbourhoods_file(workdir, index))])
+    return ["--secure-aggregation", *scope, "--colluders", str(colluders)]
 
 
 def sums_per_round(graph, dropouts: int = 0) -> int:
@@ -206,9 +216,10 @@ def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -
     return 2 * first_round_timeout + rounds * timeout
 
 
-def check_launch(config: SimulationConfig, *, plaintext: bool = False) -> None:
+def check_launch(config: SimulationConfig, *, plaintext: bool = False, sum_over: str = SUM_SCOPES[0]) -> None:
     """A CRCError (an OptionConflict for options that cannot go together) if real peers cannot run ``config``:
-    what the simulator checks, plus a static graph, one repeat, and keys for secure aggregation."""
+    what the simulator checks, plus a static graph, one repeat, keys for secure aggregation, and what a network sum
+    (``sum_over``) needs."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
@@ -216,17 +227,22 @@ def check_launch(config: SimulationConfig, *, plaintext: bool = False) -> None:
         raise CRCError("crc launch runs one repeat")
     check_secure_aggregation(secure_aggregation=config.secure_aggregation, aggregate=config.aggregate,
                              encrypted_transport=not plaintext)
+    check_sum_over(sum_over, secure_aggregation=config.secure_aggregation, dp_dropouts=config.dp_dropouts,
+                   loss=config.loss)
 
 
 def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
            first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
-           progress: Callable[[int, int], None] | None = None, plaintext: bool = False) -> dict:
+           progress: Callable[[int, int], None] | None = None, plaintext: bool = False,
+           sum_over: str = SUM_SCOPES[0]) -> dict:
     """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
     with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
 
     The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``plaintext``
-    they run without keys (``crc launch --insecure``)."""
-    check_launch(config, plaintext=plaintext)
+    they run without keys (``crc launch --insecure``). With ``sum_over`` network, secure aggregation is one sum of all
+    peers a round, relayed along the graph: ``workdir/roster.json`` lists every peer and its key
+    (``write_network_keys``)."""
+    check_launch(config, plaintext=plaintext, sum_over=sum_over)
     workdir = Path(workdir)
     # The spawner imports what a peer needs (once for all peers) while the deployment is prepared.
     with PeerProcesses(ready_timeout=first_round_timeout) as peers:
@@ -234,13 +250,19 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         rep = prepare_repeat(dataset, config, 0)
         write_deployment(dataset, rep.split, workdir)
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
-        config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
+        network = sum_over == "network"
+        # A network sum averages every peer each round, as the complete graph's neighbourhoods do: one sum of all.
+        summed = complete_graph(config.nodes) if network else graph
+        config.privacy(rep.split.model, averaging_matrix(summed))  # the peers' plan: one that cannot be made stops here
         if config.secure_aggregation:  # as in the simulator: here, not in every peer's log
-            check_graph_protectable(averaging_matrix(graph), config.dp_colluders, config.dp_dropouts)
+            check_graph_protectable(averaging_matrix(summed), config.dp_colluders, config.dp_dropouts)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
         ess = ess_for(config)
         byzantine = byzantine_for(rep, config)[0]  # the simulator's Byzantine peers for the same options
-        if not plaintext:
+        roster = None
+        if network:
+            roster = write_network_keys(workdir, addresses, graph.edges(), force=True)
+        elif not plaintext:
             write_peer_keys(workdir, addresses, [sorted(graph.neighbors(i)) for i in range(config.nodes)], force=True)
         started = time.monotonic()
         start_at = start_time(config.nodes) if peers.wait_ready() else None
@@ -248,14 +270,15 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
             command = node_command(index, addresses, sorted(graph.neighbors(index)), config, workdir=workdir, ess=ess,
                                    timeout=timeout, first_round_timeout=first_round_timeout, log_level=log_level,
                                    attack=config.attack if index in byzantine else None, plaintext=plaintext,
-                                   start_at=start_at, sums_per_round=sums_per_round(graph, config.dp_dropouts))
+                                   start_at=start_at, roster=roster,
+                                   sums_per_round=None if network else sums_per_round(graph, config.dp_dropouts))
             with open(workdir / f"node-{index}.log", "wb") as log:
                 peers.start(command, log)
         peers.await_exits(started + run_deadline_s(config.rounds, timeout=timeout, first_round_timeout=first_round_timeout),
                           progress)
     wall = time.monotonic() - started
     results = evaluate_peers(dataset, config, rep, peers.started, workdir, ess=ess, wall=wall, addresses=addresses,
-                             timeout=timeout, byzantine=byzantine, graph=graph)
+                             timeout=timeout, byzantine=byzantine, graph=summed)
     results["network"]["encrypted"] = not plaintext
     return results
 
@@ -265,7 +288,8 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     """The results JSON of a launch of ``config``'s first repeat ``rep`` with ``network`` and ``nodes``: the peers
     ``processes`` (index i: the peer of ``addresses[i]``) that exited with 0 and wrote ``model-<i>.json`` in
     ``workdir`` are evaluated like the simulator's; the others are listed as failed, with their checkpoint's round.
-    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the peers' graph."""
+    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the graph of the peers' sums (the
+    complete graph for a network sum)."""
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"

@@ -31,10 +31,11 @@ from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neigh
 from crc.nodes.local_data import load_local
 from crc.nodes.metrics import MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
+from crc.nodes.roster import Roster, load_roster
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys, check_masking_run
 from crc.nodes.transport import Transport
 from crc.protocol.neighbourhoods import droppable
-from crc.protocol.rules import check_release_every, check_secure_aggregation
+from crc.protocol.rules import SUM_SCOPES, check_release_every, check_secure_aggregation, check_sum_over
 
 SCHEME = "tcp://"
 MAX_START_DELAY_S = 7 * 24 * 3600
@@ -45,7 +46,7 @@ MAX_START_DELAY_S = 7 * 24 * 3600
 class NodeOptions:
     """Everything a ``crc node`` process is told, named as ``crc node``'s options; None leaves a setting to its
     default (the acceleration settings: to ``algorithm``'s, ``crc.core.acceleration.resolve``). Paths are of files read
-    (``data``, ``schema``, ``secret_key``, ``known_peers``, ``neighbourhoods``) or written (``out``, ``checkpoint``)."""
+    (``data``, ``schema``, ``secret_key``, ``known_peers``, ``neighbourhoods``, ``roster``) or written (``out``, ``checkpoint``)."""
 
     bind: str
     data: str
@@ -96,6 +97,10 @@ class NodeOptions:
     """No encrypted transport: no keys, statistics in plaintext (``--insecure``)."""
     secure_aggregation: bool = False
     neighbourhoods: str | None = None
+    sum_over: str = SUM_SCOPES[0]
+    """``--sum-over``: ``neighbourhood`` (the paper's CRC) or ``network`` (one secure sum of every peer of the
+    ``roster`` a round, ``crc.nodes.roster``)."""
+    roster: str | None = None
     metrics_port: int | None = None
     """Port of the Prometheus metrics endpoint (None: not served)."""
     metrics_host: str = "127.0.0.1"
@@ -207,6 +212,9 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     keys = _transport_keys(options, neighbours + block_peers)
     if options.partition is not None:  # a peer of a vertical or hybrid group: a driver of its own
         check_release_every(release_every=options.release_every, rounds=options.rounds, vertical=True)
+        if options.sum_over != SUM_SCOPES[0] or options.roster is not None:
+            raise OptionConflict("--sum-over network and --roster are for a horizontal peer, not one of a vertical or "
+                                 "hybrid group")
         from crc.nodes.vertical_node import prepare_vertical
 
         return prepare_vertical(options, keys, log)
@@ -214,6 +222,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
         raise OptionConflict("--blocks, --block, --block-peers and --label-holder are for a peer of a group holding one "
                              "block of features: give --partition vertical:K or hybrid:GxK")
     masking = _secure_aggregation_keys(options, keys, neighbours)
+    network = _network_roster(options, keys, neighbours) if options.sum_over == "network" else None
     shared = Schema.load(options.schema)
     if options.label is not None and options.label != shared.label:
         raise CRCError(f"--label {options.label!r} differs from the schema's label {shared.label!r}")
@@ -228,7 +237,7 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     iters, speedup = chosen["iters"], acceleration_of(chosen)
     check_release_every(release_every=options.release_every, rounds=options.rounds, exact_diffusion=speedup.exact_diffusion,
                         dp_noise=options.dp_noise, averaged=speedup.keeps_average)
-    privacy = _privacy(generative, options, iters, speedup, masking)
+    privacy = _privacy(generative, options, iters, speedup, masking, network)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
         log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
@@ -246,14 +255,19 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
                                 aggregate=options.aggregate, down_after=options.down_after, attack=options.attack,
                                 known_keys=keys.known if keys else None, acceleration=speedup, loss=options.loss,
                                 loss_seed=options.loss_seed, privacy=privacy, secure_aggregation=masking,
-                                colluders=options.dp_colluders, release_every=options.release_every)
+                                network=network, colluders=options.dp_colluders, release_every=options.release_every)
         peer = Peer(generative, phi, y, ess=options.ess or len(y) / options.lr, settings=settings, log=log)
     except ValueError as exc:  # a CRCError too: one line either way
         raise CRCError(str(exc)) from None
     if keys is None:
         log.warning("insecure: no keys, so statistics travel in plaintext and any process that reaches %s can send "
                     "them in a neighbour's name", options.bind)
-    if peer.session is not None:
+    if network is not None:
+        place = network.position(options.bind)
+        log.info("network sum: each round one secure sum of the %d peers of roster %s, relayed along a spanning tree "
+                 "of height %d (this peer at depth %d, %d children)", len(network.members), network.digest[:12],
+                 place.tree_height, place.depth, len(place.children))
+    elif peer.session is not None:
         protected = set(peer.session.neighbourhoods.protected)
         alone = [u for u in neighbours if u not in protected]
         log.info("secure aggregation: %d of %d neighbours get this peer's statistics only within a sum",
@@ -385,10 +399,24 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
     options; None without secure aggregation."""
     check_secure_aggregation(secure_aggregation=options.secure_aggregation, aggregate=options.aggregate,
                              encrypted_transport=keys is not None, dp_noise=options.dp_noise)
+    check_sum_over(options.sum_over, secure_aggregation=options.secure_aggregation, dp_dropouts=options.dp_dropouts,
+                   loss=options.loss)
+    if options.roster and options.sum_over != "network":
+        raise OptionConflict("--roster is for --sum-over network")
     if not options.secure_aggregation:
         if options.neighbourhoods:
             raise OptionConflict("--neighbourhoods is for --secure-aggregation")
         return None
+    if options.sum_over == "network":
+        if options.neighbourhoods:
+            raise OptionConflict("--neighbourhoods is for --sum-over neighbourhood: a network sum takes its members and "
+                                 "their keys from --roster")
+        if not options.roster:
+            raise OptionConflict("--sum-over network needs --roster FILE: every peer's address and public key and the "
+                                 "graph's edges (`crc launch` and `crc split --keys-for ... --sum-over network` write "
+                                 "roster.json)")
+        check_masking_run(options.run, options.checkpoint)
+        return SecureAggregationKeys(keys.own.secret, {})  # the network sum reads the members' keys from the roster
     if not options.neighbourhoods:
         raise OptionConflict("--secure-aggregation needs --neighbourhoods FILE: for each neighbour, the address and "
                              "public key of every member of its neighbourhood (`crc launch` and `crc split --keys-for "
@@ -403,35 +431,63 @@ def _secure_aggregation_keys(options: NodeOptions, keys: PeerKeys | None,
 def vouched_neighbourhoods(hoods: dict, own: str, own_key: str, known: dict, neighbours: tuple[str, ...], *,
                            source: str = "the neighbourhoods file") -> dict[str, dict[str, str]]:
     """Each neighbour's neighbourhood (address -> key), refused unless every member's key is the one this peer knows
-    out of band: its own for itself, the known-peers file's (``known``, every entry, not only the neighbours') for
-    the others. A recipient that lists identities it controls (keys nobody vouched for) as members of its
-    neighbourhood, to subtract their values from the sum, is refused here."""
+    out of band (``check_vouched``). A recipient that lists identities it controls (keys nobody vouched for) as
+    members of its neighbourhood, to subtract their values from the sum, is refused here."""
     for u in neighbours:
-        if hoods[u][own] != own_key:
-            raise CRCError(f"{source}: the key it gives this peer in the neighbourhood of {u} is not this peer's")
-        for w, key in hoods[u].items():
-            if w == own:
-                continue
-            if w not in known:
-                raise CRCError(f"{source}: {w} in the neighbourhood of {u} is not in the known-peers file: secure "
-                               "aggregation takes only members whose keys this peer knows out of band (add its key "
-                               "to the known-peers file once you have checked it with its owner)")
-            if known[w] != key:
-                raise CRCError(f"{source}: the key of {w} in the neighbourhood of {u} differs from the known-peers file's")
+        check_vouched(hoods[u], own, own_key, known, source=source, where=f"in the neighbourhood of {u}")
     return {u: dict(hoods[u]) for u in hoods}
 
 
-def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
-             masking: SecureAggregationKeys | None) -> Privacy | None:
+def check_vouched(members: Mapping[str, str], own: str, own_key: str, known: Mapping[str, str], *, source: str,
+                  where: str) -> None:
+    """A CRCError naming ``source`` and ``where`` (e.g. "in the neighbourhood of U") unless every key of ``members``
+    (address -> key, this peer ``own`` among them) is the one this peer knows out of band: its own (``own_key``) for
+    itself, the known-peers file's (``known``, every entry, not only the neighbours') for the others."""
+    if members[own] != own_key:
+        raise CRCError(f"{source}: the key it gives this peer {where} is not this peer's")
+    for w, key in members.items():
+        if w == own:
+            continue
+        if w not in known:
+            raise CRCError(f"{source}: {w} {where} is not in the known-peers file: secure aggregation takes only "
+                           "members whose keys this peer knows out of band (add its key to the known-peers file once "
+                           "you have checked it with its owner)")
+        if known[w] != key:
+            raise CRCError(f"{source}: the key of {w} {where} differs from the known-peers file's")
+
+
+def _network_roster(options: NodeOptions, keys: PeerKeys, neighbours: tuple[str, ...]) -> Roster:
+    """The roster of ``--sum-over network`` (``load_roster``), refused unless it lists this peer (``--bind``) with
+    its own public key, gives it exactly ``neighbours`` (``--peers``) in its edges, and every other member the key
+    of the known-peers file (keys known out of band: the masks are agreed with every member)."""
+    roster = load_roster(options.roster)
+    if options.bind not in roster.keys:
+        raise CRCError(f"{options.roster}: this peer ({options.bind}) is not in the roster")
+    linked = roster.neighbours(options.bind)
+    if linked != set(neighbours):
+        stray = sorted(linked.symmetric_difference(neighbours))[0]
+        whose = "the roster's" if stray in linked else "--peers'"
+        raise CRCError(f"{options.roster}: the roster's edges give this peer other neighbours than --peers ({stray} is "
+                       f"only among {whose}): the sum is relayed along the roster's graph")
+    check_vouched(roster.keys, options.bind, keys.own.public, load_known_peers(options.known_peers),
+                  source=options.roster, where="in the roster")
+    return roster
+
+
+def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration, masking: SecureAggregationKeys | None,
+             network: Roster | None) -> Privacy | None:
     """The peer's privacy plan (noise for (epsilon, delta) over its ``rounds`` releases), None without ``dp_epsilon``:
     local noise is the exact discrete Gaussian (``plan_exact``, accounted by ``zcdp``, where the simulator's
     floating-point noise uses ``pld``); distributed noise is planned as the simulator plans it (``plan_distributed``),
-    from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``."""
+    from what this peer knows: the closed neighbourhoods it is a member of, and ``dp_sums_per_round``; or, for a
+    ``network`` sum, one sum of the roster's peers a round."""
     check_settings(epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip, iterations=iters,
                    acceleration=speedup, noise=options.dp_noise, colluders=options.dp_colluders,
                    dropouts=options.dp_dropouts, aggregate=options.aggregate)
     if options.dp_sums_per_round is not None and options.dp_noise != "distributed":
         raise OptionConflict("--dp-sums-per-round is for --dp-noise distributed")
+    if options.dp_sums_per_round is not None and network is not None:
+        raise OptionConflict("--dp-sums-per-round is for --sum-over neighbourhood: a network sum is one sum a round")
     if options.dp_epsilon is None:
         return None
     from crc.protocol.accountant import plan_exact, plan_shares
@@ -439,6 +495,10 @@ def _privacy(model, options: NodeOptions, iters: int, speedup: Acceleration,
     if options.dp_noise == "local":
         return plan_exact(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip,
                           rounds=options.rounds, release_every=options.release_every)
+    if network is not None:
+        return plan_shares(model, epsilon=options.dp_epsilon, delta=options.dp_delta, clip=options.clip,
+                           rounds=options.rounds, sums_per_round=1, sizes=[len(network.members)],
+                           colluders=options.dp_colluders, dropouts=options.dp_dropouts)
     by_recipient = masking.closed_neighbourhoods(options.bind, options.peers)
     hoods = set(by_recipient.values())
     sums = len({sum_key(u, hood, options.dp_dropouts) for u, hood in by_recipient.items()})

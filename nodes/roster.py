@@ -19,13 +19,15 @@ from pathlib import Path
 
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
-from crc.nodes.keys import is_key
+from crc.nodes.keys import is_key, write_peer_keys
 from crc.nodes.wire import ADDRESS_BYTES
 
 MAX_NETWORK_PEERS = 256
 """Most peers a network sum takes: each term is below 2^34 in statistics units, 2^54 in fixed point
 (``crc.nodes.secure_aggregation``), so the sum of 256 stays inside the signed 64-bit range."""
 MAX_ROSTER_BYTES = 2**20
+ROSTER_FILE = "roster.json"
+"""The roster's name in a deployment directory (``write_network_keys``)."""
 
 
 @dataclass(frozen=True)
@@ -156,3 +158,19 @@ def roster_of(raw) -> Roster:
 def write_roster(path, keys: Mapping[str, str], edges) -> None:
     """The roster file of ``keys`` (address -> public key) and ``edges`` (address pairs)."""
     atomic_write_json(path, {"peers": dict(keys), "edges": sorted([sorted(edge) for edge in edges])})
+
+
+def write_network_keys(directory, addresses: list[str], edges, *, force: bool = False) -> Path:
+    """Keys of a network sum's deployment of ``len(addresses)`` peers whose graph has ``edges`` (pairs of indices):
+    ``write_peer_keys`` with every peer's known-peers file holding every other peer's key (the masks are agreed with
+    every member, keys known out of band; the transport still admits only neighbours), no neighbourhoods files, and
+    ``directory/roster.json`` (``ROSTER_FILE``), which it returns. A CRCError, before any file is written, for more
+    than ``MAX_NETWORK_PEERS`` peers or a graph that is not connected."""
+    if len(addresses) > MAX_NETWORK_PEERS:
+        raise CRCError(f"a network sum takes at most {MAX_NETWORK_PEERS} peers, not {len(addresses)}")
+    named = [(addresses[a], addresses[b]) for a, b in edges]
+    spanning_tree(addresses, named)
+    public = write_peer_keys(directory, addresses, force=force)
+    path = Path(directory) / ROSTER_FILE
+    write_roster(path, dict(zip(addresses, public, strict=True)), named)
+    return path

@@ -23,7 +23,8 @@ from crc.nodes.wire import DEFAULT_RUN
 @dataclass(frozen=True)
 class SecureAggregationKeys:
     """What a peer needs for secure aggregation: its z85 CURVE secret key and, for each neighbour u, the z85 public
-    key of every member of u's neighbourhood N(u) (this peer included)."""
+    key of every member of u's neighbourhood N(u) (this peer included); none for a network sum
+    (``PeerSettings.network``), whose members and keys are the roster's."""
 
     secret_key: str
     neighbourhoods: Mapping[str, Mapping[str, str]]

@@ -25,6 +25,33 @@ def peer_spawner():
 
 
 @pytest.fixture
+def recorded_peers(monkeypatch):
+    """The peers ``crc.nodes.node.prepare`` builds in the test, recorded instead of built (each keeps its ``model``
+    and ``settings``), and a ``Node.run`` that runs nothing and reports every round done: what a peer is given, from
+    the library or the ``crc node`` command, where the peer could not run it (a network sum's, until its driver
+    lands)."""
+    from crc.nodes.node import Node, NodeOutcome
+
+    built = []
+
+    class Recorded:
+        session = None
+
+        def __init__(self, model, phi, y, *, ess, settings, log):
+            self.model, self.settings = model, settings
+            built.append(self)
+
+    def run(node):
+        settings = node.peer.settings
+        return NodeOutcome(finished=True, alone=False, rounds_done=settings.rounds, neighbours=len(settings.peers),
+                           rejected=0)
+
+    monkeypatch.setattr("crc.nodes.node.Peer", Recorded)
+    monkeypatch.setattr(Node, "run", run)
+    return built
+
+
+@pytest.fixture
 def mixed():
     return prepared(mixed_columns())
 
