@@ -81,8 +81,6 @@ class Peer:
 
     def __init__(self, model: GenerativeModel, phi: np.ndarray, y: np.ndarray, *, ess: float, settings: PeerSettings,
                  log: logging.Logger | None = None, clock: Callable[[], float] = time.monotonic):
-        if settings.network is not None:  # until the network sum's round driver (crc.nodes.network_sum) lands here
-            raise CRCError("--sum-over network: this build's peer cannot run the rounds of a network sum yet")
         self.clock = clock
         self.model, self.phi, self.y, self.ess, self.settings = model, phi, y, float(ess), settings
         self.log = log or logging.getLogger("crc.node")

@@ -75,9 +75,11 @@ def test_a_network_peer_plans_distributed_noise_as_one_sum_of_the_roster_a_round
     assert hoods.privacy.sums_per_round == 2 and hoods.privacy.releases == 16
 
 
-def test_until_the_round_driver_lands_a_network_peer_stops_with_one_line(deployment, chain):
-    with pytest.raises(CRCError, match="--sum-over network: this build's peer cannot run the rounds of a network sum yet"):
-        prepare(network_options(deployment, chain), LOG)
+def test_a_network_peer_is_built_with_the_roster_and_its_sum(deployment, chain):
+    prepared = prepare(network_options(deployment, chain), LOG)
+    network = prepared.peer.network
+    assert network is not None and network.members == tuple(sorted(chain[1]))
+    assert prepared.peer.session is None  # no neighbourhood masking beside it
 
 
 @pytest.mark.parametrize("given, message", [
