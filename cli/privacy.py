@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, NOISES
+from crc.protocol.rules import SUM_SCOPES
 
 
 def privacy_options() -> dict:
@@ -73,6 +74,15 @@ def secure_aggregation_option():
              "learns only their sum (pairwise masks from the peers' keys, Shamir-shared self-masks for dropouts); "
              "statistics to a peer with a single neighbour cannot be hidden and go as they are. Needs keys and "
              "--aggregate mean.")
+
+
+def sum_over_option():
+    """``--sum-over``: what a peer averages each round, its closed neighbourhood or the whole network."""
+    return click.option(
+        "--sum-over", type=click.Choice(SUM_SCOPES), default=SUM_SCOPES[0], show_default=True,
+        help="What a peer averages each round. neighbourhood: itself and its neighbours (the paper's CRC). network: "
+             "every peer averages the whole network each round, one secure sum of all peers relayed along a spanning "
+             "tree of the graph (needs --secure-aggregation; no --dp-dropouts, --loss or dynamic topology, --period).")
 
 
 NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("secure_aggregation", True),
