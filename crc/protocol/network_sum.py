@@ -23,16 +23,21 @@ def whole_network_mixing(n: int) -> sp.csr_array:
     return sp.csr_array(np.full((n, n), 1.0 / n))
 
 
-def tree_height(mixing) -> int:
-    """The height (edges) of the breadth-first spanning tree from peer 0 of the graph of a closed-neighbourhood
-    averaging matrix (n, n): the hops a partial sum takes up from the farthest peer, and the total back down. A
-    CRCError for a graph that is not connected, along which no network sum can be relayed."""
-    graph = sp.csr_array(mixing)
-    parts, _ = connected_components(graph, directed=False)
+def check_relayable(mixing) -> None:
+    """A CRCError unless the graph of a closed-neighbourhood averaging matrix (n, n) is connected: a graph in parts
+    cannot relay a sum of all peers."""
+    parts, _ = connected_components(sp.csr_array(mixing), directed=False)
     if parts > 1:
         raise CRCError(f"--sum-over network needs a connected graph, along which the sum is relayed; this one has {parts} "
                        "separate parts: use another --topology")
-    return int(shortest_path(graph, unweighted=True, indices=0).max())
+
+
+def tree_height(mixing) -> int:
+    """The height (edges) of the breadth-first spanning tree from peer 0 of the graph of a closed-neighbourhood
+    averaging matrix (n, n), which must be connected (``check_relayable``): the hops a partial sum takes up from the
+    farthest peer, and the total back down."""
+    check_relayable(mixing)
+    return int(shortest_path(sp.csr_array(mixing), unweighted=True, indices=0).max())
 
 
 def network_sum_summary(mixing, colluders: int = 0) -> dict:

@@ -24,7 +24,7 @@ from crc.protocol.config import SimulationConfig
 from crc.protocol.fedpc import fedpc_results
 from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
-from crc.protocol.network_sum import network_sum_summary, tree_height, whole_network_mixing
+from crc.protocol.network_sum import check_relayable, network_sum_summary, whole_network_mixing
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 from crc.protocol.vertical import BestIterate, describe, resolve_partition
@@ -91,7 +91,7 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
     if config.sum_over == "network":
-        tree_height(first_graph(mixing))  # a CRCError unless the graph is connected
+        check_relayable(first_graph(mixing))
         mixing = whole_network_mixing(config.nodes)
     if config.secure_aggregation:
         check_graph_protectable(first_graph(mixing), config.dp_colluders, config.dp_dropouts)
