@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import shutil
 import signal
 import tempfile
@@ -107,7 +106,7 @@ class _RoundsDone:
 @out_option("the results JSON (with its 'network' section)")
 @plots_option("the peers' figure (local soft 0-1 loss and round time by round)")
 @click.pass_context
-def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots, sum_over, **settings):
+def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots, **settings):
     """Run a network of real `crc node` processes on 127.0.0.1 with the same
     split, graph and ESS as `crc simulate` (its first repeat) and evaluate the
     peers' models like the simulator does.
@@ -125,13 +124,10 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     """
     refuse_idle_privacy_settings(ctx)
     config = SimulationConfig.from_settings(**settings)
-    check_launch(config, plaintext=plaintext, sum_over=sum_over)
+    check_launch(config, plaintext=plaintext)
     check_partition_options(ctx, config, real_peers=True)
     config = fit_local_size(ctx, config)
     vertical = config.feature_partition is not None
-    if vertical and sum_over == "network":
-        raise click.UsageError(f"--sum-over network: not with --partition {config.partition} (a vertical group's "
-                               "peers run a driver of their own)")
     if not vertical:
         # The graph the launcher will draw, drawn now: an impossible topology stops here, before any process starts.
         Schedule(config.topology, config.nodes, seed=repeat_seeds(config.seed, 0)[1]).graph(1)
@@ -150,7 +146,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     for signum in previous:
         signal.signal(signum, _stop)
     try:
-        run = launch_groups if vertical else functools.partial(run_launch, sum_over=sum_over)
+        run = launch_groups if vertical else run_launch
         results = run(config, directory, timeout=timeout, log_level=peer_log_level or log_level("warning"),
                       progress=lambda finished, total: bar.update(rounds_done()), plaintext=plaintext)
         bar.update(bar.total)

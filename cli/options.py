@@ -11,7 +11,13 @@ import click
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.output import note
-from crc.cli.privacy import distributed_noise_options, privacy_options, release_every_option, secure_aggregation_option
+from crc.cli.privacy import (
+    distributed_noise_options,
+    privacy_options,
+    release_every_option,
+    secure_aggregation_option,
+    sum_over_option,
+)
 from crc.core.aggregation import AGGREGATION_HELP, AGGREGATIONS
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, DEFAULT_LR
 from crc.core.errors import CRCError, MalformedOption, OptionConflict
@@ -251,12 +257,13 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--aggregate", type=click.Choice(AGGREGATIONS), default=base.aggregate, show_default=True,
                      help=f"How a peer combines its neighbours' statistics with its own: {AGGREGATION_HELP}."),
         secure_aggregation_option(),
+        sum_over_option(),
     ]
     names = ["data", "label", "categorical", "model", *(option.name for option in all_options()), "topology", "period", "nodes",
              "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew", "rounds", "rc_iterations", "rc_converged",
              "iters", *acceleration_options(), "loss", *privacy_options(), *distributed_noise_options(),
              "release_every", "lr", "ess", "test_size", "seed", "aggregate",
-             "secure_aggregation"]
+             "secure_aggregation", "sum_over"]
     return dict(zip(names, options))
 
 

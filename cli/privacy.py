@@ -80,9 +80,9 @@ def sum_over_option():
     """``--sum-over``: what a peer averages each round, its closed neighbourhood or the whole network."""
     return click.option(
         "--sum-over", type=click.Choice(SUM_SCOPES), default=SUM_SCOPES[0], show_default=True,
-        help="neighbourhood: each peer averages its closed neighbourhood each round (the paper's CRC); network: every "
-             "peer averages the whole network each round, one secure sum of all peers relayed along a spanning tree "
-             "of the graph (needs --secure-aggregation; no --dp-dropouts, --loss or dynamic topology).")
+        help="What a peer averages each round. neighbourhood: itself and its neighbours (the paper's CRC). network: "
+             "every peer averages the whole network each round, one secure sum of all peers relayed along a spanning "
+             "tree of the graph (needs --secure-aggregation; no --dp-dropouts, --loss or --period).")
 
 
 NEEDS = {"dp_delta": ("dp_epsilon", None), "clip": ("dp_epsilon", None), "dp_colluders": ("secure_aggregation", True),

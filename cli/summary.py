@@ -47,17 +47,24 @@ def summary_lines(results: dict) -> list[str]:
                      + (f"; local step and release every {cfg['release_every']} rounds, averaging only between"
                         if cfg.get("release_every", 1) > 1 else ""))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
+    network_sum = cfg.get("sum_over", "neighbourhood") == "network"  # results written before it: neighbourhood
+    sums = "the network sum" if network_sum else "every neighbourhood sum"
     if privacy:
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
                      f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release"
                      + (f", {privacy['rounds']} releases (one every {privacy['release_every']} rounds)"
                         if privacy.get("release_every", 1) > 1 else "")
-                     + (f"; distributed: shares that add up in every neighbourhood sum ({privacy['sums_per_round']} "
+                     + (f"; distributed: shares that add up in {sums} ({privacy['sums_per_round']} "
                         f"sum(s) a round a peer; --colluders {privacy['colluders']}, --dp-dropouts {privacy['dropouts']})"
                         if privacy.get("noise") == "distributed" else ""))
     if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
         lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
                      "members' scores")
+    elif masked and network_sum:
+        lines.append(f"secure aggregation: one sum of all {cfg['nodes']} peers a round, which every peer averages: "
+                     f"{masked['messages_per_round']} masked partial/total frames along a spanning tree of height "
+                     f"{masked['tree_height']} ({masked['plain_messages_per_round']} messages a round in plain "
+                     "neighbourhood averaging)")
     elif masked:
         lines.append(f"secure aggregation: {masked['protected_fraction']:.0%} of messages protected "
                      f"({masked['messages_per_round']} messages a round against {masked['plain_messages_per_round']} in plain)")

@@ -36,9 +36,10 @@ from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
 from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
+from crc.protocol.network_sum import network_sum_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
-from crc.protocol.rules import SUM_SCOPES, check_secure_aggregation, check_sum_over
+from crc.protocol.rules import check_secure_aggregation
 from crc.protocol.simulator import byzantine_for
 from crc.topologies import Schedule, averaging_matrix, complete_graph
 
@@ -216,10 +217,10 @@ def run_deadline_s(rounds: int, *, timeout: float, first_round_timeout: float) -
     return 2 * first_round_timeout + rounds * timeout
 
 
-def check_launch(config: SimulationConfig, *, plaintext: bool = False, sum_over: str = SUM_SCOPES[0]) -> None:
+def check_launch(config: SimulationConfig, *, plaintext: bool = False) -> None:
     """A CRCError (an OptionConflict for options that cannot go together) if real peers cannot run ``config``:
-    what the simulator checks, plus a static graph, one repeat, keys for secure aggregation, and what a network sum
-    (``sum_over``) needs."""
+    what the simulator checks (a network sum's needs among them), plus a static graph, one repeat and keys for secure
+    aggregation."""
     config.validate()
     if config.period is not None:
         raise CRCError("real peers use a static graph: --period is for the simulator")
@@ -227,22 +228,19 @@ def check_launch(config: SimulationConfig, *, plaintext: bool = False, sum_over:
         raise CRCError("crc launch runs one repeat")
     check_secure_aggregation(secure_aggregation=config.secure_aggregation, aggregate=config.aggregate,
                              encrypted_transport=not plaintext)
-    check_sum_over(sum_over, secure_aggregation=config.secure_aggregation, dp_dropouts=config.dp_dropouts,
-                   loss=config.loss)
 
 
 def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.timeout_s,
            first_round_timeout: float = PeerSettings.first_round_timeout_s, log_level: str = "warning",
-           progress: Callable[[int, int], None] | None = None, plaintext: bool = False,
-           sum_over: str = SUM_SCOPES[0]) -> dict:
+           progress: Callable[[int, int], None] | None = None, plaintext: bool = False) -> dict:
     """Run ``config.nodes`` peers, wait for them (at most ``run_deadline_s``), and return the results JSON
     with ``network``. ``timeout`` and ``first_round_timeout`` are the peers' (seconds, see PeerSettings).
 
     The peers authenticate and encrypt with CURVE keys generated for this run in ``workdir``; with ``plaintext``
-    they run without keys (``crc launch --insecure``). With ``sum_over`` network, secure aggregation is one sum of all
+    they run without keys (``crc launch --insecure``). With ``config.sum_over`` network, secure aggregation is one sum of all
     peers a round, relayed along the graph: ``workdir/roster.json`` lists every peer and its key
     (``write_network_keys``)."""
-    check_launch(config, plaintext=plaintext, sum_over=sum_over)
+    check_launch(config, plaintext=plaintext)
     workdir = Path(workdir)
     # The spawner imports what a peer needs (once for all peers) while the deployment is prepared.
     with PeerProcesses(ready_timeout=first_round_timeout) as peers:
@@ -250,10 +248,10 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
         rep = prepare_repeat(dataset, config, 0)
         write_deployment(dataset, rep.split, workdir)
         graph = Schedule(config.topology, config.nodes, seed=rep.graph_seed).graph(1)
-        network = sum_over == "network"
+        network = config.sum_over == "network"
         # A network sum averages every peer each round, as the complete graph's neighbourhoods do: one sum of all.
         summed = complete_graph(config.nodes) if network else graph
-        config.privacy(rep.split.model, averaging_matrix(summed))  # the peers' plan: one that cannot be made stops here
+        config.privacy(rep.split.model, averaging_matrix(graph))  # the peers' plan: one that cannot be made stops here
         if config.secure_aggregation:  # as in the simulator: here, not in every peer's log
             check_graph_protectable(averaging_matrix(summed), config.dp_colluders, config.dp_dropouts)
         addresses = [f"tcp://127.0.0.1:{port}" for port in free_ports(config.nodes)]
@@ -278,7 +276,7 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
                           progress)
     wall = time.monotonic() - started
     results = evaluate_peers(dataset, config, rep, peers.started, workdir, ess=ess, wall=wall, addresses=addresses,
-                             timeout=timeout, byzantine=byzantine, graph=summed)
+                             timeout=timeout, byzantine=byzantine, graph=graph)
     results["network"]["encrypted"] = not plaintext
     return results
 
@@ -288,8 +286,7 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     """The results JSON of a launch of ``config``'s first repeat ``rep`` with ``network`` and ``nodes``: the peers
     ``processes`` (index i: the peer of ``addresses[i]``) that exited with 0 and wrote ``model-<i>.json`` in
     ``workdir`` are evaluated like the simulator's; the others are listed as failed, with their checkpoint's round.
-    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the graph of the peers' sums (the
-    complete graph for a network sum)."""
+    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the peers' communication graph."""
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"
@@ -313,7 +310,8 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     if privacy:
         results["privacy"] = privacy[0]
     if config.secure_aggregation:
-        results["secure_aggregation"] = {**secure_aggregation_summary(averaging_matrix(graph), config.dp_colluders),
+        summarize = network_sum_summary if config.sum_over == "network" else secure_aggregation_summary
+        results["secure_aggregation"] = {**summarize(averaging_matrix(graph), config.dp_colluders),
                                          "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
                                          "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics),
                                          "deviations": sum(m.get("deviations", 0) for m in metrics)}

@@ -121,6 +121,12 @@ class Neighbourhoods:
             recipient_set[w] = index[key]
         return cls(members, recipient_set)
 
+    @classmethod
+    def whole(cls, n: int) -> Neighbourhoods:
+        """One sum of all ``n`` peers, every peer its recipient: the network sum (``--sum-over network``), which is
+        the complete graph's closed neighbourhood, a release of every peer once a round."""
+        return cls([np.arange(n, dtype=np.int64)], np.zeros(n, dtype=np.int64))
+
     def sums_per_peer(self, n: int) -> np.ndarray:
         """k_u (n,): how many neighbourhood sums of independent shares hold each peer each round."""
         return np.bincount(np.concatenate(self.members), minlength=n)

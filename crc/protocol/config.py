@@ -15,7 +15,7 @@ from crc.core.feature_partition import FeaturePartition, is_feature_partition, p
 from crc.core.models import all_options, model_options
 from crc.core.partition import PARTITIONS
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_settings
-from crc.protocol.rules import MAX_ROUNDS, check_release_every, check_secure_aggregation
+from crc.protocol.rules import MAX_ROUNDS, check_release_every, check_secure_aggregation, check_sum_over
 
 DEFAULT_EVAL_NODES = 1000
 DEFAULT_EVAL_INSTANCES = 20_000
@@ -71,6 +71,9 @@ class SimulationConfig:
     dp_dropouts: int = 0
     release_every: int = 1
     secure_aggregation: bool = False
+    sum_over: str = "neighbourhood"
+    """What a peer averages each round (``crc.protocol.rules.SUM_SCOPES``): its closed neighbourhood, or the whole
+    network, one secure sum of all peers (``crc.protocol.network_sum``); results written before it mean the first."""
     lr: float = DEFAULT_LR
     ess: float | None = None
     test_size: float = 0.25
@@ -163,6 +166,8 @@ class SimulationConfig:
         if not 0 <= self.byzantine < self.nodes:
             raise OptionConflict(f"--byzantine must be from 0 to nodes - 1 = {self.nodes - 1}, got {self.byzantine}")
         check_secure_aggregation(secure_aggregation=self.secure_aggregation, aggregate=self.aggregate, dp_noise=self.dp_noise)
+        check_sum_over(self.sum_over, secure_aggregation=self.secure_aggregation, dp_dropouts=self.dp_dropouts,
+                       dynamic=self.period is not None, loss=self.loss)
         acceleration = self.acceleration  # checks --momentum, --start, --classifier and --exact-diffusion
         partition = self.feature_partition
         check_release_every(release_every=self.release_every, rounds=self.rounds, exact_diffusion=self.exact_diffusion,
@@ -178,6 +183,9 @@ class SimulationConfig:
             if self.dp_colluders:
                 raise OptionConflict("--colluders is not available with a vertical or hybrid partition: it sets the "
                                      "request sets of horizontal secure aggregation")
+            if self.sum_over != "neighbourhood":
+                raise OptionConflict(f"--sum-over {self.sum_over} is not available with a vertical or hybrid partition: "
+                                     "it sums the statistics of horizontal peers")
             if partition.groups == 1 and self.loss > 0:
                 raise OptionConflict(f"--loss is not simulated with --partition {partition.spec}: its one group sends no "
                                      "statistics to another, and its members' messages are not dropped")
@@ -195,17 +203,25 @@ class SimulationConfig:
     def privacy(self, model, mixing=None) -> Privacy | None:
         """The noise every peer of ``model`` adds to its releases (one every ``release_every`` rounds), None without
         ``dp_epsilon``;
-        distributed noise (``dp_noise``) sizes it for the closed neighbourhoods of ``mixing`` (n, n)."""
+        distributed noise (``dp_noise``) sizes it for the sums of ``sums(mixing)``."""
         if self.dp_epsilon is None:
             return None
         from crc.protocol.accountant import plan, plan_distributed
 
         if self.dp_noise == "distributed":
             return plan_distributed(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
-                                    neighbourhoods=Neighbourhoods.of(mixing, self.dp_dropouts), colluders=self.dp_colluders,
+                                    neighbourhoods=self.sums(mixing), colluders=self.dp_colluders,
                                     dropouts=self.dp_dropouts)
         return plan(model, epsilon=self.dp_epsilon, delta=self.dp_delta, clip=self.clip, rounds=self.rounds,
                     release_every=self.release_every)
+
+    def sums(self, mixing) -> Neighbourhoods:
+        """The sums that carry distributed noise each round: with ``sum_over`` network one of all peers
+        (``Neighbourhoods.whole``), else the closed neighbourhoods of the averaging matrix ``mixing`` (n, n)
+        (``Neighbourhoods.of``, one sum per recipient with ``dp_dropouts``)."""
+        if self.sum_over == "network":
+            return Neighbourhoods.whole(self.nodes)
+        return Neighbourhoods.of(mixing, self.dp_dropouts)
 
     @property
     def feature_partition(self) -> FeaturePartition | None:

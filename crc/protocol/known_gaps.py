@@ -19,7 +19,7 @@ FAR = 0.02
 
 DEFAULT_SETTING = ("nodes", "local_size", "pooled_size", "partition", "size_skew", "topology", "period", "rounds", "iters",
                    "start", "exact_diffusion", "momentum", "safeguard", "classifier", "loss", "dp_epsilon", "ess", "lr",
-                   "aggregate", "byzantine")
+                   "aggregate", "byzantine", "sum_over")
 """The settings that must be their defaults (for the run's algorithm, model and data) for a figure to apply."""
 
 KNOWN_GAPS = {

@@ -14,7 +14,7 @@ import numpy as np
 from crc.core import acceleration as accel
 from crc.core.attacks import byzantine_messages, byzantine_nodes
 from crc.core.data import Dataset
-from crc.core.distributed_noise import DistributedNoise, Neighbourhoods
+from crc.core.distributed_noise import DistributedNoise
 from crc.core.engine import CRCEngine, LocalData, Mixing
 from crc.core.plausibility import count_slack, plausible
 from crc.core.privacy import Privacy, clip_standardized, release
@@ -24,6 +24,7 @@ from crc.protocol.config import SimulationConfig
 from crc.protocol.fedpc import fedpc_results
 from crc.protocol.loss import loss_seed, lossy_mixing
 from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
+from crc.protocol.network_sum import check_relayable, network_sum_summary, whole_network_mixing
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 from crc.protocol.vertical import BestIterate, describe, resolve_partition
@@ -69,11 +70,11 @@ def first_graph(mixing: Mixing):
 
 
 def distributed_noise(rep: Repeat, config: SimulationConfig, privacy: Privacy | None, mixing) -> Callable | None:
-    """The engine's ``noise`` hook: every aggregate's share of the neighbourhood sums' noise (seeded), None without
-    distributed noise."""
+    """The engine's ``noise`` hook: every aggregate's share of the noise of its sum (``config.sums``, seeded), None
+    without distributed noise."""
     if privacy is None or privacy.noise != "distributed":
         return None
-    return DistributedNoise(rep.split.model, Neighbourhoods.of(first_graph(mixing), privacy.dropouts), privacy.sigma,
+    return DistributedNoise(rep.split.model, config.sums(first_graph(mixing)), privacy.sigma,
                             privacy.colluders, np.random.default_rng([config.seed, rep.index, PRIVACY_STREAM]), dropouts=privacy.dropouts)
 
 
@@ -81,13 +82,17 @@ def make_engine(rep: Repeat, config: SimulationConfig, network: Network,
                 privacy: Privacy | None = None) -> tuple[CRCEngine, Mixing]:
     """The CRC engine of a repeat (its start, memory and safeguard as configured) and its mixing
     (with ``config.loss``, each round's mixing averages only the messages that arrived, or the last heard in place of a
-    lost one: ``crc.core.acceleration.keeps_last_heard``). With ``privacy`` the
+    lost one: ``crc.core.acceleration.keeps_last_heard``; with ``config.sum_over`` network, the whole network's mean on
+    a connected graph, ``crc.protocol.network_sum``). With ``privacy`` the
     peers learn from their data clipped to its bound and release noisy statistics."""
     split = rep.split
     phi = split.phi_train if privacy is None else split.model.features(clip_standardized(split.model.schema, split.x_train,
                                                                                           privacy.clip))
     local = LocalData.from_parts(phi, split.y_train, split.parts)
     mixing = network(config.nodes, rep.graph_seed)
+    if config.sum_over == "network":
+        check_relayable(first_graph(mixing))
+        mixing = whole_network_mixing(config.nodes)
     if config.secure_aggregation:
         check_graph_protectable(first_graph(mixing), config.dp_colluders, config.dp_dropouts)
     messages = byzantine_for(rep, config)[1]
@@ -112,7 +117,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     central = central_results(dataset, config, rep, cache, central_progress)
     graph = network(config.nodes, rep.graph_seed)
     privacy = config.privacy(rep.split.model, first_graph(graph))
-    engine, mixing = make_engine(rep, config, lambda n, seed: graph, privacy)
+    engine, _ = make_engine(rep, config, lambda n, seed: graph, privacy)
     curve = []
     vertical = config.feature_partition is not None and config.feature_partition.kind == "vertical"
     best = BestIterate(rep.split.model, rep.split.phi_train, rep.split.y_train, rep.split.parts, engine.stats) if vertical else None
@@ -137,12 +142,13 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     if privacy is not None:
         result["privacy"] = privacy.to_json()
     if config.secure_aggregation:
-        result["secure_aggregation"] = secure_aggregation_summary(first_graph(mixing), config.dp_colluders)
+        summarize = network_sum_summary if config.sum_over == "network" else secure_aggregation_summary
+        result["secure_aggregation"] = summarize(first_graph(graph), config.dp_colluders)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
         result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out
-    if hasattr(mixing, "density"):
-        result["density"] = float(mixing.density(config.rounds))
+    if hasattr(graph, "density"):
+        result["density"] = float(graph.density(config.rounds))
     if config.baseline:
         if config.feature_partition is None:
             result["mixture_of_nodes"] = mixture_of_nodes(rep)

@@ -133,7 +133,8 @@ def _run_problem(results: dict) -> str:
 def run_name(results: dict) -> str:
     config = results["config"]
     partition = config.get("partition", "iid")
-    return f"{config['data']} {config['model']} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
+    return (f"{config['data']} {config['model']} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
+            + (" network sum" if config.get("sum_over") == "network" else ""))
 
 
 def run_curves(results: dict) -> list[dict]:

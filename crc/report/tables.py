@@ -27,6 +27,8 @@ RUN_HEADERS = ["data", "model", "topology", "partition", "n", "m_v", "rounds", "
 def _run_row(results: dict) -> list:
     config = results["config"]
     topology = config["topology"] + (f" (period {config['period']})" if config.get("period") else "")
+    if config.get("sum_over") == "network":  # every peer averaged the whole network, the graph only relaying the sum
+        topology += " (network sum)"
     if str(config.get("partition", "")).startswith("vertical"):
         topology = "–"  # one group, whose members all talk to its label holder: no graph of groups
     return [config["data"], config["model"], topology, config.get("partition", "iid"), config["nodes"], config["local_size"],

@@ -3,6 +3,7 @@ import json
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.report.sources import run_name
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -52,6 +53,17 @@ def test_a_vertical_run_is_reported_without_a_graph_of_groups(tmp_path):
     result = run("report", tmp_path / "run.json")
     assert result.exit_code == 0, result.output
     assert "| wdbc | nb | – | vertical:2 | 1 |" in result.stdout
+
+
+def test_a_network_sum_run_is_reported_as_one_on_its_graph(tmp_path):
+    simulated = run("simulate", "--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds", "2",
+                    "--secure-aggregation", "--sum-over", "network", "--no-rc-converged", "--json")
+    assert simulated.exit_code == 0, simulated.output
+    (tmp_path / "run.json").write_text(simulated.stdout)
+    result = run("report", tmp_path / "run.json")
+    assert result.exit_code == 0, result.output
+    assert "| twonorm | nb | tree (network sum) | iid | 5 | 20 | 2 |" in result.stdout
+    assert run_name(json.loads(simulated.stdout)) == "twonorm nb tree network sum"  # its curve's name in a figure
 
 
 def test_report_rejects_files_that_are_not_results(tmp_path):

@@ -97,3 +97,14 @@ def test_options_each_valid_alone_that_cannot_go_together_are_a_usage_error(tmp_
     (tmp_path / "blocks.json").write_text('{"blocks": [["x1"], ["x2"]]}')
     given = [str(tmp_path / arg) if arg == "blocks.json" else arg for arg in given]
     assert refusal("simulate", "--data", "twonorm", *given).startswith(f"Error: {refused}")
+
+
+@pytest.mark.parametrize("given, refused", [
+    ([], "--sum-over network needs --secure-aggregation"),
+    (["--secure-aggregation", "--loss", "0.1"], "--sum-over network takes no --loss"),
+    (["--secure-aggregation", "--period", "4"], "--sum-over network needs a static --topology"),
+    (["--secure-aggregation", "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate",
+      "--algorithm", "paper", "--dp-dropouts", "1"], "--sum-over network takes no --dp-dropouts"),
+])
+def test_a_network_sum_without_what_it_needs_is_one_refusal(given, refused):
+    assert refusal("simulate", "--data", "twonorm", "--sum-over", "network", *given).startswith(f"Error: {refused}")

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from crc.cli.main import main
+from crc.cli.summary import summary_lines
 from crc.core.errors import CRCError
 from crc.protocol import SimulationConfig
 
@@ -257,3 +258,27 @@ def test_qda_with_no_more_training_instances_in_a_class_than_features_warns_once
     more = run("simulate", *args[:6], "--local-size", "40", *args[8:], "--model", "qda")
     nb = run("simulate", *args, "--model", "nb")
     assert "Warning: QDA" not in more.stderr + nb.stderr
+
+
+def test_the_summary_says_a_network_sum_is_one_sum_of_all_peers_along_a_spanning_tree():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--topology", "chain", "--secure-aggregation",
+                 "--sum-over", "network", "--no-rc-converged", "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    lines = summary_lines(results)
+    assert ("secure aggregation: one sum of all 5 peers a round, which every peer averages: 8 masked partial/total "
+            f"frames along a spanning tree of height {results['secure_aggregation']['tree_height']} (8 messages a round "
+            "in plain neighbourhood averaging)") in lines
+    assert 1 <= results["secure_aggregation"]["tree_height"] <= 4
+
+
+def test_results_written_before_sum_over_existed_summarize_as_neighbourhood_sums():
+    result = run("simulate", "--data", "twonorm", *SMALL, "--topology", "ring", "--secure-aggregation",
+                 "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate", "--algorithm", "paper",
+                 "--no-rc-converged", "--json")
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    del results["config"]["sum_over"]
+    lines = summary_lines(results)
+    assert any("shares that add up in every neighbourhood sum (3 sum(s) a round a peer" in line for line in lines)
+    assert "secure aggregation: 100% of messages protected (50 messages a round against 10 in plain)" in lines

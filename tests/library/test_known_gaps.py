@@ -16,7 +16,7 @@ def test_a_known_pair_warns_in_its_measured_setting_only(monkeypatch):
     assert "pc (mixture) on letter under the accelerated algorithm ends about +0.050 above" in warning
     assert warning.endswith("(the mean of 3 repeats, results/models/gaps.md: one run's gap varies around it)")
     for other in ({"components": 4}, {"rounds": 256}, {"nodes": 10}, {"topology": "complete"}, {"start": "local"},
-                  {"data": "magic"}, {"structure": "region-graph"}):
+                  {"data": "magic"}, {"structure": "region-graph"}, {"secure_aggregation": True, "sum_over": "network"}):
         assert known_gaps.far_from_rc_warning(SimulationConfig.from_settings(**{"data": "letter", "model": "pc", **other})) is None, other
     assert known_gaps.known_gap(SimulationConfig.from_settings(data="letter", model="nb")) is None
     paper = known_gaps.far_from_rc_warning(SimulationConfig.from_settings(data="letter", model="qda", algorithm="paper"))
