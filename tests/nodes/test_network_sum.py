@@ -6,17 +6,13 @@ each peer averages the whole network, as the simulator does on the complete grap
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 
 import msgpack
-import networkx as nx
 import numpy as np
 import pytest
 
-from crc.core.engine import CRCEngine, LocalData, default_ess
-from crc.core.models import make_model
 from crc.nodes.keys import new_key_pair
 from crc.nodes.network_sum import NetworkSum
 from crc.nodes.peer import Peer
@@ -24,107 +20,24 @@ from crc.nodes.roster import roster_of
 from crc.nodes.secure_aggregation import to_fixed
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Expectation, Rejected, decode, encode_sum_frame
-from crc.topologies import averaging_matrix
-from support.tables import mixed_columns, prepared
-
-CHAIN = nx.path_graph(5)
-STAR = nx.star_graph(4)
-ADDRESS = [f"tcp://127.0.0.1:{7100 + v}" for v in range(5)]
-ROUNDS = 6
-TIMEOUT_S = 0.5
-RUN = "network-test"
-
-
-class Hub:
-    """Frames between in-process peers: each address has a queue; ``drop(sender, receiver, frame)`` loses a frame."""
-
-    def __init__(self, keys: dict[str, str], drop=lambda sender, receiver, frame: False):
-        self.keys, self.drop = keys, drop
-        self.queues = {address: queue.Queue() for address in keys}
-
-    def transport(self, address: str, neighbours) -> HubTransport:
-        return HubTransport(self, address, tuple(neighbours))
-
-
-class HubTransport:
-    def __init__(self, hub: Hub, address: str, neighbours: tuple[str, ...]):
-        self.hub, self.address, self.neighbours = hub, address, neighbours
-
-    def send(self, frame: bytes) -> list[str]:
-        for neighbour in self.neighbours:
-            self.send_to(neighbour, frame)
-        return []
-
-    def send_to(self, address: str, frame: bytes) -> bool:
-        if not self.hub.drop(self.address, address, frame):
-            self.hub.queues[address].put((frame, self.hub.keys[self.address]))
-        return True
-
-    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
-        try:
-            first = self.hub.queues[self.address].get(timeout=max(0.0, min(deadline - time.monotonic(), 0.05)))
-        except queue.Empty:
-            return []
-        frames = [first]
-        while True:
-            try:
-                frames.append(self.hub.queues[self.address].get_nowait())
-            except queue.Empty:
-                return frames
-
-    def refused(self) -> dict[str, int]:
-        return {}
-
-    def close(self, linger_ms: int) -> None:
-        pass
+from support.network_sum import (
+    ADDRESS,
+    CHAIN,
+    ROUNDS,
+    RUN,
+    STAR,
+    TIMEOUT_S,
+    Hub,
+    complete_graph_run,
+    network_data,
+    roster_for,
+    run_peers,
+)
 
 
 @pytest.fixture(scope="module")
 def data():
-    schema, x, y = prepared(mixed_columns())
-    model = make_model("nb", schema)
-    phi = model.features(x)
-    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), len(ADDRESS))
-    return model, phi, y, parts, default_ess(len(y), len(parts))
-
-
-def roster_for(graph: nx.Graph, pairs):
-    return roster_of({"peers": {ADDRESS[v]: pairs[v].public for v in graph},
-                      "edges": [[ADDRESS[a], ADDRESS[b]] for a, b in graph.edges]})
-
-
-def run_peers(data, graph, *, rounds=ROUNDS, absent=(), drop=lambda s, r, f: False, rosters=None, **settings):
-    """Run the peers of ``graph`` (but ``absent``) to the end in threads; the peers by node."""
-    model, phi, y, parts, ess = data
-    pairs = [new_key_pair() for _ in graph]
-    roster = roster_for(graph, pairs)
-    hub = Hub({ADDRESS[v]: pairs[v].public for v in graph}, drop)
-    peers = {}
-    for v in graph:
-        if v in absent:
-            continue
-        own = roster if rosters is None else rosters(v, roster, pairs)
-        neighbours = tuple(ADDRESS[u] for u in sorted(graph.neighbors(v)))
-        peers[v] = Peer(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=neighbours, rounds=rounds, timeout_s=TIMEOUT_S, first_round_timeout_s=TIMEOUT_S,
-            run=RUN, network=own, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
-            final_linger_ms=0, **settings))
-    threads = [threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
-               for v, peer in peers.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a peer did not finish"
-    return peers
-
-
-def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
-    """The simulator's statistics (n, size) after ``rounds`` rounds on the complete graph."""
-    model, phi, y, parts, ess = data
-    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(nx.complete_graph(len(parts))), ess=ess)
-    engine.run(rounds)
-    return engine.stats
+    return network_data()
 
 
 @pytest.mark.parametrize("graph", [CHAIN, STAR], ids=["chain", "star"])
