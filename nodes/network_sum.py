@@ -8,8 +8,10 @@ Round r, for the n peers of the roster (``crc.nodes.roster``), each with its CUR
        y_w = F(s_w) + η_w + sum_{w' != w} sign(w, w') PRG(k_{w,w'})   (mod 2^64)
 
    with F the fixed point of ``crc.nodes.secure_aggregation`` (2^20, two's complement), η_w its distributed-noise share
-   (none without distributed noise), k_{w,w'} = HKDF(X25519(w, w'), run, roster digest, r) a seed only w and w' can
-   derive, and sign(w, w') = +1 if w's address sorts first, else -1: every pairwise mask cancels in the sum of all n.
+   (none without distributed noise), k_{w,w'} = HKDF(X25519(w, w'), run, roster digest, r, h_w) a seed only w and w'
+   can derive, h_w the digest of the total w took in round r - 1 (``NetworkSum.seal``; zeros in round 0), and
+   sign(w, w') = +1 if w's address sorts first, else -1: every pairwise mask cancels in the sum of all n peers if they
+   took the same total.
 2. A peer adds its children's partial sums to its own words and sends the result to its parent with the set of
    contributors it holds (a bitmap over the roster). A child's partial names only peers of the child's subtree.
 3. The root, once it holds every peer's words, has the total Σ F(s_w) + η_w and sends it down the tree; each peer
@@ -20,23 +22,34 @@ What each party learns. A relay sees partial sums whose masks are pseudorandom t
 carries the masks of every pair across S's boundary, removable only by colluders holding every seed across it, i.e.
 every peer outside S, who then learn only what the total tells them (their own words subtracted). There are no
 reveals: no peer ever sends a seed, so a sum that misses a peer can never be unmasked, by anyone (the root included),
-and every round has at most one sum that unmasks, that of all peers, released to every peer. With distributed noise
-each share has the variance ``share_variance(σ, n, colluders)`` sizes: the shares of all but a recipient and the
-colluders add up to σ², and the accountant counts one release a round.
+and every round has at most one sum that unmasks, that of all peers, released to every peer. A parent (the root above
+all) that sends its children different totals, or a failed total to some and the real one to others, would otherwise
+learn from two later sums the response of one peer's data to two aggregates (a model-inconsistency attack, Pasquini et
+al. 2022); the digest h_w in the seeds makes the next sum of peers that took different totals pseudorandom to
+everyone but a set holding every seed across the split. So a peer that waited in vain for a total the others took
+(its parent silent) or skipped ahead (left behind) costs the next round its release too. With distributed noise each
+share has the variance ``share_variance(σ, n, colluders)`` sizes: the shares of all but a recipient and the colluders
+add up to σ², and the accountant counts one release a round.
 
-A peer resumed from its checkpoint computes the same words again for the round it resumed at (its statistics and
-noise share are those of the checkpoint and the noise key, the masks a function of the round): never a second,
-different word of a round. A relay that drops a child's partial costs the round (no release), as a peer that stops
+A peer resumed from its checkpoint computes the same words again for the round it resumed at (its statistics, noise
+share and h_w are those of the checkpoint and the noise key, the masks a function of them and the round): never a
+second, different word of a round. A relay that drops a child's partial costs the round (no release), as a peer that stops
 does; the roster is fixed for the run, so a peer gone for good costs every later round its release.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
+from crc.nodes.peer_checkpoint import SEAL_BYTES
 from crc.nodes.roster import Roster, spanning_tree
 from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
 from crc.nodes.wire import Rejected, SumFrame
+
+NO_TOTAL = bytes(SEAL_BYTES)
+"""What a peer's words of the first round come after: no total yet."""
 
 
 class NetworkSum:
@@ -68,14 +81,16 @@ class NetworkSum:
 
     # ------------------------------------------------------------------------------------------------- words
 
-    def words(self, stats: np.ndarray, round_: int, share: np.ndarray | None = None) -> np.ndarray:
+    def words(self, stats: np.ndarray, round_: int, share: np.ndarray | None = None, *,
+              after: bytes | None = None) -> np.ndarray:
         """This peer's masked words (size,) uint64 of ``stats`` (size,) for ``round_``, with its noise ``share``
-        (size,) int64 in fixed-point units (None: no distributed noise)."""
+        (size,) int64 in fixed-point units (None: no distributed noise), after the total it took in the round before
+        (its ``seal``; None before the first round)."""
         words = to_fixed(stats)
         if share is not None:
             words = words + np.asarray(share, dtype=np.int64).view(np.uint64)
         for other, secret in self._pairs.items():
-            pair = mask(derive(secret, "network-sum", self.run, self.digest, round_), len(words))
+            pair = mask(derive(secret, "network-sum", self.run, self.digest, round_, (after or NO_TOTAL).hex()), len(words))
             words = words + pair if self.me < other else words - pair
         return words
 
@@ -156,6 +171,16 @@ class NetworkSum:
         if total.words is None or not self.complete(self.contributors(total.contributors)):
             return None
         return from_fixed(total.words)
+
+    def seal(self, total: SumFrame) -> bytes:
+        """The ``SEAL_BYTES`` digest of a total as this peer took it: its round and, if it released the sum, its words
+        (any total that released nothing seals alike, whoever sent it and whichever contributors it names: the peer
+        continues from its own start all the same). The next round's masks cancel only between peers that took the
+        same total."""
+        released = self.decode(total) is not None
+        words = np.ascontiguousarray(total.words, dtype="<u8").tobytes() if released else b""
+        return hashlib.sha256(b"crc network total\x00" + total.round.to_bytes(8, "little") + bytes([released])
+                              + words).digest()
 
     def advance(self, round_: int) -> None:
         """Forget the frames of rounds before ``round_``."""

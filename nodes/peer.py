@@ -102,9 +102,11 @@ class Peer:
         problem = self._own_problem(self.stats)
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
+        self.sealed: bytes | None = None  # network sum: the seal of the last total taken (None before the first)
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None,
-                                           masked=settings.secure_aggregation is not None)
+                                           masked=settings.secure_aggregation is not None,
+                                           network=settings.network is not None)
         self.resumed = self._resume()  # whether it resumed from a checkpoint
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
@@ -148,7 +150,7 @@ class Peer:
     @property
     def state(self) -> PeerState:
         """Where the peer is: what its checkpoint holds."""
-        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average)
+        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average, self.sealed)
 
     @property
     def classifier_stats(self) -> np.ndarray:
@@ -516,8 +518,9 @@ class Peer:
             return None
         stats = self.release.on_the_wire(self.stats)
         shares = self.release.shares(wanted)
-        contributors, words = network.fold(network.words(stats, wanted, None if shares is None else shares[self.settings.bind]),
-                                           wanted)
+        own = network.words(stats, wanted, None if shares is None else shares[self.settings.bind],
+                            after=self.sealed)
+        contributors, words = network.fold(own, wanted)
         self._note_silence(position.children, contributors)
         frames: dict[str, bytes] = {}
         if position.parent is None:
@@ -545,6 +548,7 @@ class Peer:
             self._send_to(transport, child, frames[child])
         self.resends.record(wanted, frames)
         network.advance(wanted + 1)
+        self.sealed = network.seal(total)  # the next round's masks cancel only with peers that took this total
         released = network.decode(total)
         heard = f"network sum of {len(network.contributors(total.contributors))}/{len(network.members)} peers"
         return self._network_mean(released, wanted), self._network_unsettled(), heard
@@ -739,7 +743,7 @@ class Peer:
             return False
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
-        self.heard, self.average = state.heard, state.average
+        self.heard, self.average, self.sealed = state.heard, state.average, state.sealed
         held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous, self.average,
                 *self.heard.values()]
         for part in (statistics for statistics in held if statistics is not None):
