@@ -42,7 +42,9 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import zmq
 
+from crc.core.errors import CRCError
 from crc.nodes.peer_checkpoint import SEAL_BYTES
 from crc.nodes.roster import Roster, spanning_tree
 from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
@@ -58,6 +60,9 @@ class NetworkSum:
     of the awaited one."""
 
     def __init__(self, me: str, run: str, roster: Roster, secret_key: str, *, window: int = 8):
+        if zmq.curve_public(secret_key.encode("ascii")).decode("ascii") != roster.keys[me]:
+            raise CRCError(f"the roster gives {me} another public key than that of this peer's secret key: no peer's "
+                           "masks would cancel with its own, and no round would release anything")
         self.me, self.run, self.roster, self.window = me, run, roster, window
         self.members = roster.members
         self.digest = roster.digest
