@@ -57,13 +57,14 @@ NO_TOTAL = bytes(SEAL_BYTES)
 class NetworkSum:
     """Peer ``me``'s part in the network sums of run ``run`` over ``roster``, with its z85 CURVE ``secret_key``: its
     masked words, the partial sums its children send it, the total its parent sends, for rounds within ``window``
-    of the awaited one."""
+    of the awaited one (and the parent's latest total beyond it), in a run of ``rounds`` rounds (None: no end)."""
 
-    def __init__(self, me: str, run: str, roster: Roster, secret_key: str, *, window: int = 8):
+    def __init__(self, me: str, run: str, roster: Roster, secret_key: str, *, window: int = 8,
+                 rounds: int | None = None):
         if zmq.curve_public(secret_key.encode("ascii")).decode("ascii") != roster.keys[me]:
             raise CRCError(f"the roster gives {me} another public key than that of this peer's secret key: no peer's "
                            "masks would cancel with its own, and no round would release anything")
-        self.me, self.run, self.roster, self.window = me, run, roster, window
+        self.me, self.run, self.roster, self.window, self.rounds = me, run, roster, window, rounds
         self.members = roster.members
         self.digest = roster.digest
         self.position = roster.position(me)
@@ -73,6 +74,7 @@ class NetworkSum:
         self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}
         self._partials: dict[int, dict[str, SumFrame]] = {}
         self._totals: dict[int, SumFrame] = {}
+        self._ahead: SumFrame | None = None  # the parent's latest total beyond the window: where a peer far behind goes
 
     @staticmethod
     def _under(peer: str, parents) -> frozenset[str]:
@@ -112,9 +114,14 @@ class NetworkSum:
     # -------------------------------------------------------------------------------------------- frames in
 
     def take(self, frame: SumFrame, wanted: int) -> None:
-        """Keep a child's partial or the parent's total of a round in [``wanted``, ``wanted + window``]; a Rejected
-        for a frame from a peer in the wrong role, a partial naming peers outside its sender's subtree, a round out
-        of the window, or a second, different frame of a round (a copy, sent again after a restart, is dropped)."""
+        """Keep a child's partial or the parent's total of a round in [``wanted``, ``wanted + window``], and the
+        parent's latest total beyond it (``later``); a Rejected for a frame from a peer in the wrong role, a partial
+        naming peers outside its sender's subtree, a round out of the window (a total beyond it: one that a later one
+        replaces) or beyond the run, or a second, different frame of a round (a copy, sent again after a restart, is
+        dropped)."""
+        if self.rounds is not None and frame.round >= self.rounds:
+            raise Rejected("malformed", f"a {frame.kind} of round {frame.round}, beyond this run's {self.rounds} rounds",
+                           frame.sender)
         if frame.kind == "partial":
             if frame.sender not in self._subtree:
                 raise Rejected("role", f"a partial sum from {frame.sender}, not a child of this peer in the roster's tree",
@@ -127,6 +134,9 @@ class NetworkSum:
             if frame.sender != self.position.parent:
                 raise Rejected("role", f"a total from {frame.sender}, not this peer's parent in the roster's tree",
                                frame.sender)
+            if frame.round > wanted + self.window:
+                self._keep_ahead(frame, wanted)
+                return
             self._in_window(frame, wanted)
             held = self._totals
         key = frame.sender if frame.kind == "partial" else frame.round
@@ -143,16 +153,31 @@ class NetworkSum:
             raise Rejected("ahead", f"a {frame.kind} of round {frame.round}, more than {self.window} rounds after the "
                                     f"awaited {wanted}", frame.sender)
 
+    def _keep_ahead(self, total: SumFrame, wanted: int) -> None:
+        """Keep the parent's latest total beyond the window (one at most); the one it replaces, or a total not later
+        than the one kept, is a Rejected (ahead)."""
+        if self._ahead is not None and self._ahead.round >= total.round:
+            older = total
+        else:
+            older, self._ahead = self._ahead, total
+        if older is not None:
+            raise Rejected("ahead", f"a total of round {older.round}, more than {self.window} rounds after the awaited "
+                                    f"{wanted}, and a later one is kept", total.sender)
+
     def children_in(self, round_: int, awaited) -> bool:
         """Whether the partials of round ``round_`` from every child in ``awaited`` are here."""
         return set(awaited) <= set(self._partials.get(round_, {}))
 
     def total(self, round_: int) -> SumFrame | None:
+        if round_ not in self._totals and self._ahead is not None and self._ahead.round == round_:
+            return self._ahead
         return self._totals.get(round_)
 
     def later(self, round_: int) -> int | None:
-        """The earliest round after ``round_`` of which a frame is held (None): where a peer left behind catches up."""
-        later = [r for r in [*self._totals, *self._partials] if r > round_]
+        """The earliest round after ``round_`` of which the parent's total is held (None): where a peer left behind
+        catches up. Not a child's partial: a child is never ahead of its parent unless it deviates, and would then
+        make its parent skip rounds."""
+        later = [r for r in [*self._totals, *([] if self._ahead is None else [self._ahead.round])] if r > round_]
         return min(later) if later else None
 
     # --------------------------------------------------------------------------------------------- the sums
@@ -189,6 +214,8 @@ class NetworkSum:
 
     def advance(self, round_: int) -> None:
         """Forget the frames of rounds before ``round_``."""
+        if self._ahead is not None and self._ahead.round < round_:
+            self._ahead = None
         for held in (self._partials, self._totals):
             for old in [r for r in held if r < round_]:
                 del held[old]

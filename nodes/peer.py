@@ -116,7 +116,7 @@ class Peer:
             from crc.nodes.network_sum import NetworkSum
 
             self.network = NetworkSum(settings.bind, settings.run, settings.network, settings.secure_aggregation.secret_key,
-                                      window=settings.window_rounds)
+                                      window=settings.window_rounds, rounds=settings.rounds)
         elif masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
 

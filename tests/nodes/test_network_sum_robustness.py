@@ -18,15 +18,21 @@ from crc.nodes.wire import Expectation, Rejected, decode
 from support.network_sum import ADDRESS, CHAIN, RUN, network_data, roster_for
 
 WINDOW = 8
+ROUNDS = 64
 
 
 @pytest.fixture(scope="module")
-def setting():
+def data():
+    return network_data()
+
+
+@pytest.fixture
+def setting(data):
     """(the middle peer of the chain, its expectation, the model, a frame maker)."""
-    model, _, _, _, ess = network_data()
+    model, _, _, _, ess = data
     pairs = [new_key_pair() for _ in ADDRESS]
     roster = roster_for(CHAIN, pairs)
-    middle = NetworkSum(ADDRESS[2], RUN, roster, pairs[2].secret, window=WINDOW)  # parent 1, child 3 (with 4 below)
+    middle = NetworkSum(ADDRESS[2], RUN, roster, pairs[2].secret, window=WINDOW, rounds=ROUNDS)  # parent 1, child 3 (with 4 below)
     expect = Expectation(run=RUN, schema_id=model.schema_id, ess=ess, size=model.size, model=model,
                          neighbours=frozenset({ADDRESS[1], ADDRESS[3]}), secure_aggregation=True, roster=roster.digest,
                          roster_size=len(ADDRESS))
@@ -55,7 +61,8 @@ HOSTILE = {  # name: (kind, sender, round, words (None: no data, "full": the mod
     "a total from a child": ("total", 3, 0, "full", EVERYONE, {}, "role"),
     "a partial from the parent": ("partial", 1, 0, "full", bytes([0b10]), {}, "role"),
     "a round past the window": ("partial", 3, WINDOW + 1, "full", BELOW, {}, "ahead"),
-    "a round of 2^64 - 1": ("total", 1, 2**64 - 1, "full", EVERYONE, {}, "ahead"),
+    "a round of 2^64 - 1": ("total", 1, 2**64 - 1, "full", EVERYONE, {}, "malformed"),
+    "a round past the run": ("partial", 3, ROUNDS, "full", BELOW, {}, "malformed"),
     "a negative round": ("partial", 3, -1, "full", BELOW, {}, "malformed"),
     "n a boolean": ("partial", 3, 0, "full", BELOW, {"n": True}, "malformed"),
     "another roster": ("partial", 3, 0, "full", BELOW, {"roster": "0" * 64}, "roster"),
@@ -72,7 +79,7 @@ def test_a_hostile_sum_frame_is_rejected_by_its_cause(setting, name):
     with pytest.raises(Rejected) as caught:
         middle.take(decode(frame(kind, sender, round_, words, contributors, **changed), expect), 0)
     assert caught.value.cause == cause
-    assert not middle._partials and not middle._totals
+    assert not middle._partials and not middle._totals and middle.later(0) is None
 
 
 def test_a_flood_of_valid_and_invalid_frames_holds_at_most_the_window(setting):
@@ -101,3 +108,22 @@ def test_a_peer_outside_the_roster_or_under_another_key_is_refused_clearly():
                      secure_aggregation=SecureAggregationKeys(pairs[0].secret, {}))
     with pytest.raises(CRCError, match="another public key than that of this peer's secret key"):
         NetworkSum(ADDRESS[2], RUN, roster, pairs[3].secret)
+
+
+def test_only_the_parents_totals_lead_a_peer_ahead_and_the_latest_beyond_the_window_is_kept(setting):
+    middle, expect, model, frame = setting
+    words = np.zeros(model.size, np.uint64)
+
+    def take(kind, sender, round_, contributors):
+        middle.take(decode(frame(kind, sender, round_, words, contributors), expect), 0)
+
+    take("partial", 3, 5, BELOW)  # a child far ahead of its parent deviates: its parent does not skip for it
+    assert middle.later(0) is None
+    take("total", 1, 40, EVERYONE)  # the parent is past the window: this peer was left behind
+    with pytest.raises(Rejected, match="ahead"):
+        take("total", 1, 30, EVERYONE)  # not later than the one kept
+    with pytest.raises(Rejected, match="a total of round 40, .* a later one is kept"):
+        take("total", 1, 50, EVERYONE)  # later: kept instead, the one it replaces counted as ahead
+    assert middle.later(0) == 50 and middle.total(50) is not None and middle.total(40) is None
+    middle.advance(51)
+    assert middle.later(0) is None and middle.total(50) is None
