@@ -196,10 +196,10 @@ class Peer:
         self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
                       len(self.settings.peers), self.round, self._first_wait(fresh))
         self._first_wait_pending = fresh
-        if self.round < self.settings.rounds and not self.stop.is_set() and self.network is None:
-            if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
+        if self.round < self.settings.rounds and not self.stop.is_set():
+            if fresh and self.checkpoints.guarded:  # killed after its first send, it resumes at round 0 (``_send``)
                 self.checkpoints.save(self.state, self.metrics, before_send=True)
-            self._send(transport)  # our statistics of the round we start from
+            self._send(transport)  # our statistics of the round we start from (a network sum's go up in ``step``)
         if self.resumed and (self.round < self.settings.rounds or self.session is not None) and not self.stop.is_set():
             self._announce(transport)  # after the last round, for secure aggregation's sake (``_announce``)
         while self.round < self.settings.rounds:

@@ -6,19 +6,15 @@ each peer averages the whole network, as the simulator does on the complete grap
 
 from __future__ import annotations
 
-import threading
 import time
 
-import msgpack
 import numpy as np
 import pytest
 
 from crc.nodes.keys import new_key_pair
 from crc.nodes.network_sum import NetworkSum
-from crc.nodes.peer import Peer
 from crc.nodes.roster import roster_of
 from crc.nodes.secure_aggregation import to_fixed
-from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Expectation, Rejected, decode, encode_sum_frame
 from support.network_sum import (
     ADDRESS,
@@ -27,11 +23,11 @@ from support.network_sum import (
     RUN,
     STAR,
     TIMEOUT_S,
-    Hub,
     complete_graph_run,
     network_data,
     roster_for,
     run_peers,
+    run_with_a_restart,
 )
 
 
@@ -138,54 +134,13 @@ def test_with_distributed_noise_the_one_total_carries_every_peers_share_once(dat
 def test_a_peer_stopped_and_resumed_mid_run_costs_no_release(data, tmp_path, when):
     """The middle peer of the chain stops in round 3 (before its words go up, or after) and is started again from its
     checkpoint at once; what its last process had received is lost with it. Its neighbours send again what they sent
-    that process, and every round still releases the whole network's sum."""
-    model, phi, y, parts, ess = data
-    stopped = threading.Event()
-    peers = {}
-
-    class Stopping(Peer):
-        def step(self, transport):
-            if when == "at-round-start" and self.round == 3 and not stopped.is_set():
-                stopped.set()
-                self.stop.set()
-                return False
-            return super().step(transport)
-
-    def stop_after_partial(sender, receiver, frame):
-        ours = when == "after-its-partial" and sender == ADDRESS[2] and receiver == ADDRESS[1]
-        if ours and not stopped.is_set() and msgpack.unpackb(frame)["round"] == 3:
-            stopped.set()
-            peers[2].stop.set()
-        return False
-
-    pairs = [new_key_pair() for _ in CHAIN]
-    roster = roster_for(CHAIN, pairs)
-    hub = Hub({ADDRESS[v]: pairs[v].public for v in CHAIN}, stop_after_partial)
-
-    def make(v, kind=Peer):
-        return kind(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(CHAIN.neighbors(v))), rounds=ROUNDS, timeout_s=5.0,
-            first_round_timeout_s=5.0, run=RUN, network=roster, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
-            final_linger_ms=0, checkpoint_dir=str(tmp_path / f"peer-{v}")))
-
-    peers.update({v: make(v, Stopping if v == 2 else Peer) for v in CHAIN})
-    threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
-               for v, peer in peers.items()}
-    for thread in threads.values():
-        thread.start()
-    threads[2].join(timeout=60)
-    assert stopped.is_set() and peers[2].round == 3
-    time.sleep(0.3)  # what reaches the dead process meanwhile is lost with it
-    while not hub.queues[ADDRESS[2]].empty():
-        hub.queues[ADDRESS[2]].get_nowait()
-    peers[2] = make(2)
-    assert peers[2].resumed and peers[2].round == 3
-    threads[2] = threading.Thread(target=peers[2].run, args=(hub.transport(ADDRESS[2], peers[2].settings.peers),))
-    threads[2].start()
-    for thread in threads.values():
-        thread.join(timeout=60)
+    that process, and every round still releases the whole network's sum; the words it sends again are the same bytes."""
+    peers, partials = run_with_a_restart(data, tmp_path, when=when, at_round=3)
+    assert peers[2].resumed
     expected = complete_graph_run(data)
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
         np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
     assert peers[1].metrics.frames_resent + peers[3].metrics.frames_resent >= 1
+    assert all(len(set(sent)) == 1 for sent in partials.values())
+    assert when == "at-round-start" or len(partials[3]) == 2

@@ -7,9 +7,11 @@ import msgpack
 import numpy as np
 import pytest
 
+from crc.nodes.keys import new_key_pair
+from crc.nodes.network_sum import NO_TOTAL, NetworkSum
 from crc.nodes.peer import Peer
-from crc.nodes.secure_aggregation import from_fixed, to_fixed
-from support.network_sum import ADDRESS, STAR, network_data, run_peers
+from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
+from support.network_sum import ADDRESS, CHAIN, ROUNDS, RUN, STAR, network_data, roster_for, run_peers, run_with_a_restart
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +61,49 @@ def test_a_root_that_sends_one_child_another_total_learns_nothing_of_that_child(
     assert not np.allclose(estimate, truth, atol=1e-3), "the root isolated one peer's response"
     for v in (1, 2, 3, 4):  # the sum of round 3 did not unmask: every honest peer rejected it and kept its own
         assert peers[v].metrics.rejected["stats-ess"] >= 1 and peers[v].metrics.unmask_fallbacks >= 1, v
+
+
+def pair_mask(pairs, roster, inside: int, outside: int, round_: int, size: int) -> np.ndarray:
+    """The mask of the pair (``inside``, ``outside``) in ``inside``'s words of ``round_`` (the first round: no total
+    before), signed as it enters them: what ``outside`` can compute and hand a colluder."""
+    secret = shared_secret(pairs[outside].secret, pairs[inside].public)
+    words = mask(derive(secret, "network-sum", RUN, roster.digest, round_, NO_TOTAL.hex()), size)
+    return words if ADDRESS[inside] < ADDRESS[outside] else np.zeros_like(words) - words
+
+
+@pytest.mark.parametrize("subtree, colluders, learns", [
+    ({4}, {3}, False), ({4}, {3, 0, 1}, False), ({4}, {3, 0, 1, 2}, True),
+    ({3, 4}, {2}, False), ({3, 4}, {2, 0}, False), ({3, 4}, {2, 0, 1}, True)],
+    ids=["leaf, its parent", "leaf, parent and two", "leaf, everyone else", "subtree, its parent",
+         "subtree, parent and one", "subtree, everyone else"])
+def test_a_parent_that_keeps_a_partial_learns_its_subtree_only_with_every_peer_outside(data, subtree, colluders, learns):
+    """The parent keeps its child's partial sum (the chain: 4's to 3, or 3's, holding 4's, to 2) and removes every
+    mask it and its colluders share with the subtree; only with every peer outside the subtree colluding (who then
+    hold the total less their own) does the subtree's sum come out."""
+    model = data[0]
+    pairs = [new_key_pair() for _ in ADDRESS]
+    roster = roster_for(CHAIN, pairs)
+    stats = np.random.default_rng(2).normal(size=(len(ADDRESS), model.size))
+    partial = sum((NetworkSum(ADDRESS[v], RUN, roster, pairs[v].secret).words(stats[v], 0) for v in subtree),
+                  np.zeros(model.size, np.uint64))
+    for inside in subtree:
+        for outside in colluders:
+            partial = partial - pair_mask(pairs, roster, inside, outside, 0, model.size)
+    truth = stats[sorted(subtree)].sum(axis=0)
+    assert np.allclose(from_fixed(partial), truth, atol=1e-5) == learns
+
+
+@pytest.mark.parametrize("at_round", [0, 3])
+def test_a_peer_killed_after_its_words_sends_them_again_as_the_same_bytes(data, tmp_path, at_round):
+    """Under distributed noise the middle peer of the chain is killed right after its partial sum of a round went up
+    (in round 0 too, before any round's checkpoint) and restarted: it resumes from its checkpoint and sends the same
+    bytes again (same statistics, noise share, seal and masks), never a second word of the round that a parent who
+    kept both could subtract; the run loses no release."""
+    from crc.protocol.accountant import plan_shares
+
+    privacy = plan_shares(data[0], epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, sums_per_round=1,
+                          sizes=[len(ADDRESS)], colluders=0)
+    peers, partials = run_with_a_restart(data, tmp_path, when="after-its-partial", at_round=at_round, privacy=privacy)
+    assert peers[2].resumed and len(partials[at_round]) == 2
+    assert all(len(set(sent)) == 1 for sent in partials.values())
+    assert all(peer.metrics.unmask_fallbacks == 0 for peer in peers.values())

@@ -6,6 +6,7 @@ import queue
 import threading
 import time
 
+import msgpack
 import networkx as nx
 import numpy as np
 
@@ -118,3 +119,61 @@ def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
     engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(nx.complete_graph(len(parts))), ess=ess)
     engine.run(rounds)
     return engine.stats
+
+
+def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, **settings):
+    """Run the chain's peers with checkpoints in ``tmp_path``; the middle peer stops in round ``at_round`` (``when``:
+    "at-round-start", before its words go up, or "after-its-partial"), writing nothing more (as a killed process), and
+    is started again from its checkpoint at once, what its last process had received lost with it. (the peers by node,
+    the partial frames the middle peer sent by round)."""
+    model, phi, y, parts, ess = data
+    stopped = threading.Event()
+    peers, partials = {}, {}
+
+    class Stopping(Peer):
+        def step(self, transport):
+            if when == "at-round-start" and self.round == at_round and not stopped.is_set():
+                stopped.set()
+                self.checkpoints.directory = None
+                self.stop.set()
+                return False
+            return super().step(transport)
+
+    def stop_after_partial(sender, receiver, frame):
+        body = msgpack.unpackb(frame)
+        if sender == ADDRESS[2] and receiver == ADDRESS[1] and body["type"] == "partial":
+            round_ = body["round"]
+            partials.setdefault(round_, []).append(frame)
+            if when == "after-its-partial" and round_ == at_round and not stopped.is_set():
+                stopped.set()
+                peers[2].checkpoints.directory = None
+                peers[2].stop.set()
+        return False
+
+    pairs = [new_key_pair() for _ in CHAIN]
+    roster = roster_for(CHAIN, pairs)
+    hub = Hub({ADDRESS[v]: pairs[v].public for v in CHAIN}, stop_after_partial)
+
+    def make(v, kind=Peer):
+        return kind(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
+            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(CHAIN.neighbors(v))), rounds=ROUNDS, timeout_s=5.0,
+            first_round_timeout_s=5.0, run=RUN, network=roster, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
+            final_linger_ms=0, checkpoint_dir=str(tmp_path / f"peer-{v}"), **settings))
+
+    peers.update({v: make(v, Stopping if v == 2 else Peer) for v in CHAIN})
+    threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
+               for v, peer in peers.items()}
+    for thread in threads.values():
+        thread.start()
+    threads[2].join(timeout=60)
+    assert stopped.is_set() and peers[2].round == at_round
+    time.sleep(0.3)  # what reaches the dead process meanwhile is lost with it
+    while not hub.queues[ADDRESS[2]].empty():
+        hub.queues[ADDRESS[2]].get_nowait()
+    peers[2] = make(2)
+    threads[2] = threading.Thread(target=peers[2].run, args=(hub.transport(ADDRESS[2], peers[2].settings.peers),))
+    threads[2].start()
+    for thread in threads.values():
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads.values()), "a peer did not finish"
+    return peers, partials
