@@ -32,9 +32,12 @@ class Recording(Peer):
 
 
 class InconsistentRoot(Recording):
-    """A root that sends its first child (``ADDRESS[1]``) the total of round 1 again in round 2, the others the real
-    one, then everyone round 2's total again in round 3: the sums of rounds 3 and 4 then differ by that child's
-    response to two aggregates, a function of its data alone (a model-inconsistency attack, Pasquini et al. 2022)."""
+    """A root that sends its first child (``ADDRESS[1]``) the total of round 1 again in round 2 (``fail``: a total that
+    released nothing), the others the real one, then everyone round 2's total again in round 3: the sums of rounds 3
+    and 4 then differ by that child's response to two aggregates, a function of its data alone (a model-inconsistency
+    attack, Pasquini et al. 2022)."""
+
+    fail = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -45,14 +48,21 @@ class InconsistentRoot(Recording):
         if body["type"] == "total" and body["data"]:
             round_ = body["round"]
             self.totals.setdefault(round_, body["data"])
-            forged = self.totals[1] if (round_, address) == (2, ADDRESS[1]) else self.totals[2] if round_ == 3 else None
-            if forged is not None:
-                frame = self._sum_frame("total", round_, np.frombuffer(forged, dtype="<u8"), body["contributors"])
+            if (round_, address) == (2, ADDRESS[1]):
+                forged = None if self.fail else np.frombuffer(self.totals[1], dtype="<u8")
+                frame = self._sum_frame("total", round_, forged, body["contributors"])
+            if round_ == 3:
+                frame = self._sum_frame("total", round_, np.frombuffer(self.totals[2], dtype="<u8"), body["contributors"])
         return super()._send_to(transport, address, frame)
 
 
-def test_a_root_that_sends_one_child_another_total_learns_nothing_of_that_child(data):
-    peers = run_peers(data, STAR, kinds={0: InconsistentRoot, 1: Recording})
+class FailingOneChild(InconsistentRoot):
+    fail = True
+
+
+@pytest.mark.parametrize("root", [InconsistentRoot, FailingOneChild], ids=["an old total", "a failed total"])
+def test_a_root_that_sends_one_child_another_total_learns_nothing_of_that_child(data, root):
+    peers = run_peers(data, STAR, kinds={0: root, 1: Recording})
     root, target = peers[0], peers[1]
     sums = {r: np.frombuffer(root.totals[r], dtype="<u8") - to_fixed(root.history[r]) for r in (3, 4)}
     estimate = from_fixed(sums[3] - sums[4])  # what the root takes for the target's statistics of round 3 less 4

@@ -127,3 +127,16 @@ def test_only_the_parents_totals_lead_a_peer_ahead_and_the_latest_beyond_the_win
     assert middle.later(0) == 50 and middle.total(50) is not None and middle.total(40) is None
     middle.advance(51)
     assert middle.later(0) is None and middle.total(50) is None
+
+
+def test_a_replay_of_an_earlier_round_is_stale_and_a_copy_of_a_held_frame_is_dropped(setting):
+    middle, expect, model, frame = setting
+    words = np.arange(model.size, dtype=np.uint64)
+    partial = decode(frame("partial", 3, 6, words, BELOW), expect)
+    middle.take(partial, 6)
+    middle.take(partial, 6)  # a copy (sent again after a restart): dropped
+    assert len(middle._partials[6]) == 1
+    for kind, sender, contributors in [("partial", 3, BELOW), ("total", 1, EVERYONE)]:
+        with pytest.raises(Rejected) as caught:
+            middle.take(decode(frame(kind, sender, 5, words, contributors), expect), 6)
+        assert caught.value.cause == "stale"
