@@ -580,7 +580,9 @@ class Peer:
             released = counted_sum(self.model, released, n, self.ess, noisy=self.release.distributed)
             try:
                 if released is None:
-                    raise Rejected("stats-ess", "the class counts of the network sum are not the peers' ESS")
+                    raise Rejected("stats-ess", "the class counts of the network sum are not the peers' ESS (a peer "
+                                                "sent statistics of another ESS, or the peers took different totals "
+                                                "the round before: their masks did not cancel)")
                 check_statistics(released / n, self.model, self.ess, slack=self.expect.count_slack)
             except Rejected as rejection:
                 self._reject(rejection.cause, f"the network sum: {rejection.detail}", self.network.position.parent)
@@ -589,8 +591,8 @@ class Peer:
             self._sums_in_a_row = 0
             self.metrics.unmask_fallbacks += 1
             self.log.log(logging.WARNING if self.metrics.unmask_fallbacks == 1 else logging.DEBUG,
-                         "round %d: the network sum released nothing (a peer's words missing): this peer keeps its "
-                         "own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
+                         "round %d: the network sum released nothing (a peer's words missing, or the sum rejected): "
+                         "this peer keeps its own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
                          "logged at debug level; the metrics count them)")
             return self._own_start()
         self._sums_in_a_row += 1
