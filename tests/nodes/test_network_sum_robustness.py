@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from crc.core.errors import CRCError
+from crc.core.plausibility import SECURE_AGGREGATION_TERM_LIMIT
 from crc.nodes.keys import new_key_pair
 from crc.nodes.network_sum import NetworkSum
+from crc.nodes.roster import MAX_NETWORK_PEERS, roster_of
+from crc.nodes.secure_aggregation import from_fixed, to_fixed
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Expectation, Rejected, decode
 from support.network_sum import ADDRESS, CHAIN, RUN, network_data, roster_for
@@ -140,3 +143,20 @@ def test_a_replay_of_an_earlier_round_is_stale_and_a_copy_of_a_held_frame_is_dro
         with pytest.raises(Rejected) as caught:
             middle.take(decode(frame(kind, sender, 5, words, contributors), expect), 6)
         assert caught.value.cause == "stale"
+
+
+def test_the_largest_roster_takes_every_peers_bit_and_its_sum_at_the_term_limit_does_not_overflow():
+    peers = MAX_NETWORK_PEERS
+    pairs = [new_key_pair() for _ in range(peers)]
+    addresses = [f"tcp://10.0.{v // 250}.{v % 250}:7000" for v in range(peers)]
+    roster = roster_of({"peers": {addresses[v]: pairs[v].public for v in range(peers)},
+                        "edges": [[addresses[v], addresses[(v + 1) % peers]] for v in range(peers)]})
+    with pytest.raises(CRCError, match="2 to 256"):
+        roster_of({"peers": {**roster.keys, "tcp://10.0.9.9:7000": pairs[0].public}, "edges": []})
+    one = NetworkSum(addresses[0], RUN, roster, pairs[0].secret)
+    bitmap = one.bitmap(addresses)
+    assert len(bitmap) == peers // 8 and one.complete(one.contributors(bitmap))
+    assert one.contributors(one.bitmap(addresses[::7])) == frozenset(addresses[::7])
+    extreme = np.array([1.0, -1.0, 0.0]) * SECURE_AGGREGATION_TERM_LIMIT * (1 - 1e-9)
+    total = from_fixed(np.sum([to_fixed(extreme)] * peers, axis=0, dtype=np.uint64))
+    np.testing.assert_allclose(total, peers * extreme, rtol=1e-12)
