@@ -506,8 +506,9 @@ class Peer:
         """(the network's average, exact diffusion's restart, what was heard) of round ``wanted`` from one secure sum
         of every peer (``crc.nodes.network_sum``): the children's partial sums, waited for at most the subtree's height
         in timeouts, this peer's words added, the sum sent to the parent, the total waited for at most the tree's
-        height plus one timeout and passed down to the children. A neighbour silent ``down_after`` rounds in a row is
-        not waited for until it sends again. None if a stop request interrupted a wait or the peer skipped ahead."""
+        height plus one timeout and passed down to the children; in a fresh run's first round both waits count from
+        the end of the start-up (``first_round_timeout_s``). A neighbour silent ``down_after`` rounds in a row is not
+        waited for until it sends again. None if a stop request interrupted a wait or the peer skipped ahead."""
         network, position, slot = self.network, self.network.position, self.settings.timeout_s
         start = self.clock() + (self.settings.first_round_timeout_s if self._first_wait_pending else 0.0)
         self._first_wait_pending = False
@@ -531,7 +532,8 @@ class Peer:
             self._send_to(transport, position.parent, frames[position.parent])
             self.resends.record(wanted, frames)  # a parent that restarts meanwhile gets it again
             parent_up = self._silent[position.parent] < self.settings.down_after
-            until_down = self.clock() + ((position.tree_height + 1) * slot if parent_up else 0.0)
+            # from the start-up's end in a fresh run's first round: the root waits that long for late peers' words
+            until_down = max(self.clock(), start) + ((position.tree_height + 1) * slot if parent_up else 0.0)
             self._wait(transport, wanted, lambda: until_down, lambda: network.total(wanted) is not None)
             if self.stop.is_set():
                 return None

@@ -14,7 +14,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import encode_waiting
-from support.network_sum import ADDRESS, CHAIN, RUN, Hub, network_data, roster_for, run_peers
+from support.network_sum import ADDRESS, CHAIN, RUN, STAR, Hub, network_data, roster_for, run_peers
 
 TIMEOUT_S = 0.3
 ROUNDS = 6
@@ -113,3 +113,11 @@ def test_a_peer_that_joins_far_behind_catches_up_and_the_sums_release_again(data
     assert peers[4].metrics.rounds_skipped > 0
     released = rounds - peers[0].metrics.unmask_fallbacks
     assert released >= rounds - behind - 100, (behind, released)
+
+
+def test_a_peer_that_starts_late_within_the_start_up_costs_no_release(data):
+    """A leaf of the star starts 1.5 s after the others, within the first round's 2 s: the other leaves, whose words
+    went up at once, wait for the total from the start-up's end too (not racing through the run alone, every round
+    releasing nothing)."""
+    peers = run_peers(data, STAR, rounds=ROUNDS, timeout_s=0.2, first_round_timeout_s=2.0, late={4: 1.5})
+    assert all(peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0 for peer in peers.values())

@@ -86,9 +86,9 @@ def roster_for(graph: nx.Graph, pairs):
 
 
 def run_peers(data, graph, *, rounds=ROUNDS, absent=(), drop=lambda s, r, f: False, rosters=None, kinds=None,
-              timeout_s=TIMEOUT_S, **settings):
-    """Run the peers of ``graph`` (but ``absent``) to the end in threads, each of ``kinds.get(v, Peer)``; the peers
-    by node."""
+              timeout_s=TIMEOUT_S, first_round_timeout_s=None, late=None, **settings):
+    """Run the peers of ``graph`` (but ``absent``) to the end in threads, each of ``kinds.get(v, Peer)``, those in
+    ``late`` started that many seconds after the others; the peers by node."""
     model, phi, y, parts, ess = data
     pairs = [new_key_pair() for _ in graph]
     roster = roster_for(graph, pairs)
@@ -100,16 +100,19 @@ def run_peers(data, graph, *, rounds=ROUNDS, absent=(), drop=lambda s, r, f: Fal
         own = roster if rosters is None else rosters(v, roster, pairs)
         neighbours = tuple(ADDRESS[u] for u in sorted(graph.neighbors(v)))
         peers[v] = (kinds or {}).get(v, Peer)(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=neighbours, rounds=rounds, timeout_s=timeout_s, first_round_timeout_s=timeout_s,
+            bind=ADDRESS[v], peers=neighbours, rounds=rounds, timeout_s=timeout_s,
+            first_round_timeout_s=first_round_timeout_s or timeout_s,
             run=RUN, network=own, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
             final_linger_ms=0, **settings))
-    threads = [threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
-               for v, peer in peers.items()]
-    for thread in threads:
+    threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
+               for v, peer in peers.items()}
+    started = time.monotonic()
+    for v, thread in sorted(threads.items(), key=lambda item: (late or {}).get(item[0], 0.0)):
+        time.sleep(max(0.0, started + (late or {}).get(v, 0.0) - time.monotonic()))
         thread.start()
-    for thread in threads:
+    for thread in threads.values():
         thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a peer did not finish"
+    assert not any(thread.is_alive() for thread in threads.values()), "a peer did not finish"
     return peers
 
 
