@@ -124,11 +124,12 @@ def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
     return engine.stats
 
 
-def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, **settings):
-    """Run the chain's peers with checkpoints in ``tmp_path``; the middle peer stops in round ``at_round`` (``when``:
-    "at-round-start", before its words go up, or "after-its-partial"), writing nothing more (as a killed process), and
-    is started again from its checkpoint at once, what its last process had received lost with it. (the peers by node,
-    the partial frames the middle peer sent by round)."""
+def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, graph=CHAIN, victim: int = 2, rounds: int = ROUNDS,
+                       timeout_s: float = 5.0, dead_s: float = 0.3, **settings):
+    """Run the peers of ``graph`` (the chain) with checkpoints in ``tmp_path``; the ``victim`` (the middle peer) stops in
+    round ``at_round`` (``when``: "at-round-start", before its words go up, or "after-its-partial"), writing nothing more
+    (as a killed process), and is started again from its checkpoint ``dead_s`` later, what its last process had received
+    lost with it. (the peers by node, the partial frames the victim sent by round)."""
     model, phi, y, parts, ess = data
     stopped = threading.Event()
     peers, partials = {}, {}
@@ -144,39 +145,41 @@ def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, **settings):
 
     def stop_after_partial(sender, receiver, frame):
         body = msgpack.unpackb(frame)
-        if sender == ADDRESS[2] and receiver == ADDRESS[1] and body["type"] == "partial":
+        if sender == ADDRESS[victim] and body["type"] == "partial":
             round_ = body["round"]
             partials.setdefault(round_, []).append(frame)
             if when == "after-its-partial" and round_ == at_round and not stopped.is_set():
                 stopped.set()
-                peers[2].checkpoints.directory = None
-                peers[2].stop.set()
+                peers[victim].checkpoints.directory = None
+                peers[victim].stop.set()
         return False
 
-    pairs = [new_key_pair() for _ in CHAIN]
-    roster = roster_for(CHAIN, pairs)
-    hub = Hub({ADDRESS[v]: pairs[v].public for v in CHAIN}, stop_after_partial)
+    pairs = [new_key_pair() for _ in graph]
+    roster = roster_for(graph, pairs)
+    hub = Hub({ADDRESS[v]: pairs[v].public for v in graph}, stop_after_partial)
 
     def make(v, kind=Peer):
         return kind(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(CHAIN.neighbors(v))), rounds=ROUNDS, timeout_s=5.0,
-            first_round_timeout_s=5.0, run=RUN, network=roster, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
-            final_linger_ms=0, checkpoint_dir=str(tmp_path / f"peer-{v}"), **settings))
+            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(graph.neighbors(v))), rounds=rounds,
+            timeout_s=timeout_s, first_round_timeout_s=timeout_s, run=RUN, network=roster,
+            secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}), final_linger_ms=0,
+            checkpoint_dir=str(tmp_path / f"peer-{v}"), **settings))
 
-    peers.update({v: make(v, Stopping if v == 2 else Peer) for v in CHAIN})
+    peers.update({v: make(v, Stopping if v == victim else Peer) for v in graph})
     threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
                for v, peer in peers.items()}
     for thread in threads.values():
         thread.start()
-    threads[2].join(timeout=60)
-    assert stopped.is_set() and peers[2].round == at_round
-    time.sleep(0.3)  # what reaches the dead process meanwhile is lost with it
-    while not hub.queues[ADDRESS[2]].empty():
-        hub.queues[ADDRESS[2]].get_nowait()
-    peers[2] = make(2)
-    threads[2] = threading.Thread(target=peers[2].run, args=(hub.transport(ADDRESS[2], peers[2].settings.peers),))
-    threads[2].start()
+    threads[victim].join(timeout=60)
+    assert stopped.is_set() and peers[victim].round == at_round
+    time.sleep(dead_s)  # what reaches the dead process meanwhile is lost with it
+    while not hub.queues[ADDRESS[victim]].empty():
+        hub.queues[ADDRESS[victim]].get_nowait()
+    peers[victim] = make(victim)
+    threads[victim] = threading.Thread(target=peers[victim].run,
+                                       args=(hub.transport(ADDRESS[victim], peers[victim].settings.peers),))
+    threads[victim].start()
     for thread in threads.values():
-        thread.join(timeout=60)
+        thread.join(timeout=120)
     assert not any(thread.is_alive() for thread in threads.values()), "a peer did not finish"
     return peers, partials
