@@ -102,9 +102,11 @@ class Peer:
         problem = self._own_problem(self.stats)
         if problem is not None:
             raise CRCError(f"the starting statistics from this peer's data would be rejected by its neighbours ({problem})")
+        self.sealed: bytes | None = None  # network sum: the seal of the last total taken (None before the first)
         self.checkpoints = PeerCheckpoints(settings.checkpoint_dir, self.identity, settings.acceleration, self.log,
                                            self.links, settings.release_every, private=settings.privacy is not None,
-                                           masked=settings.secure_aggregation is not None)
+                                           masked=settings.secure_aggregation is not None,
+                                           network=settings.network is not None)
         self.resumed = self._resume()  # whether it resumed from a checkpoint
         self.release = Release(model, privacy=settings.privacy, attack=settings.attack, bind=settings.bind,
                                hoods=settings.closed_neighbourhoods(),
@@ -114,7 +116,7 @@ class Peer:
             from crc.nodes.network_sum import NetworkSum
 
             self.network = NetworkSum(settings.bind, settings.run, settings.network, settings.secure_aggregation.secret_key,
-                                      window=settings.window_rounds)
+                                      window=settings.window_rounds, rounds=settings.rounds)
         elif masked:  # imported only here: secure aggregation's cryptography takes a while to import
             from crc.nodes.secure_session import SecureAggregationSession
 
@@ -148,7 +150,7 @@ class Peer:
     @property
     def state(self) -> PeerState:
         """Where the peer is: what its checkpoint holds."""
-        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average)
+        return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average, self.sealed)
 
     @property
     def classifier_stats(self) -> np.ndarray:
@@ -194,10 +196,10 @@ class Peer:
         self.log.info("listening on %s, %d neighbours, starting at round %d%s", self.settings.bind,
                       len(self.settings.peers), self.round, self._first_wait(fresh))
         self._first_wait_pending = fresh
-        if self.round < self.settings.rounds and not self.stop.is_set() and self.network is None:
-            if fresh and self.checkpoints.guarded:  # killed after this send, it resumes at round 0 (``_send``)
+        if self.round < self.settings.rounds and not self.stop.is_set():
+            if fresh and self.checkpoints.guarded:  # killed after its first send, it resumes at round 0 (``_send``)
                 self.checkpoints.save(self.state, self.metrics, before_send=True)
-            self._send(transport)  # our statistics of the round we start from
+            self._send(transport)  # our statistics of the round we start from (a network sum's go up in ``step``)
         if self.resumed and (self.round < self.settings.rounds or self.session is not None) and not self.stop.is_set():
             self._announce(transport)  # after the last round, for secure aggregation's sake (``_announce``)
         while self.round < self.settings.rounds:
@@ -504,8 +506,9 @@ class Peer:
         """(the network's average, exact diffusion's restart, what was heard) of round ``wanted`` from one secure sum
         of every peer (``crc.nodes.network_sum``): the children's partial sums, waited for at most the subtree's height
         in timeouts, this peer's words added, the sum sent to the parent, the total waited for at most the tree's
-        height plus one timeout and passed down to the children. A neighbour silent ``down_after`` rounds in a row is
-        not waited for until it sends again. None if a stop request interrupted a wait or the peer skipped ahead."""
+        height plus one timeout and passed down to the children; in a fresh run's first round both waits count from
+        the end of the start-up (``first_round_timeout_s``). A neighbour silent ``down_after`` rounds in a row is not
+        waited for until it sends again. None if a stop request interrupted a wait or the peer skipped ahead."""
         network, position, slot = self.network, self.network.position, self.settings.timeout_s
         start = self.clock() + (self.settings.first_round_timeout_s if self._first_wait_pending else 0.0)
         self._first_wait_pending = False
@@ -516,8 +519,9 @@ class Peer:
             return None
         stats = self.release.on_the_wire(self.stats)
         shares = self.release.shares(wanted)
-        contributors, words = network.fold(network.words(stats, wanted, None if shares is None else shares[self.settings.bind]),
-                                           wanted)
+        own = network.words(stats, wanted, None if shares is None else shares[self.settings.bind],
+                            after=self.sealed)
+        contributors, words = network.fold(own, wanted)
         self._note_silence(position.children, contributors)
         frames: dict[str, bytes] = {}
         if position.parent is None:
@@ -528,16 +532,18 @@ class Peer:
             self._send_to(transport, position.parent, frames[position.parent])
             self.resends.record(wanted, frames)  # a parent that restarts meanwhile gets it again
             parent_up = self._silent[position.parent] < self.settings.down_after
-            until_down = self.clock() + ((position.tree_height + 1) * slot if parent_up else 0.0)
-            self._wait(transport, wanted, lambda: until_down, lambda: network.total(wanted) is not None)
+            # from the start-up's end in a fresh run's first round: the root waits that long for late peers' words
+            until_down = max(self.clock(), start) + ((position.tree_height + 1) * slot if parent_up else 0.0)
+            self._wait(transport, wanted, lambda: until_down,
+                       lambda: network.total(wanted) is not None or network.latest(wanted) is not None)
             if self.stop.is_set():
                 return None
             total = network.total(wanted)
             self._note_silence([position.parent], () if total is None else (position.parent,))
             if total is None:
-                behind = network.later(wanted)
-                if behind is not None and behind > wanted + 1:  # left behind (restarted): the others are rounds on
-                    self._skip_to(behind, transport)
+                ahead = network.latest(wanted)
+                if ahead is not None:  # left behind (restarted, joined late): the parent has gone on to that round
+                    self._skip_to(ahead, transport)
                     return None
                 total = SumFrame("total", self.settings.bind, wanted, None, network.bitmap(contributors))
         for child in position.children:  # passed down as it came; a round that failed says so at once
@@ -545,6 +551,7 @@ class Peer:
             self._send_to(transport, child, frames[child])
         self.resends.record(wanted, frames)
         network.advance(wanted + 1)
+        self.sealed = network.seal(total)  # the next round's masks cancel only with peers that took this total
         released = network.decode(total)
         heard = f"network sum of {len(network.contributors(total.contributors))}/{len(network.members)} peers"
         return self._network_mean(released, wanted), self._network_unsettled(), heard
@@ -576,7 +583,9 @@ class Peer:
             released = counted_sum(self.model, released, n, self.ess, noisy=self.release.distributed)
             try:
                 if released is None:
-                    raise Rejected("stats-ess", "the class counts of the network sum are not the peers' ESS")
+                    raise Rejected("stats-ess", "the class counts of the network sum are not the peers' ESS (a peer "
+                                                "sent statistics of another ESS, or the peers took different totals "
+                                                "the round before: their masks did not cancel)")
                 check_statistics(released / n, self.model, self.ess, slack=self.expect.count_slack)
             except Rejected as rejection:
                 self._reject(rejection.cause, f"the network sum: {rejection.detail}", self.network.position.parent)
@@ -585,8 +594,8 @@ class Peer:
             self._sums_in_a_row = 0
             self.metrics.unmask_fallbacks += 1
             self.log.log(logging.WARNING if self.metrics.unmask_fallbacks == 1 else logging.DEBUG,
-                         "round %d: the network sum released nothing (a peer's words missing): this peer keeps its "
-                         "own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
+                         "round %d: the network sum released nothing (a peer's words missing, or the sum rejected): "
+                         "this peer keeps its own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
                          "logged at debug level; the metrics count them)")
             return self._own_start()
         self._sums_in_a_row += 1
@@ -739,7 +748,7 @@ class Peer:
             return False
         state, metrics = found
         self.round, self.stats, self.aggregated, self.memory = state.round, state.stats, state.aggregated, state.memory
-        self.heard, self.average = state.heard, state.average
+        self.heard, self.average, self.sealed = state.heard, state.average, state.sealed
         held = [self.stats, self.aggregated, None if self.memory is None else self.memory.previous, self.average,
                 *self.heard.values()]
         for part in (statistics for statistics in held if statistics is not None):

@@ -8,8 +8,9 @@ release round (the averaging rounds between move the aggregate, not the memory);
 diffusion, the statistics after the last local steps (the statistics before the first round); then, with the
 ``averaged`` classifier, the running average of its statistics (the statistics before the first round); then, where the peer
 keeps the last statistics heard on each link (``kept_links``), one flag per link in sorted order (1: heard, 0: not
-yet) and each link's last heard statistics (zeros where not heard, never read). A resumed peer thus continues
-exactly as an uninterrupted one, under injected message loss too.
+yet) and each link's last heard statistics (zeros where not heard, never read); with a network sum, the seal of the
+last total taken (``crc.nodes.network_sum.NetworkSum.seal``), one value 0-255 per byte (zeros before the first
+round). A resumed peer thus continues exactly as an uninterrupted one, under injected message loss too.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from crc.nodes.settings import PeerSettings
 class PeerState:
     """Where a peer is: its completed ``round``, its statistics (size,), its last aggregate (size,) when its
     acceleration keeps one, its acceleration memory, the last statistics (size,) heard on each kept link, and the
-    running average of its statistics (size,) when its classifier is ``averaged``."""
+    running average of its statistics (size,) when its classifier is ``averaged``, and with a network sum the seal of
+    the last total it took (None before the first)."""
 
     round: int
     stats: np.ndarray
@@ -44,6 +46,11 @@ class PeerState:
     memory: acceleration.Memory | None = None
     heard: dict[str, np.ndarray] = field(default_factory=dict)
     average: np.ndarray | None = None
+    sealed: bytes | None = None
+
+
+SEAL_BYTES = 32
+"""The length of a network sum's seal of a total (``crc.nodes.network_sum.NetworkSum.seal``, SHA-256)."""
 
 
 def kept_links(settings: PeerSettings, model: GenerativeModel) -> tuple[str, ...]:
@@ -70,14 +77,17 @@ def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: i
         found["acceleration"] = asdict(s.acceleration)
     if s.release_every > 1:  # so does this, and the rounds that release
         found["release_every"] = s.release_every
+    if s.network is not None:  # so does this; and the masks derive from the roster
+        found["network"] = s.network.digest
     if last_heard:  # it too decides what the checkpoint holds
         found["last_heard"] = True
     return found
 
 
-def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = (), release_every: int = 1) -> np.ndarray:
+def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = (), release_every: int = 1, *,
+           network: bool = False) -> np.ndarray:
     """The checkpoint's statistics vector of ``state`` under ``speedup`` with the kept ``links``, releasing every
-    ``release_every`` rounds (see the module's docstring)."""
+    ``release_every`` rounds, of a peer in a ``network`` sum or not (see the module's docstring)."""
     parts = [state.stats]
     if speedup.keeps_aggregate:
         parts.append(state.stats if state.aggregated is None else state.aggregated)
@@ -92,15 +102,20 @@ def layout(state: PeerState, speedup: Acceleration, links: tuple[str, ...] = (),
     if links:
         parts.append([float(link in state.heard) for link in links])
         parts.extend(state.heard.get(link, np.zeros_like(state.stats)) for link in links)
+    if network:
+        parts.append(np.frombuffer(state.sealed or bytes(SEAL_BYTES), dtype=np.uint8).astype(np.float64))
     return np.concatenate(parts) if len(parts) > 1 else state.stats
 
 
 def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *, source,
-            links: tuple[str, ...] = (), release_every: int = 1) -> PeerState:
+            links: tuple[str, ...] = (), release_every: int = 1, network: bool = False) -> PeerState:
     """The state a checkpoint's statistics ``vector`` of round ``round_`` holds (``layout``'s inverse); a momentum
-    reset flag or a link's heard flag other than 0 or 1 is a CRCError naming ``source``."""
-    state = PeerState(round_, vector[:size], heard=_heard(vector, links, size, source=source))
-    if round_ == 0:  # no memory, aggregate or average before the first round
+    reset flag or a link's heard flag other than 0 or 1, a seal's value other than an integer 0-255, is a CRCError
+    naming ``source``."""
+    sealed = _sealed(vector[-SEAL_BYTES:], source=source) if network and round_ > 0 else None
+    vector = vector[:-SEAL_BYTES] if network else vector
+    state = PeerState(round_, vector[:size], heard=_heard(vector, links, size, source=source), sealed=sealed)
+    if round_ == 0:  # no memory, aggregate, average or total before the first round
         return state
     at = size  # where the next part starts
     if speedup.keeps_aggregate:
@@ -122,6 +137,13 @@ def restore(round_: int, vector: np.ndarray, speedup: Acceleration, size: int, *
     if speedup.keeps_average:
         state.average = vector[at:at + size]
     return state
+
+
+def _sealed(values: np.ndarray, *, source) -> bytes:
+    """A seal (``SEAL_BYTES``) from its values in a checkpoint, one per byte."""
+    if not np.all((values == np.rint(values)) & (values >= 0) & (values <= 255)):
+        raise CRCError(f"{source}: damaged checkpoint: the seal of the last network total is not {SEAL_BYTES} bytes")
+    return values.astype(np.uint8).tobytes()
 
 
 def _heard(vector: np.ndarray, links: tuple[str, ...], size: int, *, source) -> dict[str, np.ndarray]:
@@ -179,8 +201,10 @@ class PeerCheckpoints:
     (``save``)."""
 
     def __init__(self, directory: str | None, identity: dict, speedup: Acceleration, log: logging.Logger,
-                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, masked: bool = False):
+                 links: tuple[str, ...] = (), release_every: int = 1, *, private: bool = False, masked: bool = False,
+                 network: bool = False):
         self.directory, self.identity, self.speedup, self.log, self.links = directory, identity, speedup, log, links
+        self.network = network
         self.release_every, self.private, self.masked, self.guarded = release_every, private, masked, private or masked
         self._kept_key: bytes | None = None  # the noise key of the checkpoint found by ``load``
         self._failing = False
@@ -202,14 +226,14 @@ class PeerCheckpoints:
             self._kept_key = _kept_noise_key(self._key_path)
             self._bind_key(self._kept_key)
         found = checkpoint.load(self.directory, identity=self.identity,
-                                size=len(layout(start, self.speedup, self.links, self.release_every)),
+                                size=len(layout(start, self.speedup, self.links, self.release_every, network=self.network)),
                                 remedy=MASKED_FRESH_START if self.masked else checkpoint.FRESH_START,
                                 damaged=MASKED_FRESH_START if self.masked else checkpoint.DAMAGED)
         if found is None:
             return None
         round_, vector, metrics = found
         return restore(round_, vector, self.speedup, len(start.stats), source=self.directory, links=self.links,
-                       release_every=self.release_every), metrics
+                       release_every=self.release_every, network=self.network), metrics
 
     def noise_key(self, *, resumed: bool) -> bytes:
         """The 32-byte key of this run's privacy noise (local noise or distributed shares): fresh from ``os.urandom``
@@ -243,7 +267,7 @@ class PeerCheckpoints:
         failing = self._failing
         try:
             checkpoint.save(self.directory, identity=self.identity, round_=state.round,
-                            stats=layout(state, self.speedup, self.links, self.release_every),
+                            stats=layout(state, self.speedup, self.links, self.release_every, network=self.network),
                             metrics=metrics.to_json())
         except OSError as exc:
             self._failing = True

@@ -137,8 +137,10 @@ class PeerSettings:
             raise ValueError("the window of early rounds must be at least 0, the rounds before a neighbour is down at least 1")
         if self.aggregate not in AGGREGATIONS or self.attack not in (None, *PEER_ATTACKS):
             raise ValueError(f"unknown aggregation {self.aggregate!r} or attack {self.attack!r}")
-        if self.network is not None and (self.secure_aggregation is None or self.network.neighbours(self.bind) != set(self.peers)):
-            raise ValueError("a network sum needs secure aggregation and the roster's neighbours as the peers")
+        if self.network is not None and (self.secure_aggregation is None or self.bind not in self.network.keys
+                                         or self.network.neighbours(self.bind) != set(self.peers)):
+            raise ValueError("a network sum needs secure aggregation, this peer in the roster and the roster's neighbours "
+                             "as the peers")
         if self.known_keys is not None and not set(self.peers) <= set(self.known_keys):
             raise ValueError("every neighbour needs a known key")
 

@@ -6,17 +6,12 @@ each peer averages the whole network, as the simulator does on the complete grap
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 
-import msgpack
-import networkx as nx
 import numpy as np
 import pytest
 
-from crc.core.engine import CRCEngine, LocalData, default_ess
-from crc.core.models import make_model
+from crc.core.errors import CRCError
 from crc.nodes.keys import new_key_pair
 from crc.nodes.network_sum import NetworkSum
 from crc.nodes.peer import Peer
@@ -24,107 +19,24 @@ from crc.nodes.roster import roster_of
 from crc.nodes.secure_aggregation import to_fixed
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Expectation, Rejected, decode, encode_sum_frame
-from crc.topologies import averaging_matrix
-from support.tables import mixed_columns, prepared
-
-CHAIN = nx.path_graph(5)
-STAR = nx.star_graph(4)
-ADDRESS = [f"tcp://127.0.0.1:{7100 + v}" for v in range(5)]
-ROUNDS = 6
-TIMEOUT_S = 0.5
-RUN = "network-test"
-
-
-class Hub:
-    """Frames between in-process peers: each address has a queue; ``drop(sender, receiver, frame)`` loses a frame."""
-
-    def __init__(self, keys: dict[str, str], drop=lambda sender, receiver, frame: False):
-        self.keys, self.drop = keys, drop
-        self.queues = {address: queue.Queue() for address in keys}
-
-    def transport(self, address: str, neighbours) -> HubTransport:
-        return HubTransport(self, address, tuple(neighbours))
-
-
-class HubTransport:
-    def __init__(self, hub: Hub, address: str, neighbours: tuple[str, ...]):
-        self.hub, self.address, self.neighbours = hub, address, neighbours
-
-    def send(self, frame: bytes) -> list[str]:
-        for neighbour in self.neighbours:
-            self.send_to(neighbour, frame)
-        return []
-
-    def send_to(self, address: str, frame: bytes) -> bool:
-        if not self.hub.drop(self.address, address, frame):
-            self.hub.queues[address].put((frame, self.hub.keys[self.address]))
-        return True
-
-    def receive(self, deadline: float) -> list[tuple[bytes, str | None]]:
-        try:
-            first = self.hub.queues[self.address].get(timeout=max(0.0, min(deadline - time.monotonic(), 0.05)))
-        except queue.Empty:
-            return []
-        frames = [first]
-        while True:
-            try:
-                frames.append(self.hub.queues[self.address].get_nowait())
-            except queue.Empty:
-                return frames
-
-    def refused(self) -> dict[str, int]:
-        return {}
-
-    def close(self, linger_ms: int) -> None:
-        pass
+from support.network_sum import (
+    ADDRESS,
+    CHAIN,
+    ROUNDS,
+    RUN,
+    STAR,
+    TIMEOUT_S,
+    complete_graph_run,
+    network_data,
+    roster_for,
+    run_peers,
+    run_with_a_restart,
+)
 
 
 @pytest.fixture(scope="module")
 def data():
-    schema, x, y = prepared(mixed_columns())
-    model = make_model("nb", schema)
-    phi = model.features(x)
-    parts = np.array_split(np.random.default_rng(0).permutation(len(y)), len(ADDRESS))
-    return model, phi, y, parts, default_ess(len(y), len(parts))
-
-
-def roster_for(graph: nx.Graph, pairs):
-    return roster_of({"peers": {ADDRESS[v]: pairs[v].public for v in graph},
-                      "edges": [[ADDRESS[a], ADDRESS[b]] for a, b in graph.edges]})
-
-
-def run_peers(data, graph, *, rounds=ROUNDS, absent=(), drop=lambda s, r, f: False, rosters=None, **settings):
-    """Run the peers of ``graph`` (but ``absent``) to the end in threads; the peers by node."""
-    model, phi, y, parts, ess = data
-    pairs = [new_key_pair() for _ in graph]
-    roster = roster_for(graph, pairs)
-    hub = Hub({ADDRESS[v]: pairs[v].public for v in graph}, drop)
-    peers = {}
-    for v in graph:
-        if v in absent:
-            continue
-        own = roster if rosters is None else rosters(v, roster, pairs)
-        neighbours = tuple(ADDRESS[u] for u in sorted(graph.neighbors(v)))
-        peers[v] = Peer(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=neighbours, rounds=rounds, timeout_s=TIMEOUT_S, first_round_timeout_s=TIMEOUT_S,
-            run=RUN, network=own, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
-            final_linger_ms=0, **settings))
-    threads = [threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
-               for v, peer in peers.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a peer did not finish"
-    return peers
-
-
-def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
-    """The simulator's statistics (n, size) after ``rounds`` rounds on the complete graph."""
-    model, phi, y, parts, ess = data
-    engine = CRCEngine(model, LocalData.from_parts(phi, y, parts), averaging_matrix(nx.complete_graph(len(parts))), ess=ess)
-    engine.run(rounds)
-    return engine.stats
+    return network_data()
 
 
 @pytest.mark.parametrize("graph", [CHAIN, STAR], ids=["chain", "star"])
@@ -225,62 +137,19 @@ def test_with_distributed_noise_the_one_total_carries_every_peers_share_once(dat
 def test_a_peer_stopped_and_resumed_mid_run_costs_no_release(data, tmp_path, when):
     """The middle peer of the chain stops in round 3 (before its words go up, or after) and is started again from its
     checkpoint at once; what its last process had received is lost with it. Its neighbours send again what they sent
-    that process, and every round still releases the whole network's sum."""
-    model, phi, y, parts, ess = data
-    stopped = threading.Event()
-    peers = {}
-
-    class Stopping(Peer):
-        def step(self, transport):
-            if when == "at-round-start" and self.round == 3 and not stopped.is_set():
-                stopped.set()
-                self.stop.set()
-                return False
-            return super().step(transport)
-
-    def stop_after_partial(sender, receiver, frame):
-        ours = when == "after-its-partial" and sender == ADDRESS[2] and receiver == ADDRESS[1]
-        if ours and not stopped.is_set() and msgpack.unpackb(frame)["round"] == 3:
-            stopped.set()
-            peers[2].stop.set()
-        return False
-
-    pairs = [new_key_pair() for _ in CHAIN]
-    roster = roster_for(CHAIN, pairs)
-    hub = Hub({ADDRESS[v]: pairs[v].public for v in CHAIN}, stop_after_partial)
-
-    def make(v, kind=Peer):
-        return kind(model, phi[parts[v]], y[parts[v]], ess=ess, settings=PeerSettings(
-            bind=ADDRESS[v], peers=tuple(ADDRESS[u] for u in sorted(CHAIN.neighbors(v))), rounds=ROUNDS, timeout_s=5.0,
-            first_round_timeout_s=5.0, run=RUN, network=roster, secure_aggregation=SecureAggregationKeys(pairs[v].secret, {}),
-            final_linger_ms=0, checkpoint_dir=str(tmp_path / f"peer-{v}")))
-
-    peers.update({v: make(v, Stopping if v == 2 else Peer) for v in CHAIN})
-    threads = {v: threading.Thread(target=peer.run, args=(hub.transport(ADDRESS[v], peer.settings.peers),))
-               for v, peer in peers.items()}
-    for thread in threads.values():
-        thread.start()
-    threads[2].join(timeout=60)
-    assert stopped.is_set() and peers[2].round == 3
-    time.sleep(0.3)  # what reaches the dead process meanwhile is lost with it
-    while not hub.queues[ADDRESS[2]].empty():
-        hub.queues[ADDRESS[2]].get_nowait()
-    peers[2] = make(2)
-    assert peers[2].resumed and peers[2].round == 3
-    threads[2] = threading.Thread(target=peers[2].run, args=(hub.transport(ADDRESS[2], peers[2].settings.peers),))
-    threads[2].start()
-    for thread in threads.values():
-        thread.join(timeout=60)
+    that process, and every round still releases the whole network's sum; the words it sends again are the same bytes."""
+    peers, partials = run_with_a_restart(data, tmp_path, when=when, at_round=3)
+    assert peers[2].resumed
     expected = complete_graph_run(data)
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
         np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
     assert peers[1].metrics.frames_resent + peers[3].metrics.frames_resent >= 1
+    assert all(len(set(sent)) == 1 for sent in partials.values())
+    assert when == "at-round-start" or len(partials[3]) == 2
 
 
 def test_a_checkpoint_of_another_roster_or_scope_is_refused(data, tmp_path):
-    from crc.core.errors import CRCError
-
     model, phi, y, parts, ess = data
     pairs = [new_key_pair() for _ in CHAIN]
     roster = roster_for(CHAIN, pairs)

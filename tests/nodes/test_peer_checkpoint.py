@@ -72,6 +72,23 @@ def test_a_reset_flag_other_than_0_or_1_names_the_checkpoint():
         restore(4, vector, speedup, SIZE, source="ckpt")
 
 
+@pytest.mark.parametrize("name", ["paper", "exact diffusion"])
+def test_a_network_sums_seal_of_the_last_total_is_restored_and_a_damaged_one_refused(name):
+    speedup, sealed = SPEEDUPS[name], bytes(range(200, 232))
+    state = replace(state_for(speedup), sealed=sealed)
+    vector = layout(state, speedup, network=True)
+    assert len(vector) == len(layout(state, speedup)) + 32
+    back = restore(state.round, vector, speedup, SIZE, source="here", network=True)
+    assert back.sealed == sealed
+    np.testing.assert_array_equal(back.stats, STATS)
+    assert restore(0, layout(PeerState(0, STATS), speedup, network=True), speedup, SIZE, source="here",
+                   network=True).sealed is None
+    for bad in (256.0, -1.0, 0.5):
+        vector[-1] = bad
+        with pytest.raises(CRCError, match="ckpt: damaged checkpoint: the seal of the last network total"):
+            restore(state.round, vector, speedup, SIZE, source="ckpt", network=True)
+
+
 LINKS = ("tcp://b:1", "tcp://c:1", "tcp://d:1")
 
 
