@@ -74,7 +74,7 @@ class NetworkSum:
         self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}
         self._partials: dict[int, dict[str, SumFrame]] = {}
         self._totals: dict[int, SumFrame] = {}
-        self._ahead: SumFrame | None = None  # the parent's latest total beyond the window: where a peer far behind goes
+        self._ahead: dict[str, SumFrame] = {}  # each neighbour's latest frame beyond the window: where a peer behind goes
 
     @staticmethod
     def _under(peer: str, parents) -> frozenset[str]:
@@ -128,6 +128,9 @@ class NetworkSum:
                                frame.sender)
             if frame.words is None or not self.contributors(frame.contributors) <= self._subtree[frame.sender]:
                 raise Rejected("role", "a partial sum naming contributors outside its sender's subtree", frame.sender)
+            if frame.round > wanted + self.window:
+                self._keep_ahead(frame, wanted)
+                return
             self._in_window(frame, wanted)
             held = self._partials.setdefault(frame.round, {})
         else:
@@ -153,40 +156,64 @@ class NetworkSum:
             raise Rejected("ahead", f"a {frame.kind} of round {frame.round}, more than {self.window} rounds after the "
                                     f"awaited {wanted}", frame.sender)
 
-    def _keep_ahead(self, total: SumFrame, wanted: int) -> None:
-        """Keep the parent's latest total beyond the window (one at most); the one it replaces, or a total not later
-        than the one kept, is a Rejected (ahead)."""
-        if self._ahead is not None and self._ahead.round >= total.round:
-            older = total
+    def _keep_ahead(self, frame: SumFrame, wanted: int) -> None:
+        """Keep a neighbour's latest frame beyond the window (one per neighbour); the one it replaces, or a frame not
+        later than the one kept, is a Rejected (ahead)."""
+        kept = self._ahead.get(frame.sender)
+        if kept is not None and kept.round >= frame.round:
+            older = frame
         else:
-            older, self._ahead = self._ahead, total
+            older, self._ahead[frame.sender] = kept, frame
         if older is not None:
-            raise Rejected("ahead", f"a total of round {older.round}, more than {self.window} rounds after the awaited "
-                                    f"{wanted}, and a later one is kept", total.sender)
+            raise Rejected("ahead", f"a {older.kind} of round {older.round}, more than {self.window} rounds after the "
+                                    f"awaited {wanted}, and a later one is kept", frame.sender)
 
     def children_in(self, round_: int, awaited) -> bool:
         """Whether the partials of round ``round_`` from every child in ``awaited`` are here."""
-        return set(awaited) <= set(self._partials.get(round_, {}))
+        return set(awaited) <= set(self._held_partials(round_))
+
+    def _held_partials(self, round_: int) -> dict[str, SumFrame]:
+        ahead = {child: frame for child, frame in self._ahead.items()
+                 if frame.kind == "partial" and frame.round == round_}
+        return {**ahead, **self._partials.get(round_, {})}
 
     def total(self, round_: int) -> SumFrame | None:
-        if round_ not in self._totals and self._ahead is not None and self._ahead.round == round_:
-            return self._ahead
+        kept = self._ahead.get(self.position.parent)
+        if round_ not in self._totals and kept is not None and kept.round == round_:
+            return kept
         return self._totals.get(round_)
 
     def latest(self, round_: int) -> int | None:
         """The latest round after ``round_`` of which the parent's total is held (None): the parent has gone on, so
         ``round_``'s total will not come, and a peer left behind goes there (taking that total, whose seal the next
-        round's masks need). Not a child's partial: a child is never ahead of its parent unless it deviates, and would
-        then make its parent skip rounds."""
-        later = [r for r in [*self._totals, *([] if self._ahead is None else [self._ahead.round])] if r > round_]
+        round's masks need). Not one child's partial: a child is never ahead of its parent unless it deviates, and
+        would then make its parent skip rounds (the root, which has no parent, follows all its children:
+        ``children_ahead``)."""
+        kept = self._ahead.get(self.position.parent)
+        later = [r for r in [*self._totals, *([] if kept is None else [kept.round])] if r > round_]
         return max(later) if later else None
+
+    def children_ahead(self, round_: int) -> int | None:
+        """The earliest of the children's latest rounds after ``round_`` of which a partial is held, if every child
+        has sent one (None otherwise): where a root left behind (restarted while its children went on without it)
+        goes. No child alone can move it."""
+        latest = []
+        for child in self.position.children:
+            rounds = [r for r, held in self._partials.items() if child in held and r > round_]
+            kept = self._ahead.get(child)
+            rounds += [] if kept is None or kept.round <= round_ else [kept.round]
+            if not rounds:
+                return None
+            latest.append(max(rounds))
+        return min(latest) if latest else None
 
     # --------------------------------------------------------------------------------------------- the sums
 
     def fold(self, own: np.ndarray, round_: int) -> tuple[frozenset[str], np.ndarray]:
         """(contributors, words) of this peer's subtree in ``round_``: its own words ``own`` and its children's
         partials that arrived; the round's partials are let go."""
-        held = self._partials.pop(round_, {})
+        held = self._held_partials(round_)
+        self._partials.pop(round_, None)
         words = own.copy()
         contributors = {self.me}
         for partial in held.values():
@@ -215,8 +242,7 @@ class NetworkSum:
 
     def advance(self, round_: int) -> None:
         """Forget the frames of rounds before ``round_``."""
-        if self._ahead is not None and self._ahead.round < round_:
-            self._ahead = None
+        self._ahead = {sender: frame for sender, frame in self._ahead.items() if frame.round >= round_}
         for held in (self._partials, self._totals):
             for old in [r for r in held if r < round_]:
                 del held[old]

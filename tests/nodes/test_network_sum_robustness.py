@@ -63,7 +63,6 @@ HOSTILE = {  # name: (kind, sender, round, words (None: no data, "full": the mod
     "a partial with n = 0": ("partial", 3, 0, None, BELOW, {}, "length"),
     "a total from a child": ("total", 3, 0, "full", EVERYONE, {}, "role"),
     "a partial from the parent": ("partial", 1, 0, "full", bytes([0b10]), {}, "role"),
-    "a round past the window": ("partial", 3, WINDOW + 1, "full", BELOW, {}, "ahead"),
     "a round of 2^64 - 1": ("total", 1, 2**64 - 1, "full", EVERYONE, {}, "malformed"),
     "a round past the run": ("partial", 3, ROUNDS, "full", BELOW, {}, "malformed"),
     "a negative round": ("partial", 3, -1, "full", BELOW, {}, "malformed"),
@@ -122,6 +121,10 @@ def test_only_the_parents_totals_lead_a_peer_ahead_and_the_latest_beyond_the_win
 
     take("partial", 3, 5, BELOW)  # a child far ahead of its parent deviates: its parent does not skip for it
     assert middle.latest(0) is None
+    take("partial", 3, WINDOW + 5, BELOW)  # beyond the window: the child's latest is kept, one frame
+    with pytest.raises(Rejected, match="a partial of round 9, .* a later one is kept"):
+        take("partial", 3, WINDOW + 1, BELOW)
+    assert middle.latest(0) is None and middle.children_ahead(0) == WINDOW + 5  # the root's rule, all its children
     take("total", 1, 40, EVERYONE)  # the parent is past the window: this peer was left behind
     with pytest.raises(Rejected, match="ahead"):
         take("total", 1, 30, EVERYONE)  # not later than the one kept
