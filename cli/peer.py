@@ -237,9 +237,11 @@ def node(ctx, log_level, **options):
     if not outcome.finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     if outcome.alone:
-        click.echo(f"Error: no statistics from any of the {outcome.neighbours} neighbour(s) in {outcome.rounds_done} rounds "
-                   f"({outcome.rejected} message(s) rejected): this peer trained alone; its model is written to "
-                   f"{given.out} all the same", err=True)
+        heard = (f"no network sum released in {outcome.rounds_done} rounds (a peer of the roster missing every round)"
+                 if outcome.network else
+                 f"no statistics from any of the {outcome.neighbours} neighbour(s) in {outcome.rounds_done} rounds")
+        click.echo(f"Error: {heard} ({outcome.rejected} message(s) rejected): this peer trained alone; its model is "
+                   f"written to {given.out} all the same", err=True)
         ctx.exit(ALONE)
 
 

@@ -123,7 +123,8 @@ class NodeOptions:
 @dataclass(frozen=True)
 class NodeOutcome:
     """How a run ended: ``finished`` all its rounds (the model file is then written), and whether the peer heard
-    from none of its neighbours in the whole run (``alone``)."""
+    from none of its neighbours in the whole run, or under a network sum had none of its sums released (``alone``,
+    then ``network`` says which)."""
 
     finished: bool
     alone: bool
@@ -132,6 +133,8 @@ class NodeOutcome:
     rejected: int
     group_stopped: str | None = None
     """A vertical group that stopped because a peer was silent: why (one line)."""
+    network: bool = False
+    """Whether the peer averaged over a network sum (``--sum-over network``)."""
 
 
 class Node:
@@ -161,8 +164,9 @@ class Node:
             if endpoint is not None:
                 endpoint.close()
         rejected = sum(peer.metrics.rejected.values())
-        outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.metrics.messages_received == 0,
-                              rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected)
+        outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.trained_alone,
+                              rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected,
+                              network=peer.network is not None)
         if finished:
             self._write_model()
             peer.log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round,

@@ -153,6 +153,14 @@ class Peer:
         return PeerState(self.round, self.stats, self.aggregated, self.memory, self.heard, self.average, self.sealed)
 
     @property
+    def trained_alone(self) -> bool:
+        """Whether nothing of the others reached this peer's statistics: no neighbour's statistics in the whole run,
+        or under a network sum no round's sum released."""
+        if self.network is not None:
+            return self.metrics.rounds_done - self.metrics.unmask_fallbacks - self.metrics.rounds_skipped <= 0
+        return self.metrics.messages_received == 0
+
+    @property
     def classifier_stats(self) -> np.ndarray:
         """The statistics of this peer's classifier (size,): its own, its last aggregate, or its own with the
         category counts of their running average (``acceleration.classifier_statistics``)."""
