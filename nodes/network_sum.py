@@ -57,7 +57,7 @@ NO_TOTAL = bytes(SEAL_BYTES)
 class NetworkSum:
     """Peer ``me``'s part in the network sums of run ``run`` over ``roster``, with its z85 CURVE ``secret_key``: its
     masked words, the partial sums its children send it, the total its parent sends, for rounds within ``window``
-    of the awaited one (and the parent's latest total beyond it), in a run of ``rounds`` rounds (None: no end)."""
+    of the awaited one (and each neighbour's latest frame beyond it), in a run of ``rounds`` rounds (None: no end)."""
 
     def __init__(self, me: str, run: str, roster: Roster, secret_key: str, *, window: int = 8,
                  rounds: int | None = None):
@@ -114,11 +114,11 @@ class NetworkSum:
     # -------------------------------------------------------------------------------------------- frames in
 
     def take(self, frame: SumFrame, wanted: int) -> None:
-        """Keep a child's partial or the parent's total of a round in [``wanted``, ``wanted + window``], and the
-        parent's latest total beyond it (``later``); a Rejected for a frame from a peer in the wrong role, a partial
-        naming peers outside its sender's subtree, a round out of the window (a total beyond it: one that a later one
-        replaces) or beyond the run, or a second, different frame of a round (a copy, sent again after a restart, is
-        dropped)."""
+        """Keep a child's partial or the parent's total of a round in [``wanted``, ``wanted + window``], and each
+        neighbour's latest frame beyond it (``latest``, ``children_ahead``); a Rejected for a frame from a peer in the
+        wrong role, a partial naming peers outside its sender's subtree, a round before the window (or beyond it and
+        not the sender's latest) or beyond the run, or a second, different frame of a round (a copy, sent again after
+        a restart, is dropped)."""
         if self.rounds is not None and frame.round >= self.rounds:
             raise Rejected("malformed", f"a {frame.kind} of round {frame.round}, beyond this run's {self.rounds} rounds",
                            frame.sender)
