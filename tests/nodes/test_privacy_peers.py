@@ -216,7 +216,7 @@ def test_a_real_peer_tolerating_dropouts_plans_for_every_recipients_sum_of_its_s
     def plan(**options):
         node = NodeOptions(bind=peers[0], data="", schema="", out="", peers=tuple(peers[1:]), rounds=8, dp_epsilon=4.0,
                            dp_noise="distributed", **options)
-        return _privacy(model, node, chosen["iters"], acceleration_of(chosen), masking)
+        return _privacy(model, node, chosen["iters"], acceleration_of(chosen), masking, None)
 
     assert plan().sums_per_round == 1
     assert plan(dp_dropouts=1).sums_per_round == 4
