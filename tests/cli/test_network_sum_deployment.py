@@ -93,6 +93,22 @@ def test_split_draws_the_network_sums_graph_as_the_simulator_does(tmp_path):
     assert load_roster(tmp_path / ROSTER_FILE).edges == drawn
 
 
+def test_a_network_sum_peer_whose_others_never_start_writes_its_model_but_fails_naming_the_likely_causes(
+        network_split, tmp_path):
+    """Peer 0 of the chain alone: no round's sum is complete, so it trains alone (exit 3), and its one error line says
+    what to look for: a peer not running, or one given another roster file (whose words its neighbours reject)."""
+    directory, _ = network_split
+    result = run("node", "--config", directory / "peer-0.toml", "--rounds", "2", "--timeout", "0.1",
+                 "--first-round-timeout", "0.1", "--checkpoint", tmp_path / "checkpoint", "--out", tmp_path / "m.json",
+                 "--log-level", "warning")
+    assert result.exit_code == 3, result.output
+    assert error_lines(result) == [
+        "Error: no network sum released in 2 rounds (every round a peer of the roster missing or its words rejected: a "
+        f"peer not running, or given another roster file) (0 message(s) rejected): this peer trained alone; its model "
+        f"is written to {tmp_path / 'm.json'} all the same"]
+    assert (tmp_path / "m.json").exists()
+
+
 @pytest.mark.parametrize("extra, message", [
     ([*SIZES, "--sum-over", "network"], "Error: --sum-over network needs --secure-aggregation"),
     (["--secure-aggregation", "--sum-over", "network", "--partition", "vertical:4"],
