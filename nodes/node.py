@@ -244,8 +244,12 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     privacy = _privacy(generative, options, iters, speedup, masking, network)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
-        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
-                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
+        shares = ("" if privacy.noise == "local" else
+                  f", distributed: every member's share adds up to it in {'the network sum' if network else 'each sum'} "
+                  f"(--colluders {privacy.colluders}, --dp-dropouts {privacy.dropouts})")
+        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g%s",
+                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma,
+                 shares)
     log.info("algorithm %s", describe(chosen))
     if options.attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", options.attack)

@@ -109,6 +109,18 @@ def test_a_network_sum_peer_whose_others_never_start_writes_its_model_but_fails_
     assert (tmp_path / "m.json").exists()
 
 
+def test_a_network_sum_peer_with_distributed_noise_logs_that_the_shares_add_up_in_the_network_sum(network_split,
+                                                                                                   tmp_path):
+    directory, _ = network_split
+    result = run("node", "--config", directory / "peer-0.toml", "--rounds", "1", "--timeout", "0.1",
+                 "--first-round-timeout", "0.1", "--checkpoint", tmp_path / "checkpoint", "--out", tmp_path / "m.json",
+                 "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate")
+    assert result.exit_code == 3, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "differential privacy" in line]
+    assert line.endswith(", distributed: every member's share adds up to it in the network sum (--colluders 0, "
+                         "--dp-dropouts 0)"), line
+
+
 @pytest.mark.parametrize("extra, message", [
     ([*SIZES, "--sum-over", "network"], "Error: --sum-over network needs --secure-aggregation"),
     (["--secure-aggregation", "--sum-over", "network", "--partition", "vertical:4"],
