@@ -5,6 +5,7 @@ with ``PeerSettings.network``; ``crc launch --sum-over network`` writes the rost
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -205,6 +206,9 @@ def test_real_peers_summing_over_the_network_equal_the_simulator(tmp_path, algor
     summary = json.loads(result.stdout)["secure_aggregation"]
     assert summary["sum_over"] == "network" and summary["unmask_fallbacks"] == 0
     assert summary["messages_per_round"] == 2 * (settings["nodes"] - 1)
+    roster = load_roster(tmp_path / ROSTER_FILE)  # the height of the tree the peers relayed along: from their root
+    graph = nx.Graph(roster.edges)
+    assert summary["tree_height"] == nx.eccentricity(graph, v=min(roster.members))
     config = SimulationConfig.from_settings(**settings, secure_aggregation=True, sum_over="network")
     rep = prepare_repeat(load_bundled(config.data), config, 0)
     engine, _ = make_engine(rep, config, network_factory(config.topology))
