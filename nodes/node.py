@@ -169,8 +169,11 @@ class Node:
                               network=peer.network is not None)
         if finished:
             self._write_model()
-            peer.log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
-                          sum(peer.metrics.missing.values()), rejected, self.options.out)
+            unsummed = peer.metrics.unmask_fallbacks  # rounds whose sum nobody could unmask: this peer kept its own
+            peer.log.log(logging.WARNING if unsummed else logging.INFO,
+                         "done: %d rounds%s, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
+                         f" ({unsummed} without a sum)" if unsummed else "", sum(peer.metrics.missing.values()), rejected,
+                         self.options.out)
         return outcome
 
     def reading(self) -> Reading:

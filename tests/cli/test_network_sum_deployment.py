@@ -108,6 +108,8 @@ def test_a_network_sum_peer_whose_others_never_start_writes_its_model_but_fails_
         f"peer not running, or given another roster file) (0 message(s) rejected): this peer trained alone; its model "
         f"is written to {tmp_path / 'm.json'} all the same"]
     assert (tmp_path / "m.json").exists()
+    (done,) = [line for line in result.stderr.splitlines() if " done: " in line]
+    assert " WARNING " in done and " done: 2 rounds (2 without a sum), " in done, done  # shown under -q too
 
 
 def test_a_network_sum_peer_with_distributed_noise_logs_that_the_shares_add_up_in_the_network_sum(network_split,
