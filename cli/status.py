@@ -51,6 +51,8 @@ class PeerStatus:
     last_round_s: float | None
     epsilon: float | None
     epsilon_spent: float | None
+    unmasked_nothing: int = 0
+    """Secure aggregation: rounds whose sum could not be unmasked (a network sum's that released nothing)."""
 
     def line(self) -> str:
         rejected = sum(self.rejected.values())
@@ -58,6 +60,8 @@ class PeerStatus:
         parts = [self.bind, f"round {self.round}/{self.rounds}", f"neighbours {self.up} up, {self.down} down",
                  f"messages {self.sent} sent, {self.received} received, {rejected} rejected" + (f" ({causes})" if causes else ""),
                  "last round " + ("-" if self.last_round_s is None else f"{self.last_round_s:.3f} s")]
+        if self.unmasked_nothing:
+            parts.append(f"{self.unmasked_nothing} round(s) without a sum")
         if self.epsilon is not None:
             parts.append(f"privacy ε {self.epsilon_spent:.3g} of {self.epsilon:.3g} spent")
         return "  ".join(parts)
@@ -143,7 +147,8 @@ def parse_status(text: str) -> PeerStatus:
         rejected={s.labels.get("cause", "?"): int(s.value) for s in samples.get("crc_peer_messages_rejected_total", [])
                   if math.isfinite(s.value)},
         last_round_s=value("crc_peer_last_round_duration_seconds"), epsilon=epsilon,
-        epsilon_spent=value("crc_peer_privacy_epsilon_spent", 0.0) if epsilon is not None else None)
+        epsilon_spent=value("crc_peer_privacy_epsilon_spent", 0.0) if epsilon is not None else None,
+        unmasked_nothing=count("crc_peer_unmask_fallbacks_total"))
 
 
 def _status_line(target: str, url: str, timeout_s: float) -> tuple[str, bool]:

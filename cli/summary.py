@@ -48,20 +48,22 @@ def summary_lines(results: dict) -> list[str]:
                         if cfg.get("release_every", 1) > 1 else ""))
     privacy, masked = results.get("privacy"), results.get("secure_aggregation")
     network_sum = cfg.get("sum_over", "neighbourhood") == "network"  # results written before it: neighbourhood
-    sums = "the network sum" if network_sum else "every neighbourhood sum"
     if privacy:
+        shares = ("" if privacy.get("noise") != "distributed" else
+                  f"; distributed: shares that add up in the network sum (one a round; --colluders "
+                  f"{privacy['colluders']})" if network_sum else
+                  f"; distributed: shares that add up in every neighbourhood sum ({privacy['sums_per_round']} sum(s) a "
+                  f"round a peer; --colluders {privacy['colluders']}, --dp-dropouts {privacy['dropouts']})")
         lines.append(f"differential privacy: epsilon {privacy['epsilon']:g} (spent {privacy['epsilon_spent']:.4g}), "
                      f"delta {privacy['delta']:g}, clip {privacy['clip']:g}, noise sigma {privacy['sigma']:.4g} per release"
                      + (f", {privacy['rounds']} releases (one every {privacy['release_every']} rounds)"
-                        if privacy.get("release_every", 1) > 1 else "")
-                     + (f"; distributed: shares that add up in {sums} ({privacy['sums_per_round']} "
-                        f"sum(s) a round a peer; --colluders {privacy['colluders']}, --dp-dropouts {privacy['dropouts']})"
-                        if privacy.get("noise") == "distributed" else ""))
+                        if privacy.get("release_every", 1) > 1 else "") + shares)
     if masked and "scores" in masked:  # a vertical group's: the label holder sees only the sum of the scores
         lines.append(f"secure aggregation: the label holder sees {masked['scores']} of its {masked['members']} "
                      "members' scores")
     elif masked and network_sum:
-        lines.append(f"secure aggregation: one sum of all {cfg['nodes']} peers a round, which every peer averages: "
+        lines.append(f"secure aggregation: one sum of all {cfg['nodes']} peers a round, which every peer averages (the "
+                     "relays see only masked partial sums, a round with a peer missing releases nothing): "
                      f"{masked['messages_per_round']} masked partial/total frames along a spanning tree of height "
                      f"{masked['tree_height']} ({masked['plain_messages_per_round']} messages a round in plain "
                      "neighbourhood averaging)")

@@ -182,7 +182,10 @@ def families(reading: Reading) -> list:
                                           labels=["cause"]), m.refused),
             CounterMetricFamily("crc_peer_checkpoint_failures", "Checkpoint writes that failed.", value=m.checkpoint_failures),
             CounterMetricFamily("crc_peer_secure_aggregation_deviations", "Secure aggregation: confirmations that proved a "
-                                "neighbour showed its members different request sets.", value=m.deviations)]
+                                "neighbour showed its members different request sets.", value=m.deviations),
+            CounterMetricFamily("crc_peer_unmask_fallbacks", "Secure aggregation: rounds whose sum could not be unmasked "
+                                "(a network sum: released nothing), the peer keeping its own statistics.",
+                                value=m.unmask_fallbacks)]
     seconds = np.sort(np.asarray(m.round_ms, dtype=float)) / 1000
     counts = np.searchsorted(seconds, ROUND_SECONDS_BUCKETS, side="right")
     buckets = [(floatToGoString(bound), int(count)) for bound, count in zip(ROUND_SECONDS_BUCKETS, counts)]

@@ -169,8 +169,11 @@ class Node:
                               network=peer.network is not None)
         if finished:
             self._write_model()
-            peer.log.info("done: %d rounds, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
-                          sum(peer.metrics.missing.values()), rejected, self.options.out)
+            unsummed = peer.metrics.unmask_fallbacks  # rounds whose sum nobody could unmask: this peer kept its own
+            peer.log.log(logging.WARNING if unsummed else logging.INFO,
+                         "done: %d rounds%s, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
+                         f" ({unsummed} without a sum)" if unsummed else "", sum(peer.metrics.missing.values()), rejected,
+                         self.options.out)
         return outcome
 
     def reading(self) -> Reading:
@@ -244,8 +247,12 @@ def prepare(options: NodeOptions, log: logging.Logger) -> Node:
     privacy = _privacy(generative, options, iters, speedup, masking, network)
     phi, y = load_local(options.data, shared, generative, clip=None if privacy is None else privacy.clip)
     if privacy is not None:
-        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g",
-                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma)
+        shares = ("" if privacy.noise == "local" else
+                  f", distributed: every member's share adds up to it in {'the network sum' if network else 'each sum'} "
+                  f"(--colluders {privacy.colluders}, --dp-dropouts {privacy.dropouts})")
+        log.info("differential privacy: (%g, %g)-DP over %d releases, clip %g, sensitivity %.4g, noise sigma %.4g%s",
+                 privacy.epsilon_spent, privacy.delta, privacy.releases, privacy.clip, privacy.sensitivity, privacy.sigma,
+                 shares)
     log.info("algorithm %s", describe(chosen))
     if options.attack:
         log.warning("Byzantine peer (--attack %s): sending poisoned statistics every round", options.attack)

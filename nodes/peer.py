@@ -569,9 +569,12 @@ class Peer:
         self.resends.record(wanted, frames)
         network.advance(wanted + 1)
         self.sealed = network.seal(total)  # the next round's masks cancel only with peers that took this total
-        released = network.decode(total)
-        heard = f"network sum of {len(network.contributors(total.contributors))}/{len(network.members)} peers"
-        return self._network_mean(released, wanted), self._network_unsettled(), heard
+        fallbacks = self.metrics.unmask_fallbacks
+        mean = self._network_mean(network.decode(total), wanted)
+        words = f"{len(network.contributors(total.contributors))}/{len(network.members)} peers"
+        heard = (f"network sum of {words}" if self.metrics.unmask_fallbacks == fallbacks
+                 else f"no network sum released ({words}' words)")
+        return mean, self._network_unsettled(), heard
 
     def _sum_frame(self, kind: str, round_: int, words: np.ndarray | None, contributors: bytes) -> bytes:
         return encode_sum_frame(kind, run=self.settings.run, sender=self.settings.bind, round_=round_,

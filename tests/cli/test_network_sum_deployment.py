@@ -5,6 +5,7 @@ with ``PeerSettings.network``; ``crc launch --sum-over network`` writes the rost
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -93,6 +94,36 @@ def test_split_draws_the_network_sums_graph_as_the_simulator_does(tmp_path):
     assert load_roster(tmp_path / ROSTER_FILE).edges == drawn
 
 
+def test_a_network_sum_peer_whose_others_never_start_writes_its_model_but_fails_naming_the_likely_causes(
+        network_split, tmp_path):
+    """Peer 0 of the chain alone: no round's sum is complete, so it trains alone (exit 3), and its one error line says
+    what to look for: a peer not running, or one given another roster file (whose words its neighbours reject)."""
+    directory, _ = network_split
+    result = run("node", "--config", directory / "peer-0.toml", "--rounds", "2", "--timeout", "0.1",
+                 "--first-round-timeout", "0.1", "--checkpoint", tmp_path / "checkpoint", "--out", tmp_path / "m.json",
+                 "--log-level", "warning")
+    assert result.exit_code == 3, result.output
+    assert error_lines(result) == [
+        "Error: no network sum released in 2 rounds (every round a peer of the roster missing or its words rejected: a "
+        f"peer not running, or given another roster file) (0 message(s) rejected): this peer trained alone; its model "
+        f"is written to {tmp_path / 'm.json'} all the same"]
+    assert (tmp_path / "m.json").exists()
+    (done,) = [line for line in result.stderr.splitlines() if " done: " in line]
+    assert " WARNING " in done and " done: 2 rounds (2 without a sum), " in done, done  # shown under -q too
+
+
+def test_a_network_sum_peer_with_distributed_noise_logs_that_the_shares_add_up_in_the_network_sum(network_split,
+                                                                                                   tmp_path):
+    directory, _ = network_split
+    result = run("node", "--config", directory / "peer-0.toml", "--rounds", "1", "--timeout", "0.1",
+                 "--first-round-timeout", "0.1", "--checkpoint", tmp_path / "checkpoint", "--out", tmp_path / "m.json",
+                 "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate")
+    assert result.exit_code == 3, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "differential privacy" in line]
+    assert line.endswith(", distributed: every member's share adds up to it in the network sum (--colluders 0, "
+                         "--dp-dropouts 0)"), line
+
+
 @pytest.mark.parametrize("extra, message", [
     ([*SIZES, "--sum-over", "network"], "Error: --sum-over network needs --secure-aggregation"),
     (["--secure-aggregation", "--sum-over", "network", "--partition", "vertical:4"],
@@ -177,6 +208,9 @@ def test_real_peers_summing_over_the_network_equal_the_simulator(tmp_path, algor
     summary = json.loads(result.stdout)["secure_aggregation"]
     assert summary["sum_over"] == "network" and summary["unmask_fallbacks"] == 0
     assert summary["messages_per_round"] == 2 * (settings["nodes"] - 1)
+    roster = load_roster(tmp_path / ROSTER_FILE)  # the height of the tree the peers relayed along: from their root
+    graph = nx.Graph(roster.edges)
+    assert summary["tree_height"] == nx.eccentricity(graph, v=min(roster.members))
     config = SimulationConfig.from_settings(**settings, secure_aggregation=True, sum_over="network")
     rep = prepare_repeat(load_bundled(config.data), config, 0)
     engine, _ = make_engine(rep, config, network_factory(config.topology))

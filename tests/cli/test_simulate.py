@@ -262,13 +262,17 @@ def test_qda_with_no_more_training_instances_in_a_class_than_features_warns_once
 
 def test_the_summary_says_a_network_sum_is_one_sum_of_all_peers_along_a_spanning_tree():
     result = run("simulate", "--data", "twonorm", *SMALL, "--topology", "chain", "--secure-aggregation",
-                 "--sum-over", "network", "--no-rc-converged", "--json")
+                 "--sum-over", "network", "--dp-epsilon", "4", "--dp-noise", "distributed", "--classifier", "aggregate",
+                 "--algorithm", "paper", "--no-rc-converged", "--json")
     assert result.exit_code == 0, result.output
     results = json.loads(result.stdout)
     lines = summary_lines(results)
-    assert ("secure aggregation: one sum of all 5 peers a round, which every peer averages: 8 masked partial/total "
-            f"frames along a spanning tree of height {results['secure_aggregation']['tree_height']} (8 messages a round "
-            "in plain neighbourhood averaging)") in lines
+    assert ("secure aggregation: one sum of all 5 peers a round, which every peer averages (the relays see only masked "
+            "partial sums, a round with a peer missing releases nothing): 8 masked partial/total frames along a "
+            f"spanning tree of height {results['secure_aggregation']['tree_height']} (8 messages a round in plain "
+            "neighbourhood averaging)") in lines
+    assert any(line.endswith("; distributed: shares that add up in the network sum (one a round; --colluders 0)")
+               for line in lines), lines
     assert 1 <= results["secure_aggregation"]["tree_height"] <= 4
 
 

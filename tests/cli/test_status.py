@@ -38,6 +38,7 @@ def peer_endpoint():
     metrics.messages_received = 5
     for cause in ("stale", "stale", "forged"):
         metrics.count_rejected(cause)
+    metrics.unmask_fallbacks = 2
     (port,) = free_ports(1)
     served = MetricsEndpoint(lambda: Reading(metrics.copy(), bind="tcp://127.0.0.1:7000", run="crc", rounds=10,
                                              neighbours=(A, B), down=frozenset({B}), epsilon=2.0, epsilon_spent=0.5),
@@ -89,7 +90,7 @@ def test_one_line_per_peer_from_its_metrics(peer_endpoint):
     result = run("status", f"127.0.0.1:{peer_endpoint}", f"http://127.0.0.1:{peer_endpoint}/metrics")
     assert result.exit_code == 0, result.output
     expected = ("tcp://127.0.0.1:7000  round 3/10  neighbours 1 up, 1 down  messages 6 sent, 5 received, 3 rejected "
-                "(forged 1, stale 2)  last round 0.700 s  privacy ε 0.5 of 2 spent")
+                "(forged 1, stale 2)  last round 0.700 s  2 round(s) without a sum  privacy ε 0.5 of 2 spent")
     assert result.output.splitlines() == [f"127.0.0.1:{peer_endpoint}  {expected}",
                                           f"http://127.0.0.1:{peer_endpoint}/metrics  {expected}"]
 

@@ -57,6 +57,7 @@ def play_rounds(metrics: Metrics) -> None:
         metrics.count_rejected(cause)
     metrics.missing[B] = 2
     metrics.count_refused({}, {"unknown-key": 1})
+    metrics.unmask_fallbacks = 1
 
 
 def test_a_scrape_returns_the_counts_after_a_few_updates(metrics, endpoint):
@@ -77,6 +78,7 @@ def test_a_scrape_returns_the_counts_after_a_few_updates(metrics, endpoint):
     assert set(rejected) == set(WIRE_CAUSES) and rejected["stale"] == 2 and rejected["forged"] == 1
     assert sum(rejected.values()) == 3
     assert got[("crc_peer_connections_refused_total", (("cause", "unknown-key"),))] == 1
+    assert got[("crc_peer_unmask_fallbacks_total", ())] == 1
     bucket = {dict(labels)["le"]: value for (name, labels), value in got.items() if name == "crc_peer_round_duration_seconds_bucket"}
     assert (bucket["0.005"], bucket["0.01"], bucket["0.025"], bucket["0.5"], bucket["1.0"], bucket["+Inf"]) == (1, 1, 2, 2, 3, 3)
     assert got[("crc_peer_round_duration_seconds_count", ())] == 3

@@ -6,6 +6,8 @@ each peer averages the whole network, as the simulator does on the complete grap
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 
 import numpy as np
@@ -33,6 +35,14 @@ from support.network_sum import (
     run_with_a_restart,
 )
 
+ROUND_LINE = re.compile(r"round \d+: ((no )?network sum[^,]*)")
+
+
+def round_lines(caplog) -> list[str]:
+    """What each peer's per-round log line says it heard, in the order logged."""
+    matches = (ROUND_LINE.match(record.getMessage()) for record in caplog.records if record.name == "crc.node")
+    return [match.group(1) for match in matches if match]
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -40,8 +50,10 @@ def data():
 
 
 @pytest.mark.parametrize("graph", [CHAIN, STAR], ids=["chain", "star"])
-def test_every_peer_averages_the_whole_network_as_on_the_complete_graph(data, graph):
-    peers = run_peers(data, graph)
+def test_every_peer_averages_the_whole_network_as_on_the_complete_graph(data, graph, caplog):
+    with caplog.at_level(logging.INFO, logger="crc.node"):
+        peers = run_peers(data, graph)
+    assert round_lines(caplog) == [f"network sum of {len(ADDRESS)}/{len(ADDRESS)} peers"] * ROUNDS * len(peers)
     expected = complete_graph_run(data)
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0 and not peer.trained_alone, v
@@ -49,10 +61,13 @@ def test_every_peer_averages_the_whole_network_as_on_the_complete_graph(data, gr
         np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
 
 
-def test_with_a_peer_missing_no_round_releases_anything_and_waits_stay_bounded(data):
+def test_with_a_peer_missing_no_round_releases_anything_and_waits_stay_bounded(data, caplog):
     started = time.monotonic()
-    peers = run_peers(data, CHAIN, absent={4}, down_after=2)
+    with caplog.at_level(logging.INFO, logger="crc.node"):
+        peers = run_peers(data, CHAIN, absent={4}, down_after=2)
     took = time.monotonic() - started
+    # a failed round's line says so, not "network sum of 4/5 peers" as if four peers' sum were averaged
+    assert set(round_lines(caplog)) == {f"no network sum released (4/{len(ADDRESS)} peers' words)"}
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == ROUNDS and peer.trained_alone, v
     assert peers[3].metrics.missing[ADDRESS[4]] == ROUNDS
