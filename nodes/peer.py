@@ -516,16 +516,19 @@ class Peer:
         of every peer (``crc.nodes.network_sum``): the children's partial sums, waited for at most the subtree's height
         in timeouts, this peer's words added, the sum sent to the parent, the total waited for at most the tree's
         height plus one timeout and passed down to the children; in a fresh run's first round both waits count from
-        the end of the start-up (``first_round_timeout_s``). A child silent ``down_after`` rounds in a row is not
-        waited for, a parent one timeout a round only, until it sends again (or says it resumed). A peer left behind
+        the end of the start-up (``first_round_timeout_s``). A neighbour silent ``down_after`` rounds in a row is waited
+        for one timeout a round only, until it sends again (or says it resumed). A peer left behind
         goes to its parent's latest total, a root to the round all its children reached. None if a stop request
         interrupted a wait or the peer skipped ahead."""
         network, position, slot = self.network, self.network.position, self.settings.timeout_s
         start = self.clock() + (self.settings.first_round_timeout_s if self._first_wait_pending else 0.0)
         self._first_wait_pending = False
-        awaited = [child for child in position.children if self._silent[child] < self.settings.down_after]
-        until_up = start + position.height * slot
-        self._wait(transport, wanted, lambda: until_up, lambda: network.children_in(wanted, awaited))
+        # a child that is down fails the round whatever the others send: one timeout a round for it to come back (not
+        # none: the rest of the network would race through the run's rounds before it can; a relay down 90 s cost the
+        # root's side its remaining 1,415 rounds)
+        down = any(self._silent[child] >= self.settings.down_after for child in position.children)
+        until_up = start + (slot if down else position.height * slot)
+        self._wait(transport, wanted, lambda: until_up, lambda: network.children_in(wanted, position.children))
         if self.stop.is_set():
             return None
         stats = self.release.on_the_wire(self.stats)
