@@ -17,16 +17,8 @@ from crc.nodes.keys import new_key_pair, write_peer_keys
 from crc.nodes.launcher import free_ports
 from crc.nodes.node import MAX_START_DELAY_S, NodeOptions, prepare, privacy_spent, start_time
 from crc.nodes.settings import PeerSettings
-from support.network import scenario
 
 LOG = logging.getLogger("test.node")
-
-
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("deployment")
-    scenario(directory, nodes=2, rounds=3)
-    return directory
 
 
 def options(deployment, **given) -> NodeOptions:

@@ -14,16 +14,8 @@ from crc.nodes.node import NodeOptions, prepare
 from crc.nodes.roster import ROSTER_FILE, load_roster, write_network_keys, write_roster
 from crc.nodes.wire import DEFAULT_RUN
 from crc.protocol.accountant import plan_shares
-from support.network import scenario
 
 LOG = logging.getLogger("test.node.network")
-
-
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("deployment")
-    scenario(directory, nodes=2, rounds=3)
-    return directory
 
 
 @pytest.fixture
