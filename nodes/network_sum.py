@@ -69,22 +69,14 @@ class NetworkSum:
         self.digest = roster.digest
         self.position = roster.position(me)
         self._index = {address: i for i, address in enumerate(self.members)}
-        parents = spanning_tree(self.members, roster.edges)
-        self._subtree = {child: self._under(child, parents) for child in self.position.children}
+        below: dict[str | None, list[str]] = {}
+        for peer, parent in spanning_tree(self.members, roster.edges).items():
+            below.setdefault(parent, []).append(peer)
+        self._subtree = {child: _subtree(child, below) for child in self.position.children}
         self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}
         self._partials: dict[int, dict[str, SumFrame]] = {}
         self._totals: dict[int, SumFrame] = {}
         self._ahead: dict[str, SumFrame] = {}  # each neighbour's latest frame beyond the window: where a peer behind goes
-
-    @staticmethod
-    def _under(peer: str, parents) -> frozenset[str]:
-        """``peer`` and every peer below it in the tree of ``parents``."""
-        below = {peer}
-        changed = True
-        while changed:
-            grown = below | {w for w, parent in parents.items() if parent in below}
-            changed, below = grown != below, grown
-        return frozenset(below)
 
     # ------------------------------------------------------------------------------------------------- words
 
@@ -128,33 +120,21 @@ class NetworkSum:
                                frame.sender)
             if frame.words is None or not self.contributors(frame.contributors) <= self._subtree[frame.sender]:
                 raise Rejected("role", "a partial sum naming contributors outside its sender's subtree", frame.sender)
-            if frame.round > wanted + self.window:
-                self._keep_ahead(frame, wanted)
-                return
-            self._in_window(frame, wanted)
-            held = self._partials.setdefault(frame.round, {})
-        else:
-            if frame.sender != self.position.parent:
-                raise Rejected("role", f"a total from {frame.sender}, not this peer's parent in the roster's tree",
-                               frame.sender)
-            if frame.round > wanted + self.window:
-                self._keep_ahead(frame, wanted)
-                return
-            self._in_window(frame, wanted)
-            held = self._totals
-        key = frame.sender if frame.kind == "partial" else frame.round
+        elif frame.sender != self.position.parent:
+            raise Rejected("role", f"a total from {frame.sender}, not this peer's parent in the roster's tree",
+                           frame.sender)
+        if frame.round > wanted + self.window:
+            self._keep_ahead(frame, wanted)
+            return
+        if frame.round < wanted:
+            raise Rejected("stale", f"a {frame.kind} of round {frame.round}, this peer awaits round {wanted}", frame.sender)
+        held, key = ((self._partials.setdefault(frame.round, {}), frame.sender) if frame.kind == "partial"
+                     else (self._totals, frame.round))
         if key in held:
             if not _same(held[key], frame):
                 raise Rejected("duplicate", f"a second, different {frame.kind} of round {frame.round}", frame.sender)
             return
         held[key] = frame
-
-    def _in_window(self, frame: SumFrame, wanted: int) -> None:
-        if frame.round < wanted:
-            raise Rejected("stale", f"a {frame.kind} of round {frame.round}, this peer awaits round {wanted}", frame.sender)
-        if frame.round > wanted + self.window:
-            raise Rejected("ahead", f"a {frame.kind} of round {frame.round}, more than {self.window} rounds after the "
-                                    f"awaited {wanted}", frame.sender)
 
     def _keep_ahead(self, frame: SumFrame, wanted: int) -> None:
         """Keep a neighbour's latest frame beyond the window (one per neighbour); the one it replaces, or a frame not
@@ -246,6 +226,16 @@ class NetworkSum:
         for held in (self._partials, self._totals):
             for old in [r for r in held if r < round_]:
                 del held[old]
+
+
+def _subtree(peer: str, below) -> frozenset[str]:
+    """``peer`` and every peer under it, ``below`` giving each peer's children in the tree."""
+    found, stack = {peer}, [peer]
+    while stack:
+        children = below.get(stack.pop(), [])
+        found.update(children)
+        stack.extend(children)
+    return frozenset(found)
 
 
 def _same(a: SumFrame, b: SumFrame) -> bool:
