@@ -539,12 +539,12 @@ class Peer:
         self._note_silence(position.children, contributors)
         frames: dict[str, bytes] = {}
         if position.parent is None:
-            ahead = None if network.complete(contributors) else network.children_ahead(wanted)
+            complete = network.complete(contributors)
+            ahead = None if complete else network.children_ahead(wanted)
             if ahead is not None:  # a root left behind (restarted): every child has gone on to that round
                 self._skip_to(ahead, transport)
                 return None
-            total = SumFrame("total", self.settings.bind, wanted, words if network.complete(contributors) else None,
-                             network.bitmap(contributors))
+            total = SumFrame("total", self.settings.bind, wanted, words if complete else None, network.bitmap(contributors))
         else:
             frames[position.parent] = self._sum_frame("partial", wanted, words, network.bitmap(contributors))
             self._send_to(transport, position.parent, frames[position.parent])
@@ -572,11 +572,9 @@ class Peer:
         self.resends.record(wanted, frames)
         network.advance(wanted + 1)
         self.sealed = network.seal(total)  # the next round's masks cancel only with peers that took this total
-        fallbacks = self.metrics.unmask_fallbacks
-        mean = self._network_mean(network.decode(total), wanted)
+        mean, released = self._network_mean(network.decode(total), wanted)
         words = f"{len(network.contributors(total.contributors))}/{len(network.members)} peers"
-        heard = (f"network sum of {words}" if self.metrics.unmask_fallbacks == fallbacks
-                 else f"no network sum released ({words}' words)")
+        heard = f"network sum of {words}" if released else f"no network sum released ({words}' words)"
         return mean, self._network_unsettled(), heard
 
     def _sum_frame(self, kind: str, round_: int, words: np.ndarray | None, contributors: bytes) -> bytes:
@@ -593,12 +591,12 @@ class Peer:
             self._silent[peer] += 1
             self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
             if self._silent[peer] == self.settings.down_after:
-                self.log.warning("%s sent nothing in %d rounds in a row: no longer waited for until it sends again",
-                                 peer, self._silent[peer])
+                self.log.warning("%s sent nothing in %d rounds in a row: waited for one timeout a round only until it "
+                                 "sends again", peer, self._silent[peer])
 
-    def _network_mean(self, released: np.ndarray | None, wanted: int) -> np.ndarray:
-        """The network's average from the released sum (size,), checked as a neighbour's statistics are; this peer's
-        own start if the round released nothing or the sum is rejected."""
+    def _network_mean(self, released: np.ndarray | None, wanted: int) -> tuple[np.ndarray, bool]:
+        """(the network's average from the released sum (size,), checked as a neighbour's statistics are, True); this
+        peer's own start and False if the round released nothing or the sum is rejected."""
         from crc.nodes.secure_aggregation import counted_sum
 
         n = len(self.network.members)
@@ -620,9 +618,9 @@ class Peer:
                          "round %d: the network sum released nothing (a peer's words missing, or the sum rejected): "
                          "this peer keeps its own%s", wanted + 1, "" if self.metrics.unmask_fallbacks > 1 else " (later such rounds are "
                          "logged at debug level; the metrics count them)")
-            return self._own_start()
+            return self._own_start(), False
         self._sums_in_a_row += 1
-        return released / n
+        return released / n, True
 
     def _network_unsettled(self) -> np.ndarray | None:
         """Exact diffusion's restart under a network sum: while fewer than ``SETTLE_ROUNDS`` sums in a row have been

@@ -72,7 +72,7 @@ def test_with_a_peer_missing_no_round_releases_anything_and_waits_stay_bounded(d
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == ROUNDS and peer.trained_alone, v
     assert peers[3].metrics.missing[ADDRESS[4]] == ROUNDS
     # each peer waits at most its subtree's height, then the tree's height plus one timeout, for two rounds; then the
-    # silent leaf is no longer waited for and the failed rounds pass down at once
+    # silent leaf is waited for one timeout a round and the failed rounds pass down at once
     assert took < 2 * (4 + 5) * TIMEOUT_S + 5, took
 
 
