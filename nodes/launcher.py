@@ -30,13 +30,13 @@ from crc.core.models import all_options
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import node_file, write_deployment
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighbourhoods_file, peer_secret_key_file, write_peer_keys
-from crc.nodes.roster import load_roster, write_network_keys
+from crc.nodes.roster import write_network_keys
 from crc.nodes.settings import PeerSettings
 from crc.nodes.spawner import SINGLE_THREADED, Child, Spawner, supported
 from crc.protocol import SimulationConfig
 from crc.protocol.central import central_results
-from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
-from crc.protocol.network_sum import network_sum_summary
+from crc.protocol.neighbourhoods import check_graph_protectable
+from crc.protocol.network_sum import masking_summary
 from crc.protocol.repeat import ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, repeat_results, results_json
 from crc.protocol.rules import check_secure_aggregation
@@ -276,18 +276,17 @@ def launch(config: SimulationConfig, workdir, *, timeout: float = PeerSettings.t
                           progress)
     wall = time.monotonic() - started
     results = evaluate_peers(dataset, config, rep, peers.started, workdir, ess=ess, wall=wall, addresses=addresses,
-                             timeout=timeout, byzantine=byzantine, graph=graph, roster_file=roster)
+                             timeout=timeout, byzantine=byzantine, graph=graph)
     results["network"]["encrypted"] = not plaintext
     return results
 
 
 def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, workdir: Path, *, ess: float, wall: float,
-                   addresses: list[str], timeout: float, byzantine: np.ndarray, graph, roster_file: Path | None = None) -> dict:
+                   addresses: list[str], timeout: float, byzantine: np.ndarray, graph) -> dict:
     """The results JSON of a launch of ``config``'s first repeat ``rep`` with ``network`` and ``nodes``: the peers
     ``processes`` (index i: the peer of ``addresses[i]``) that exited with 0 and wrote ``model-<i>.json`` in
     ``workdir`` are evaluated like the simulator's; the others are listed as failed, with their checkpoint's round.
-    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the peers' communication graph;
-    ``roster_file``: a network sum's roster, whose spanning tree is the one the peers relayed along."""
+    ``wall``: seconds; ``byzantine``: the Byzantine peers' indices; ``graph``: the peers' communication graph."""
     finished, stats, status, metrics = [], [], [], []
     for index, process in enumerate(processes):
         path = workdir / f"model-{index}.json"
@@ -311,13 +310,12 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     if privacy:
         results["privacy"] = privacy[0]
     if config.secure_aggregation:
-        summarize = network_sum_summary if config.sum_over == "network" else secure_aggregation_summary
-        results["secure_aggregation"] = {**summarize(averaging_matrix(graph), config.dp_colluders),
+        root = addresses.index(min(addresses))  # the peers' own tree, rooted at the smallest address (``crc.nodes.roster``)
+        results["secure_aggregation"] = {**masking_summary(config.sum_over, averaging_matrix(graph), config.dp_colluders,
+                                                           root),
                                          "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
                                          "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics),
                                          "deviations": sum(m.get("deviations", 0) for m in metrics)}
-    if roster_file is not None:  # the peers' own tree, rooted at the smallest address (the simulator's: at peer 0)
-        results["secure_aggregation"]["tree_height"] = load_roster(roster_file).position(addresses[0]).tree_height
     rounds_ms = [ms for m in metrics for ms in m.get("round_ms", [])]
     later_ms = [ms for m in metrics for ms in m.get("round_ms", [])[1:]]  # round 1 also waits for the peers' start-up
     rejected, refused = {}, {}

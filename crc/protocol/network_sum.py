@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 from crc.core.errors import CRCError
-from crc.protocol.neighbourhoods import neighbour_counts
+from crc.protocol.neighbourhoods import neighbour_counts, secure_aggregation_summary
 
 
 def whole_network_mixing(n: int) -> sp.csr_array:
@@ -32,20 +32,29 @@ def check_relayable(mixing) -> None:
                        "separate parts: use another --topology")
 
 
-def tree_height(mixing) -> int:
-    """The height (edges) of the breadth-first spanning tree from peer 0 of the graph of a closed-neighbourhood
+def tree_height(mixing, root: int = 0) -> int:
+    """The height (edges) of the breadth-first spanning tree from peer ``root`` of the graph of a closed-neighbourhood
     averaging matrix (n, n), which must be connected (``check_relayable``): the hops a partial sum takes up from the
-    farthest peer, and the total back down."""
+    farthest peer, and the total back down. The simulator roots it at peer 0; real peers at the smallest address."""
     check_relayable(mixing)
-    return int(shortest_path(sp.csr_array(mixing), unweighted=True, indices=0).max())
+    return int(shortest_path(sp.csr_array(mixing), unweighted=True, indices=root).max())
 
 
-def network_sum_summary(mixing, colluders: int = 0) -> dict:
+def network_sum_summary(mixing, colluders: int = 0, root: int = 0) -> dict:
     """What a network sum costs on the graph of a closed-neighbourhood averaging matrix (n, n): every frame is a masked
     partial sum (``protected_fraction`` 1), 2 (n - 1) frames a round along the spanning tree (each peer but the root
     sends its partial sum up, each but the root receives the total down) against the graph's plain neighbourhood
-    messages, the tree's height (a round takes twice as many hops), and ``colluders`` t (``--colluders``: the shares
-    of the n - 1 - t others carry the full noise)."""
+    messages, the height of the tree from ``root`` (a round takes twice as many hops), and ``colluders`` t
+    (``--colluders``: the shares of the n - 1 - t others carry the full noise)."""
     degrees = neighbour_counts(mixing)
     return {"sum_over": "network", "protected_fraction": 1.0, "messages_per_round": 2 * (len(degrees) - 1),
-            "plain_messages_per_round": int(degrees.sum()), "tree_height": tree_height(mixing), "colluders": colluders}
+            "plain_messages_per_round": int(degrees.sum()), "tree_height": tree_height(mixing, root),
+            "colluders": colluders}
+
+
+def masking_summary(sum_over: str, mixing, colluders: int = 0, root: int = 0) -> dict:
+    """The results' ``secure_aggregation`` of a graph's closed-neighbourhood averaging matrix (n, n): the network sum's
+    (``network_sum_summary``, its tree from ``root``) or the neighbourhood sums' (``secure_aggregation_summary``)."""
+    if sum_over == "network":
+        return network_sum_summary(mixing, colluders, root)
+    return secure_aggregation_summary(mixing, colluders)

@@ -23,8 +23,8 @@ from crc.protocol.central import CentralCache, CentralProgress, central_results
 from crc.protocol.config import SimulationConfig
 from crc.protocol.fedpc import fedpc_results
 from crc.protocol.loss import loss_seed, lossy_mixing
-from crc.protocol.neighbourhoods import check_graph_protectable, secure_aggregation_summary
-from crc.protocol.network_sum import check_relayable, network_sum_summary, whole_network_mixing
+from crc.protocol.neighbourhoods import check_graph_protectable
+from crc.protocol.network_sum import check_relayable, masking_summary, whole_network_mixing
 from crc.protocol.repeat import Repeat, ess_for, load_for, prepare_repeat
 from crc.protocol.results import add_honest, central_json, repeat_results, results_json
 from crc.protocol.vertical import BestIterate, describe, resolve_partition
@@ -142,8 +142,7 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
     if privacy is not None:
         result["privacy"] = privacy.to_json()
     if config.secure_aggregation:
-        summarize = network_sum_summary if config.sum_over == "network" else secure_aggregation_summary
-        result["secure_aggregation"] = summarize(first_graph(graph), config.dp_colluders)
+        result["secure_aggregation"] = masking_summary(config.sum_over, first_graph(graph), config.dp_colluders)
     if config.byzantine:
         add_honest(result, rep, final[rep.eval_nodes], rep.eval_nodes, byzantine_for(rep, config)[0])
         result["honest"]["refused"] = engine.refused  # poisoned messages the receivers' check left out
