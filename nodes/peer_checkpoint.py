@@ -71,13 +71,11 @@ def identity(settings: PeerSettings, *, schema_id: str, ess: float, instances: i
         found["privacy"] = s.privacy.to_json()
     if s.secure_aggregation is not None:
         found["secure_aggregation"] = True
-    if s.network is not None:  # another roster masks every round's words otherwise
-        found["network_sum"] = s.network.digest
     if s.acceleration != PAPER:  # it also decides what the checkpoint holds (``layout``)
         found["acceleration"] = asdict(s.acceleration)
     if s.release_every > 1:  # so does this, and the rounds that release
         found["release_every"] = s.release_every
-    if s.network is not None:  # so does this; and the masks derive from the roster
+    if s.network is not None:  # so does this (the seal); and the masks derive from the roster
         found["network"] = s.network.digest
     if last_heard:  # it too decides what the checkpoint holds
         found["last_heard"] = True
