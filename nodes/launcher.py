@@ -310,9 +310,7 @@ def evaluate_peers(dataset, config: SimulationConfig, rep, processes: list, work
     if privacy:
         results["privacy"] = privacy[0]
     if config.secure_aggregation:
-        root = addresses.index(min(addresses))  # the peers' own tree, rooted at the smallest address (``crc.nodes.roster``)
-        results["secure_aggregation"] = {**masking_summary(config.sum_over, averaging_matrix(graph), config.dp_colluders,
-                                                           root),
+        results["secure_aggregation"] = {**masking_summary(config.sum_over, averaging_matrix(graph), config.dp_colluders),
                                          "unmask_fallbacks": sum(m.get("unmask_fallbacks", 0) for m in metrics),
                                          "reveals_refused": sum(m.get("reveals_refused", 0) for m in metrics),
                                          "deviations": sum(m.get("deviations", 0) for m in metrics)}

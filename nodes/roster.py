@@ -17,6 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.nodes.keys import is_key, write_peer_keys
@@ -91,14 +95,14 @@ def _breadth_first(parents: Mapping[str, str | None], children: Mapping[str, lis
 
 
 def spanning_tree(members, edges) -> dict[str, str | None]:
-    """Each member's parent in the breadth-first spanning tree of the graph (``edges``) from the smallest address,
-    neighbours taken in sorted order (None for the root): the same tree on every peer. A CRCError if the graph is not
-    connected."""
+    """Each member's parent in the breadth-first spanning tree of the graph (``edges``) from its centre
+    (``tree_root``), neighbours taken in sorted order (None for the root): the same tree on every peer. A CRCError if
+    the graph is not connected."""
     adjacent: dict[str, list[str]] = {peer: [] for peer in members}
     for a, b in edges:
         adjacent[a].append(b)
         adjacent[b].append(a)
-    root = min(members)
+    root = tree_root(members, edges)
     parents: dict[str, str | None] = {root: None}
     queue = deque([root])
     while queue:
@@ -112,6 +116,21 @@ def spanning_tree(members, edges) -> dict[str, str | None]:
         raise CRCError(f"the roster's graph is not connected: {unreached[0]} cannot be reached from {root} (a network "
                        "sum needs every peer reachable)")
     return parents
+
+
+def tree_root(members, edges) -> str:
+    """The spanning tree's root: a centre of the graph (a member whose farthest member is the fewest hops away), the
+    smallest address among several; the smallest address of a graph that is not connected. From a centre the tree's
+    height is the graph's radius, the fewest hops a round's sum can take up and down (on the paper's random tree of
+    50 peers about half the height from an arbitrary peer)."""
+    members = sorted(members)
+    index = {peer: i for i, peer in enumerate(members)}
+    ends = np.array([(index[a], index[b]) for a, b in edges], dtype=np.int64).reshape(-1, 2)
+    adjacency = sp.csr_array((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(len(members), len(members)))
+    hops = shortest_path(adjacency, directed=False, unweighted=True)
+    if np.isinf(hops).any():
+        return members[0]
+    return members[int(hops.max(axis=1).argmin())]
 
 
 def load_roster(path) -> Roster:

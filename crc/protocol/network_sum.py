@@ -32,29 +32,30 @@ def check_relayable(mixing) -> None:
                        "separate parts: use another --topology")
 
 
-def tree_height(mixing, root: int = 0) -> int:
-    """The height (edges) of the breadth-first spanning tree from peer ``root`` of the graph of a closed-neighbourhood
-    averaging matrix (n, n), which must be connected (``check_relayable``): the hops a partial sum takes up from the
-    farthest peer, and the total back down. The simulator roots it at peer 0; real peers at the smallest address."""
+def tree_height(mixing) -> int:
+    """The height (edges) of the network sum's spanning tree on the graph of a closed-neighbourhood averaging matrix
+    (n, n), which must be connected (``check_relayable``): real peers root it at a centre of the graph
+    (``crc.nodes.roster.tree_root``), so it is the graph's radius, the hops a partial sum takes up from the farthest
+    peer, and the total back down."""
     check_relayable(mixing)
-    return int(shortest_path(sp.csr_array(mixing), unweighted=True, indices=root).max())
+    return int(shortest_path(sp.csr_array(mixing), unweighted=True).max(axis=1).min())
 
 
-def network_sum_summary(mixing, colluders: int = 0, root: int = 0) -> dict:
+def network_sum_summary(mixing, colluders: int = 0) -> dict:
     """What a network sum costs on the graph of a closed-neighbourhood averaging matrix (n, n): every frame is a masked
     partial sum (``protected_fraction`` 1), 2 (n - 1) frames a round along the spanning tree (each peer but the root
     sends its partial sum up, each but the root receives the total down) against the graph's plain neighbourhood
-    messages, the height of the tree from ``root`` (a round takes twice as many hops), and ``colluders`` t
+    messages, the height of the tree (``tree_height``; a round takes twice as many hops), and ``colluders`` t
     (``--colluders``: the shares of the n - 1 - t others carry the full noise)."""
     degrees = neighbour_counts(mixing)
     return {"sum_over": "network", "protected_fraction": 1.0, "messages_per_round": 2 * (len(degrees) - 1),
-            "plain_messages_per_round": int(degrees.sum()), "tree_height": tree_height(mixing, root),
+            "plain_messages_per_round": int(degrees.sum()), "tree_height": tree_height(mixing),
             "colluders": colluders}
 
 
-def masking_summary(sum_over: str, mixing, colluders: int = 0, root: int = 0) -> dict:
+def masking_summary(sum_over: str, mixing, colluders: int = 0) -> dict:
     """The results' ``secure_aggregation`` of a graph's closed-neighbourhood averaging matrix (n, n): the network sum's
-    (``network_sum_summary``, its tree from ``root``) or the neighbourhood sums' (``secure_aggregation_summary``)."""
+    (``network_sum_summary``) or the neighbourhood sums' (``secure_aggregation_summary``)."""
     if sum_over == "network":
-        return network_sum_summary(mixing, colluders, root)
+        return network_sum_summary(mixing, colluders)
     return secure_aggregation_summary(mixing, colluders)

@@ -199,8 +199,8 @@ def network_sum_lines() -> list[str]:
            else "") + ", and its non-private run is the complete graph's "
         f"({error(None):.3f}). What it costs, in the protocol of the real peers (not measured here): a round is all or "
         f"nothing (one peer missing, nobody learns the sum: no --dp-dropouts, no --loss), it takes 2 (n − 1) = {2 * (n - 1)} frames "
-        "and twice the spanning tree's height in hops, one after the other (the height from peer 0 of "
-        f"{GRAPH_SEEDS} random trees of {n} peers: {min(heights)}–{max(heights)}), and the noise holds against at most "
+        "and twice the spanning tree's height in hops, one after the other (rooted at the graph's centre, the height is its "
+        f"radius: {min(heights)}–{max(heights)} on {GRAPH_SEEDS} random trees of {n} peers), and the noise holds against at most "
         "--colluders t peers pooling their shares (the n − 1 − t others' shares carry σ² in all).",
     ]
 

@@ -24,6 +24,8 @@ from crc.nodes.wire import Expectation, Rejected, decode, encode_sum_frame
 from support.network_sum import (
     ADDRESS,
     CHAIN,
+    CHAIN_ROOT,
+    RELAY,
     ROUNDS,
     RUN,
     STAR,
@@ -105,25 +107,25 @@ def test_a_sum_frame_from_a_peer_in_the_wrong_role_is_rejected(data):
     model, ess = data[0], data[4]
     pairs = [new_key_pair() for _ in ADDRESS]
     roster = roster_for(CHAIN, pairs)
-    middle = NetworkSum(ADDRESS[2], RUN, roster, pairs[2].secret)  # parent 1, child 3
+    relay = NetworkSum(ADDRESS[RELAY], RUN, roster, pairs[RELAY].secret)  # parent: the root; child: peer 0
     expect = Expectation(run=RUN, schema_id=model.schema_id, ess=ess, size=model.size, model=model,
-                         neighbours=frozenset({ADDRESS[1], ADDRESS[3]}), secure_aggregation=True, roster=roster.digest,
+                         neighbours=frozenset({ADDRESS[CHAIN_ROOT], ADDRESS[0]}), secure_aggregation=True, roster=roster.digest,
                          roster_size=len(ADDRESS))
 
-    def frame(kind, sender, contributors):
+    def frame(kind, sender, contributors, fill=0):
         return decode(encode_sum_frame(kind, run=RUN, sender=ADDRESS[sender], round_=0, roster=roster.digest,
-                                       schema_id=model.schema_id, ess=ess, words=np.zeros(model.size, np.uint64),
-                                       contributors=middle.bitmap([ADDRESS[c] for c in contributors])), expect)
+                                       schema_id=model.schema_id, ess=ess, words=np.full(model.size, fill, np.uint64),
+                                       contributors=relay.bitmap([ADDRESS[c] for c in contributors])), expect)
 
-    for bad, cause in [(frame("total", 3, [0]), "role"), (frame("partial", 1, [1]), "role"),
-                       (frame("partial", 3, [2, 3]), "role")]:
+    for bad, cause in [(frame("total", 0, [0]), "role"), (frame("partial", CHAIN_ROOT, [CHAIN_ROOT]), "role"),
+                       (frame("partial", 0, [0, RELAY]), "role")]:
         with pytest.raises(Rejected) as caught:
-            middle.take(bad, 0)
+            relay.take(bad, 0)
         assert caught.value.cause == cause
-    middle.take(frame("partial", 3, [3, 4]), 0)
-    middle.take(frame("partial", 3, [3, 4]), 0)  # a copy: dropped
+    relay.take(frame("partial", 0, [0]), 0)
+    relay.take(frame("partial", 0, [0]), 0)  # a copy: dropped
     with pytest.raises(Rejected, match="second, different"):
-        middle.take(frame("partial", 3, [3]), 0)
+        relay.take(frame("partial", 0, [0], fill=1), 0)
 
 
 def test_with_distributed_noise_the_one_total_carries_every_peers_share_once(data):
@@ -148,16 +150,16 @@ def test_with_distributed_noise_the_one_total_carries_every_peers_share_once(dat
 
 @pytest.mark.parametrize("when", ["at-round-start", "after-its-partial"])
 def test_a_peer_stopped_and_resumed_mid_run_costs_no_release(data, tmp_path, when):
-    """The middle peer of the chain stops in round 3 (before its words go up, or after) and is started again from its
+    """A relay of the chain stops in round 3 (before its words go up, or after) and is started again from its
     checkpoint at once; what its last process had received is lost with it. Its neighbours send again what they sent
     that process, and every round still releases the whole network's sum; the words it sends again are the same bytes."""
     peers, partials = run_with_a_restart(data, tmp_path, when=when, at_round=3)
-    assert peers[2].resumed
+    assert peers[RELAY].resumed
     expected = complete_graph_run(data)
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == 0, v
         np.testing.assert_allclose(peer.stats, expected[v], rtol=1e-5, atol=1e-5 * np.abs(expected[v]).max())
-    assert peers[1].metrics.frames_resent + peers[3].metrics.frames_resent >= 1
+    assert peers[RELAY - 1].metrics.frames_resent + peers[CHAIN_ROOT].metrics.frames_resent >= 1
     assert all(len(set(sent)) == 1 for sent in partials.values())
     assert when == "at-round-start" or len(partials[3]) == 2
 

@@ -11,7 +11,7 @@ from crc.nodes.keys import new_key_pair
 from crc.nodes.network_sum import NO_TOTAL, NetworkSum
 from crc.nodes.peer import Peer
 from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
-from support.network_sum import ADDRESS, CHAIN, ROUNDS, RUN, STAR, network_data, roster_for, run_peers, run_with_a_restart
+from support.network_sum import ADDRESS, CHAIN, RELAY, ROUNDS, RUN, STAR, network_data, roster_for, run_peers, run_with_a_restart
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_a_parent_that_keeps_a_partial_learns_its_subtree_only_with_every_peer_o
 
 @pytest.mark.parametrize("at_round", [0, 3])
 def test_a_peer_killed_after_its_words_sends_them_again_as_the_same_bytes(data, tmp_path, at_round):
-    """Under distributed noise the middle peer of the chain is killed right after its partial sum of a round went up
+    """Under distributed noise a relay of the chain is killed right after its partial sum of a round went up
     (in round 0 too, before any round's checkpoint) and restarted: it resumes from its checkpoint and sends the same
     bytes again (same statistics, noise share, seal and masks), never a second word of the round that a parent who
     kept both could subtract; the run loses no release."""
@@ -114,6 +114,6 @@ def test_a_peer_killed_after_its_words_sends_them_again_as_the_same_bytes(data, 
     privacy = plan_shares(data[0], epsilon=4.0, delta=1e-5, clip=1.0, rounds=ROUNDS, sums_per_round=1,
                           sizes=[len(ADDRESS)], colluders=0)
     peers, partials = run_with_a_restart(data, tmp_path, when="after-its-partial", at_round=at_round, privacy=privacy)
-    assert peers[2].resumed and len(partials[at_round]) == 2
+    assert peers[RELAY].resumed and len(partials[at_round]) == 2
     assert all(len(set(sent)) == 1 for sent in partials.values())
     assert all(peer.metrics.unmask_fallbacks == 0 for peer in peers.values())

@@ -18,9 +18,10 @@ from crc.nodes.roster import MAX_NETWORK_PEERS, roster_of
 from crc.nodes.secure_aggregation import from_fixed, to_fixed
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys
 from crc.nodes.wire import Expectation, Rejected, decode
-from support.network_sum import ADDRESS, CHAIN, RUN, network_data, roster_for
+from support.network_sum import ADDRESS, CHAIN, CHAIN_ROOT, RELAY, RUN, network_data, roster_for
 
 WINDOW = 8
+PARENT, CHILD = CHAIN_ROOT, RELAY - 1  # the relay's neighbours; nothing below its child
 ROUNDS = 64
 
 
@@ -31,13 +32,13 @@ def data():
 
 @pytest.fixture
 def setting(data):
-    """(the middle peer of the chain, its expectation, the model, a frame maker)."""
+    """(a relay of the chain, its expectation, the model, a frame maker)."""
     model, _, _, _, ess = data
     pairs = [new_key_pair() for _ in ADDRESS]
     roster = roster_for(CHAIN, pairs)
-    middle = NetworkSum(ADDRESS[2], RUN, roster, pairs[2].secret, window=WINDOW, rounds=ROUNDS)  # parent 1, child 3 (with 4 below)
+    relay = NetworkSum(ADDRESS[RELAY], RUN, roster, pairs[RELAY].secret, window=WINDOW, rounds=ROUNDS)
     expect = Expectation(run=RUN, schema_id=model.schema_id, ess=ess, size=model.size, model=model,
-                         neighbours=frozenset({ADDRESS[1], ADDRESS[3]}), secure_aggregation=True, roster=roster.digest,
+                         neighbours=frozenset({ADDRESS[PARENT], ADDRESS[CHILD]}), secure_aggregation=True, roster=roster.digest,
                          roster_size=len(ADDRESS))
 
     def frame(kind, sender, round_, words, contributors, **changed):
@@ -47,59 +48,59 @@ def setting(data):
                 **changed}
         return msgpack.packb(body, use_bin_type=True)
 
-    return middle, expect, model, frame
+    return relay, expect, model, frame
 
 
-BELOW = bytes([0b11000])  # peers 3 and 4: the middle peer's child's subtree
+BELOW = bytes([0b1])  # peer 0: the relay's child's subtree
 EVERYONE = bytes([0b11111])
 HOSTILE = {  # name: (kind, sender, round, words (None: no data, "full": the model's size), contributors, changes, cause)
-    "spare bits set": ("partial", 3, 0, "full", bytes([0b11111000]), {}, "malformed"),
-    "a bitmap one byte long": ("partial", 3, 0, "full", bytes([0b11000, 0]), {}, "malformed"),
-    "an empty bitmap": ("partial", 3, 0, "full", b"", {}, "malformed"),
-    "a bitmap that is text": ("partial", 3, 0, "full", "\x18", {}, "malformed"),
-    "contributors outside the subtree": ("partial", 3, 0, "full", bytes([0b11100]), {}, "role"),
-    "a total with n = 0 and data": ("total", 1, 0, None, EVERYONE, {"data": bytes(8)}, "length"),
-    "a total with n words and no data": ("total", 1, 0, None, EVERYONE, {"n": 51}, "length"),
-    "a partial with n = 0": ("partial", 3, 0, None, BELOW, {}, "length"),
-    "a total from a child": ("total", 3, 0, "full", EVERYONE, {}, "role"),
-    "a partial from the parent": ("partial", 1, 0, "full", bytes([0b10]), {}, "role"),
-    "a round of 2^64 - 1": ("total", 1, 2**64 - 1, "full", EVERYONE, {}, "malformed"),
-    "a round past the run": ("partial", 3, ROUNDS, "full", BELOW, {}, "malformed"),
-    "a negative round": ("partial", 3, -1, "full", BELOW, {}, "malformed"),
-    "n a boolean": ("partial", 3, 0, "full", BELOW, {"n": True}, "malformed"),
-    "another roster": ("partial", 3, 0, "full", BELOW, {"roster": "0" * 64}, "roster"),
+    "spare bits set": ("partial", CHILD, 0, "full", bytes([0b11111000]), {}, "malformed"),
+    "a bitmap one byte long": ("partial", CHILD, 0, "full", bytes([0b11000, 0]), {}, "malformed"),
+    "an empty bitmap": ("partial", CHILD, 0, "full", b"", {}, "malformed"),
+    "a bitmap that is text": ("partial", CHILD, 0, "full", "\x18", {}, "malformed"),
+    "contributors outside the subtree": ("partial", CHILD, 0, "full", bytes([0b11]), {}, "role"),
+    "a total with n = 0 and data": ("total", PARENT, 0, None, EVERYONE, {"data": bytes(8)}, "length"),
+    "a total with n words and no data": ("total", PARENT, 0, None, EVERYONE, {"n": 51}, "length"),
+    "a partial with n = 0": ("partial", CHILD, 0, None, BELOW, {}, "length"),
+    "a total from a child": ("total", CHILD, 0, "full", EVERYONE, {}, "role"),
+    "a partial from the parent": ("partial", PARENT, 0, "full", bytes([0b100]), {}, "role"),
+    "a round of 2^64 - 1": ("total", PARENT, 2**64 - 1, "full", EVERYONE, {}, "malformed"),
+    "a round past the run": ("partial", CHILD, ROUNDS, "full", BELOW, {}, "malformed"),
+    "a negative round": ("partial", CHILD, -1, "full", BELOW, {}, "malformed"),
+    "n a boolean": ("partial", CHILD, 0, "full", BELOW, {"n": True}, "malformed"),
+    "another roster": ("partial", CHILD, 0, "full", BELOW, {"roster": "0" * 64}, "roster"),
     "a stranger (not a neighbour)": ("partial", 4, 0, "full", bytes([0b10000]), {}, "sender"),
-    "an ESS of NaN": ("partial", 3, 0, "full", BELOW, {"ess": float("nan")}, "ess"),
+    "an ESS of NaN": ("partial", CHILD, 0, "full", BELOW, {"ess": float("nan")}, "ess"),
 }
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_hostile_sum_frame_is_rejected_by_its_cause(setting, name):
-    middle, expect, model, frame = setting
+    relay, expect, model, frame = setting
     kind, sender, round_, words, contributors, changed, cause = HOSTILE[name]
     words = np.zeros(model.size, np.uint64) if words == "full" else words
     with pytest.raises(Rejected) as caught:
-        middle.take(decode(frame(kind, sender, round_, words, contributors, **changed), expect), 0)
+        relay.take(decode(frame(kind, sender, round_, words, contributors, **changed), expect), 0)
     assert caught.value.cause == cause
-    assert not middle._partials and not middle._totals and middle.latest(0) is None
+    assert not relay._partials and not relay._totals and relay.latest(0) is None
 
 
 def test_a_flood_of_valid_and_invalid_frames_holds_at_most_the_window(setting):
-    middle, expect, model, frame = setting
+    relay, expect, model, frame = setting
     rng = np.random.default_rng(0)
     awaited = 5
     for sent in range(4000):
         kind = ("partial", "total")[sent % 2]
         words = rng.integers(0, 2**63, size=model.size, dtype=np.uint64)
-        contributors = [BELOW, bytes([0b1000]), bytes([0b100])][sent % 3] if kind == "partial" else EVERYONE
+        contributors = [BELOW, bytes([0b10]), bytes([0b1000])][sent % 3] if kind == "partial" else EVERYONE
         with contextlib.suppress(Rejected):
-            middle.take(decode(frame(kind, 3 if kind == "partial" else 1, int(rng.integers(0, 40)), words,
+            relay.take(decode(frame(kind, CHILD if kind == "partial" else PARENT, int(rng.integers(0, 40)), words,
                                      contributors), expect), awaited)
-    assert middle._partials and middle._totals  # some were taken
-    assert set(middle._partials) | set(middle._totals) <= set(range(awaited, awaited + WINDOW + 1))
-    assert sum(map(len, middle._partials.values())) <= WINDOW + 1 and len(middle._totals) <= WINDOW + 1
-    middle.advance(awaited + WINDOW + 1)
-    assert not middle._partials and not middle._totals
+    assert relay._partials and relay._totals  # some were taken
+    assert set(relay._partials) | set(relay._totals) <= set(range(awaited, awaited + WINDOW + 1))
+    assert sum(map(len, relay._partials.values())) <= WINDOW + 1 and len(relay._totals) <= WINDOW + 1
+    relay.advance(awaited + WINDOW + 1)
+    assert not relay._partials and not relay._totals
 
 
 def test_a_peer_outside_the_roster_or_under_another_key_is_refused_clearly():
@@ -113,38 +114,38 @@ def test_a_peer_outside_the_roster_or_under_another_key_is_refused_clearly():
 
 
 def test_only_the_parents_totals_lead_a_peer_ahead_and_the_latest_beyond_the_window_is_kept(setting):
-    middle, expect, model, frame = setting
+    relay, expect, model, frame = setting
     words = np.zeros(model.size, np.uint64)
 
     def take(kind, sender, round_, contributors):
-        middle.take(decode(frame(kind, sender, round_, words, contributors), expect), 0)
+        relay.take(decode(frame(kind, sender, round_, words, contributors), expect), 0)
 
-    take("partial", 3, 5, BELOW)  # a child far ahead of its parent deviates: its parent does not skip for it
-    assert middle.latest(0) is None
-    take("partial", 3, WINDOW + 5, BELOW)  # beyond the window: the child's latest is kept, one frame
+    take("partial", CHILD, 5, BELOW)  # a child far ahead of its parent deviates: its parent does not skip for it
+    assert relay.latest(0) is None
+    take("partial", CHILD, WINDOW + 5, BELOW)  # beyond the window: the child's latest is kept, one frame
     with pytest.raises(Rejected, match="a partial of round 9, .* a later one is kept"):
-        take("partial", 3, WINDOW + 1, BELOW)
-    assert middle.latest(0) is None and middle.children_ahead(0) == WINDOW + 5  # the root's rule, all its children
-    take("total", 1, 40, EVERYONE)  # the parent is past the window: this peer was left behind
+        take("partial", CHILD, WINDOW + 1, BELOW)
+    assert relay.latest(0) is None and relay.children_ahead(0) == WINDOW + 5  # the root's rule, all its children
+    take("total", PARENT, 40, EVERYONE)  # the parent is past the window: this peer was left behind
     with pytest.raises(Rejected, match="ahead"):
-        take("total", 1, 30, EVERYONE)  # not later than the one kept
+        take("total", PARENT, 30, EVERYONE)  # not later than the one kept
     with pytest.raises(Rejected, match="a total of round 40, .* a later one is kept"):
-        take("total", 1, 50, EVERYONE)  # later: kept instead, the one it replaces counted as ahead
-    assert middle.latest(0) == 50 and middle.total(50) is not None and middle.total(40) is None
-    middle.advance(51)
-    assert middle.latest(0) is None and middle.total(50) is None
+        take("total", PARENT, 50, EVERYONE)  # later: kept instead, the one it replaces counted as ahead
+    assert relay.latest(0) == 50 and relay.total(50) is not None and relay.total(40) is None
+    relay.advance(51)
+    assert relay.latest(0) is None and relay.total(50) is None
 
 
 def test_a_replay_of_an_earlier_round_is_stale_and_a_copy_of_a_held_frame_is_dropped(setting):
-    middle, expect, model, frame = setting
+    relay, expect, model, frame = setting
     words = np.arange(model.size, dtype=np.uint64)
-    partial = decode(frame("partial", 3, 6, words, BELOW), expect)
-    middle.take(partial, 6)
-    middle.take(partial, 6)  # a copy (sent again after a restart): dropped
-    assert len(middle._partials[6]) == 1
-    for kind, sender, contributors in [("partial", 3, BELOW), ("total", 1, EVERYONE)]:
+    partial = decode(frame("partial", CHILD, 6, words, BELOW), expect)
+    relay.take(partial, 6)
+    relay.take(partial, 6)  # a copy (sent again after a restart): dropped
+    assert len(relay._partials[6]) == 1
+    for kind, sender, contributors in [("partial", CHILD, BELOW), ("total", PARENT, EVERYONE)]:
         with pytest.raises(Rejected) as caught:
-            middle.take(decode(frame(kind, sender, 5, words, contributors), expect), 6)
+            relay.take(decode(frame(kind, sender, 5, words, contributors), expect), 6)
         assert caught.value.cause == "stale"
 
 

@@ -20,6 +20,9 @@ from crc.topologies import averaging_matrix
 from support.tables import mixed_columns, prepared
 
 CHAIN = nx.path_graph(5)
+CHAIN_ROOT, RELAY = 2, 1
+"""The chain's tree is rooted at its centre (``crc.nodes.roster.tree_root``); ``RELAY`` has the root as parent and peer 0 as
+child."""
 STAR = nx.star_graph(4)
 ADDRESS = [f"tcp://127.0.0.1:{7100 + v}" for v in range(5)]
 ROUNDS = 6
@@ -124,9 +127,9 @@ def complete_graph_run(data, rounds=ROUNDS) -> np.ndarray:
     return engine.stats
 
 
-def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, graph=CHAIN, victim: int = 2, rounds: int = ROUNDS,
+def run_with_a_restart(data, tmp_path, *, when: str, at_round: int, graph=CHAIN, victim: int = RELAY, rounds: int = ROUNDS,
                        timeout_s: float = 5.0, dead_s: float = 0.3, **settings):
-    """Run the peers of ``graph`` (the chain) with checkpoints in ``tmp_path``; the ``victim`` (the middle peer) stops in
+    """Run the peers of ``graph`` (the chain) with checkpoints in ``tmp_path``; the ``victim`` (a relay) stops in
     round ``at_round`` (``when``: "at-round-start", before its words go up, or "after-its-partial"), writing nothing more
     (as a killed process), and is started again from its checkpoint ``dead_s`` later, what its last process had received
     lost with it. (the peers by node, the partial frames the victim sent by round)."""
