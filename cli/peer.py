@@ -237,8 +237,9 @@ def node(ctx, log_level, **options):
     if not outcome.finished:
         sys.exit(128 + received.get("signal", signal.SIGTERM))
     if outcome.alone:
+        absent = f"; missing most: {', '.join(outcome.absent)}" if outcome.absent else ""
         heard = (f"no network sum released in {outcome.rounds_done} rounds (every round a peer of the roster missing "
-                 "or its words rejected: a peer not running, or given another roster file)"
+                 f"or its words rejected: a peer not running, or given another roster file{absent})"
                  if outcome.network else
                  f"no statistics from any of the {outcome.neighbours} neighbour(s) in {outcome.rounds_done} rounds")
         click.echo(f"Error: {heard} ({outcome.rejected} message(s) rejected): this peer trained alone; its model is "

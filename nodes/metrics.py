@@ -47,6 +47,9 @@ class Metrics:
     """Per neighbour: rounds it was marked down (not waited for)."""
     downtime_s: dict = field(default_factory=dict)
     """Per neighbour: seconds from being marked down to sending again (or to the end of the run)."""
+    absent_from_sums: dict = field(default_factory=dict)
+    """Network sum: per peer of the roster, rounds whose sum failed without its words, as the total from the parent
+    (or this root's own) names them; a relay's absence leaves out its whole subtree."""
     unmask_fallbacks: int = 0
     """Secure aggregation: rounds whose neighbours' masked statistics could not be unmasked (fewer arrived than a
     request must name, ``fewest_survivors``, or a mask could not be removed), so that the peer kept its own statistics."""

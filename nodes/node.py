@@ -29,7 +29,7 @@ from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, Privacy, check_setting
 from crc.core.schema import Schema
 from crc.nodes.keys import PeerKeys, load_key_pair, load_known_peers, load_neighbourhoods
 from crc.nodes.local_data import load_local
-from crc.nodes.metrics import MetricsEndpoint, Reading
+from crc.nodes.metrics import Metrics, MetricsEndpoint, Reading
 from crc.nodes.peer import Peer
 from crc.nodes.roster import Roster, load_roster
 from crc.nodes.settings import PeerSettings, SecureAggregationKeys, check_masking_run
@@ -135,6 +135,17 @@ class NodeOutcome:
     """A vertical group that stopped because a peer was silent: why (one line)."""
     network: bool = False
     """Whether the peer averaged over a network sum (``--sum-over network``)."""
+    absent: tuple[str, ...] = ()
+    """Under a network sum, the peers most often missing from its failed sums, each as 'address (N rounds)'
+    (``most_absent``)."""
+
+
+def most_absent(metrics: Metrics, shown: int = 3) -> tuple[str, ...]:
+    """The ``shown`` peers most often missing from a network sum's failed totals ('address (N rounds)', most first);
+    when no failed total came (the parent silent), the neighbours that sent nothing most often."""
+    counts = metrics.absent_from_sums or {peer: rounds for peer, rounds in metrics.missing.items() if rounds}
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:shown]
+    return tuple(f"{peer} ({rounds} round{'s' if rounds != 1 else ''})" for peer, rounds in ranked)
 
 
 class Node:
@@ -166,13 +177,16 @@ class Node:
         rejected = sum(peer.metrics.rejected.values())
         outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.trained_alone,
                               rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected,
-                              network=peer.network is not None)
+                              network=peer.network is not None, absent=most_absent(peer.metrics))
         if finished:
             self._write_model()
             unsummed = peer.metrics.unmask_fallbacks  # rounds whose sum nobody could unmask: this peer kept its own
             peer.log.log(logging.WARNING if unsummed else logging.INFO,
                          "done: %d rounds%s, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
-                         f" ({unsummed} without a sum)" if unsummed else "", sum(peer.metrics.missing.values()), rejected,
+                         (f" ({unsummed} without a sum; missing most: {', '.join(outcome.absent)})"
+                          if unsummed and outcome.network and outcome.absent else
+                          f" ({unsummed} without a sum)" if unsummed else ""),
+                         sum(peer.metrics.missing.values()), rejected,
                          self.options.out)
         return outcome
 

@@ -545,6 +545,7 @@ class Peer:
                 self._skip_to(ahead, transport)
                 return None
             total = SumFrame("total", self.settings.bind, wanted, words if complete else None, network.bitmap(contributors))
+            self._note_absent(total)
         else:
             frames[position.parent] = self._sum_frame("partial", wanted, words, network.bitmap(contributors))
             self._send_to(transport, position.parent, frames[position.parent])
@@ -560,6 +561,8 @@ class Peer:
                 return None
             total = network.total(wanted)
             self._note_silence([position.parent], () if total is None else (position.parent,))
+            if total is not None:
+                self._note_absent(total)
             if total is None:
                 ahead = network.latest(wanted)
                 if ahead is not None:  # left behind (restarted, joined late): the parent has gone on to that round
@@ -593,6 +596,12 @@ class Peer:
             if self._silent[peer] == self.settings.down_after:
                 self.log.warning("%s sent nothing in %d rounds in a row: waited for one timeout a round only until it "
                                  "sends again", peer, self._silent[peer])
+
+    def _note_absent(self, total: SumFrame) -> None:
+        """Count the peers whose words a failed ``total`` lacks (``Metrics.absent_from_sums``)."""
+        if total.words is None:
+            for peer in set(self.network.members) - self.network.contributors(total.contributors):
+                self.metrics.absent_from_sums[peer] = self.metrics.absent_from_sums.get(peer, 0) + 1
 
     def _network_mean(self, released: np.ndarray | None, wanted: int) -> tuple[np.ndarray, bool]:
         """(the network's average from the released sum (size,), checked as a neighbour's statistics are, True); this

@@ -97,19 +97,22 @@ def test_split_draws_the_network_sums_graph_as_the_simulator_does(tmp_path):
 def test_a_network_sum_peer_whose_others_never_start_writes_its_model_but_fails_naming_the_likely_causes(
         network_split, tmp_path):
     """Peer 0 of the chain alone: no round's sum is complete, so it trains alone (exit 3), and its one error line says
-    what to look for: a peer not running, or one given another roster file (whose words its neighbours reject)."""
-    directory, _ = network_split
+    what to look for: a peer not running, or one given another roster file (whose words its neighbours reject), and
+    which peer was missing most (its parent, silent: no failed total came to name the peers further away)."""
+    directory, addresses = network_split
     result = run("node", "--config", directory / "peer-0.toml", "--rounds", "2", "--timeout", "0.1",
                  "--first-round-timeout", "0.1", "--checkpoint", tmp_path / "checkpoint", "--out", tmp_path / "m.json",
                  "--log-level", "warning")
     assert result.exit_code == 3, result.output
     assert error_lines(result) == [
         "Error: no network sum released in 2 rounds (every round a peer of the roster missing or its words rejected: a "
-        f"peer not running, or given another roster file) (0 message(s) rejected): this peer trained alone; its model "
+        f"peer not running, or given another roster file; missing most: {addresses[1]} (2 rounds)) (0 message(s) "
+        "rejected): this peer trained alone; its model "
         f"is written to {tmp_path / 'm.json'} all the same"]
     assert (tmp_path / "m.json").exists()
     (done,) = [line for line in result.stderr.splitlines() if " done: " in line]
-    assert " WARNING " in done and " done: 2 rounds (2 without a sum), " in done, done  # shown under -q too
+    assert " WARNING " in done, done  # shown under -q too
+    assert f" done: 2 rounds (2 without a sum; missing most: {addresses[1]} (2 rounds)), " in done, done
 
 
 def test_a_network_sum_peer_with_distributed_noise_logs_that_the_shares_add_up_in_the_network_sum(network_split,

@@ -73,9 +73,12 @@ def test_with_a_peer_missing_no_round_releases_anything_and_waits_stay_bounded(d
     for v, peer in peers.items():
         assert peer.round == ROUNDS and peer.metrics.unmask_fallbacks == ROUNDS and peer.trained_alone, v
     assert peers[3].metrics.missing[ADDRESS[4]] == ROUNDS
+    # every peer names the missing one: each failed total it took lacked that peer's words
+    assert all(peer.metrics.absent_from_sums == {ADDRESS[4]: ROUNDS} for peer in peers.values())
     # each peer waits at most its subtree's height, then the tree's height plus one timeout, for two rounds; then the
     # silent leaf is waited for one timeout a round and the failed rounds pass down at once
-    assert took < 2 * (4 + 5) * TIMEOUT_S + 5, took
+    height = peers[3].network.position.tree_height
+    assert took < 2 * (height + height + 1) * TIMEOUT_S + 5, took
 
 
 def test_a_peer_given_another_roster_is_rejected_and_nothing_is_released(data):
