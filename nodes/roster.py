@@ -17,10 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
-
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.nodes.keys import is_key, write_peer_keys
@@ -124,13 +120,38 @@ def tree_root(members, edges) -> str:
     height is the graph's radius, the fewest hops a round's sum can take up and down (on the paper's random tree of
     50 peers about half the height from an arbitrary peer)."""
     members = sorted(members)
-    index = {peer: i for i, peer in enumerate(members)}
-    ends = np.array([(index[a], index[b]) for a, b in edges], dtype=np.int64).reshape(-1, 2)
-    adjacency = sp.csr_array((np.ones(len(ends)), (ends[:, 0], ends[:, 1])), shape=(len(members), len(members)))
-    hops = shortest_path(adjacency, directed=False, unweighted=True)
-    if np.isinf(hops).any():
+    eccentricities = _eccentricities(members, edges)
+    if eccentricities is None:
         return members[0]
-    return members[int(hops.max(axis=1).argmin())]
+    return members[eccentricities.index(min(eccentricities))]
+
+
+def _eccentricities(members: list[str], edges) -> list[int] | None:
+    """Each member's largest distance in hops to another (None if some cannot be reached): a breadth-first search
+    from every member over bitmasks of the members, n^2 steps for n members."""
+    index = {peer: i for i, peer in enumerate(members)}
+    neighbours = [0] * len(members)
+    for a, b in edges:
+        neighbours[index[a]] |= 1 << index[b]
+        neighbours[index[b]] |= 1 << index[a]
+    everyone = (1 << len(members)) - 1
+    eccentricities = []
+    for source in range(len(members)):
+        reached = frontier = 1 << source
+        hops = 0
+        while reached != everyone:
+            step = 0
+            while frontier:
+                lowest = frontier & -frontier
+                step |= neighbours[lowest.bit_length() - 1]
+                frontier ^= lowest
+            frontier = step & ~reached
+            if not frontier:
+                return None
+            reached |= frontier
+            hops += 1
+        eccentricities.append(hops)
+    return eccentricities
 
 
 def load_roster(path) -> Roster:
