@@ -126,7 +126,7 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
 
 
 def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
-    (table,), _ = run(["circuits"], tmp_path, repeats=1)
+    (table,), _ = run(["circuits"], tmp_path, repeats=1, defaults={**TINY, "rc_converged": False})
     cells = table["rows"][0]["cells"]
     keys = {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
     assert set(cells) == keys | {key + "-default" for key in keys}
