@@ -25,7 +25,7 @@ from crc.topologies import network_factory
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed, the 'cluster' extra (also in the 'test' extra)")
 
-TINY = {"rounds": 4, "nodes": 15, "local_size": 10}
+TINY = {"rounds": 4, "nodes": 15, "local_size": 10, "rc_converged": False}  # the same in every run compared
 SLOWER = {"rounds": 3000, "nodes": 15, "local_size": 10}  # about a second a cell: a worker killed holds one
 GRID = {"datasets": ["twonorm"], "repeats": 2, "seed": 3}
 STARTUP_S, GRID_S, STOP_S = 60, 180, 20
