@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from crc.cli.main import main
 
-RUN = ["simulate", "--json", "--data", "penbased", "--nodes", "20", "--local-size", "30", "--rounds", "24"]
+RUN = ["simulate", "--json", "--data", "penbased", "--nodes", "20", "--local-size", "30", "--rounds", "24", "--no-rc-converged"]
 
 
 def results(*args) -> dict:

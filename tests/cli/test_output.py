@@ -46,15 +46,16 @@ def test_the_command_list_is_not_truncated():
 
 
 def test_quiet_hides_warnings_and_verbose_adds_timings():
-    quiet = run("-q", "simulate", *SMALL, "--test-size", "5")
+    quiet = run("-q", "simulate", *SMALL, "--no-rc-converged", "--test-size", "5")
     assert quiet.exit_code == 0 and quiet.stderr == ""
-    loud = run("simulate", *SMALL, "--test-size", "5")
+    loud = run("simulate", *SMALL, "--no-rc-converged", "--test-size", "5")
     assert loud.stderr.count("Warning: the test set has only 5 instances (< 30)") == 1
-    verbose = run("-v", "simulate", *SMALL)
+    verbose = run("-v", "simulate", *SMALL, "--no-rc-converged")
     assert "s of it in the rounds" in verbose.stderr
 
 
-@pytest.mark.parametrize("command", [["simulate", *SMALL], ["split", "--data", "twonorm", "--nodes", "2", "--local-size", "5"]])
+@pytest.mark.parametrize("command", [["simulate", *SMALL, "--no-rc-converged"],
+                                     ["split", "--data", "twonorm", "--nodes", "2", "--local-size", "5"]])
 def test_a_tiny_test_set_is_warned_about_once(tmp_path, command):
     if command[0] == "split":
         command = [*command, "--out", tmp_path]
@@ -68,7 +69,7 @@ def test_a_tiny_test_set_is_warned_about_once(tmp_path, command):
 
 
 def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_json():
-    args = ["--data", "optdigits", "--nodes", "10", "--local-size", "30", "--rounds", "4"]
+    args = ["--data", "optdigits", "--nodes", "10", "--local-size", "30", "--rounds", "4", "--no-rc-converged"]
     result = run("simulate", *args)
     assert result.exit_code == 0, result.output
     ml = next(line for line in result.stdout.splitlines() if line.startswith("ML "))

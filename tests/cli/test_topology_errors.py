@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from crc.cli.main import main
 
-SMALL = ["--rounds", "2", "--local-size", "20"]
+SMALL = ["--rounds", "2", "--local-size", "20", "--no-rc-converged"]
 IMPOSSIBLE = [
     (["--topology", "er:5"], "edge probability must be in (0, 1]"),
     (["--topology", "er:0"], "edge probability must be in (0, 1]"),

@@ -8,7 +8,7 @@ import crc.cli.bench as bench_cli
 from crc.bench import MODEL_CASES, models_versus_nb
 from crc.cli.main import main
 
-SMALL = {"nodes": 4, "local_size": 25, "rounds": 2}
+SMALL = {"nodes": 4, "local_size": 25, "rounds": 2, "rc_converged": False}
 
 
 def test_models_part_times_both_models_of_each_case():

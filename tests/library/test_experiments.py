@@ -18,6 +18,8 @@ from crc.report.tables import table_csv, table_markdown
 from crc.topologies import network_factory
 
 TINY = {"rounds": 4, "nodes": 15, "local_size": 10}  # 15 nodes leave room for a tree +80
+UNCONVERGED = {"rc_converged": False}
+"""No centralized RC run to convergence (4096 iterations a cell and repeat): for the tests that do not read it."""
 
 
 def run(names, out, **options):
@@ -33,14 +35,14 @@ def run(names, out, **options):
 
 
 def test_a_tiny_grid_runs_end_to_end_and_matches_the_simulator(tmp_path):
-    (table,), calls = run(["table4"], tmp_path)
+    (table,), calls = run(["table4"], tmp_path, defaults={**TINY, **UNCONVERGED})
     assert len(calls["finished"]) == len(TABLES["table4"].columns)
     row = table["rows"][0]
     assert row["data"] == "twonorm" and set(row["cells"]) == {c.key for c in TABLES["table4"].columns}
     for name in ("table4.json", "table4.csv", "table4.md"):
         assert (tmp_path / name).stat().st_size > 0
     config = SimulationConfig(data="twonorm", topology="tree+10", repeats=2, seed=3, test_size=TEST_INSTANCES, algorithm="paper",
-                              **TINY)
+                              **TINY, **UNCONVERGED)
     direct = simulate(config, network_factory("tree+10"))
     assert row["cells"]["tree+10"]["value"] == pytest.approx(direct["test_gap"], abs=1e-12)
     assert row["cells"]["tree+10"]["density"] == pytest.approx(24 / 105)  # 14 tree edges + 10 of 105 possible
@@ -83,16 +85,17 @@ def test_learning_curve_gaps_are_paired_against_the_reference(tmp_path):
     reference = next(c for c in cells if c.column == "reference")
     assert reference.config.local_size == 7400 - TEST_INSTANCES  # twonorm cannot spare 10240
     assert [c.column for c in cells if c.skip] == []
-    (table,), _ = run(["table2"], tmp_path, seed=1, defaults={})
+    (table,), _ = run(["table2"], tmp_path, seed=1, defaults=UNCONVERGED)  # the cells are RC's errors: 1 s, not 20
     cells = table["rows"][0]["cells"]
-    ref = simulate_central(SimulationConfig(data="twonorm", nodes=1, local_size=5400, repeats=2, seed=1, test_size=TEST_INSTANCES))
-    small = simulate_central(SimulationConfig(data="twonorm", nodes=1, local_size=40, repeats=2, seed=1, test_size=TEST_INSTANCES))
+    central = {"data": "twonorm", "nodes": 1, "repeats": 2, "seed": 1, "test_size": TEST_INSTANCES, **UNCONVERGED}
+    ref = simulate_central(SimulationConfig(local_size=5400, **central))
+    small = simulate_central(SimulationConfig(local_size=40, **central))
     assert cells["reference"]["value"] == pytest.approx(ref["rc"]["test_error"])
     assert cells["m40"]["value"] == pytest.approx(small["rc"]["test_error"] - ref["rc"]["test_error"])
 
 
 def test_first_round_below_threshold_is_read_off_the_mean_curve(tmp_path):
-    (table,), _ = run(["table11"], tmp_path, defaults={"rounds": 6, "nodes": 6, "local_size": 15})
+    (table,), _ = run(["table11"], tmp_path, defaults={"rounds": 6, "nodes": 6, "local_size": 15, **UNCONVERGED})
     cell = table["rows"][0]["cells"]["iter1"]
     gaps = [row["test_error"] - cell["rc_test_error"] for row in cell["curve"]]
     expected = next((t + 1 for t, g in enumerate(gaps) if g < 0.01), None)
@@ -103,7 +106,7 @@ def test_unknown_experiment_and_impossible_cells_are_refused_clearly(tmp_path):
     with pytest.raises(CRCError, match="unknown experiment 'table99'"):
         run(["table99"], tmp_path)
     with pytest.raises(CRCError, match=r"table4 twonorm tree\+\d+: a tree on 6 nodes leaves 10 possible extra edges"):
-        run(["table4"], tmp_path, defaults={"rounds": 2, "nodes": 6, "local_size": 10})
+        run(["table4"], tmp_path, defaults={"rounds": 2, "nodes": 6, "local_size": 10, **UNCONVERGED})
 
 
 def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
@@ -124,7 +127,7 @@ def test_markdown_highlights_gaps_and_shows_the_paper_beside_letter():
 
 
 def test_model_comparison_grid_reports_every_model_and_the_baseline(tmp_path):
-    (table,), _ = run(["circuits"], tmp_path, repeats=1)
+    (table,), _ = run(["circuits"], tmp_path, repeats=1, defaults={**TINY, **UNCONVERGED})
     cells = table["rows"][0]["cells"]
     keys = {"nb", "qda", "pc2", "pc4", "pc8", "pc-rg"}
     assert set(cells) == keys | {key + "-default" for key in keys}

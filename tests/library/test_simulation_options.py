@@ -71,7 +71,7 @@ def test_lossy_mixing_averages_the_node_and_the_messages_that_arrived():
 
 def test_simulated_loss_slows_crc_down_and_is_deterministic():
     network = network_factory("tree")
-    config = SimulationConfig(**{**SMALL, "rounds": 10, "curve": True})
+    config = SimulationConfig(**{**SMALL, "rounds": 10, "curve": True, "rc_converged": False})
     clean = simulate(config, network)
     lossy = simulate(config.with_settings(loss=0.5), network)
     assert lossy["crc"] != clean["crc"] and lossy == simulate(config.with_settings(loss=0.5), network)
@@ -89,7 +89,7 @@ def test_rare_classes_absent_from_training_are_a_warning_and_count_as_errors(tmp
     rows = "\n".join(f"{u:.3f},{v:.3f},{c}" for (u, v), c in zip(x, y))
     path.write_text("u,v,cls\n" + rows + "\n")
     result = CliRunner().invoke(main, ["simulate", "--json", "--data", str(path), "--label", "cls", "--nodes", "50",
-                                       "--local-size", "50", "--rounds", "3", "--test-size", "5000"])
+                                       "--local-size", "50", "--rounds", "3", "--test-size", "5000", "--no-rc-converged"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["config"]["classes"] == 4 and set(out["absent_classes"]) <= {"rare1", "rare2"} and out["absent_classes"]

@@ -51,7 +51,8 @@ def launches(tmp_path_factory):
 
 @pytest.mark.parametrize("algorithm", [None, "paper"], ids=["default", "paper"])
 def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, algorithm, launches):
-    config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, algorithm=algorithm)
+    config = SimulationConfig(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, algorithm=algorithm,
+                              rc_converged=False)
     assert config.algorithm == (algorithm or "accelerated")
     results, run = launches(config)  # the peers' default timeouts
     assert results["config"]["algorithm"] == config.algorithm
@@ -73,7 +74,7 @@ def test_launch_equals_simulate_and_predict_matches_its_evaluation(tmp_path, alg
 ])
 def test_accelerated_launch_with_injected_loss_equals_simulate(tmp_path, settings, launches):
     config = SimulationConfig.from_settings(**{"data": "twonorm", **settings}, nodes=5, local_size=30, rounds=10,
-                                            test_size=500)
+                                            test_size=500, rc_converged=False)
     assert config.exact_diffusion == ("momentum" not in settings) and config.acceleration.keeps_memory
     results, run = launches(config)
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
@@ -89,7 +90,8 @@ def test_launch_releasing_every_third_round_equals_simulate(tmp_path):
     """``--release-every 3`` with momentum: real peers average only in the rounds between their local steps, their
     memory kept across them, as the simulator does (no noise: the contract is bit-for-bit up to 1e-9)."""
     settings = {"algorithm": "paper", "momentum": 0.5, "classifier": "aggregate", "release_every": 3}
-    config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500, **settings)
+    config = SimulationConfig.from_settings(data="twonorm", nodes=5, local_size=30, rounds=10, test_size=500,
+                                            rc_converged=False, **settings)
     results = launch(config, tmp_path / "run")
     _, _, expected = scenario(tmp_path / "sim", nodes=5, rounds=10, **settings)
     _, _, every_round = scenario(tmp_path / "every", nodes=5, rounds=10, **{**settings, "release_every": 1})

@@ -20,7 +20,7 @@ from crc.core.privacy import clip_standardized
 from crc.nodes.peer import Peer
 from crc.nodes.settings import PeerSettings
 from crc.protocol.accountant import plan_exact
-from support.liveness import kill_run
+from support.liveness import kill_runs_together
 from support.tables import mixed_columns, prepared
 
 SCHEMA, X, Y = prepared(mixed_columns(60, seed=4))
@@ -123,7 +123,7 @@ def test_real_peers_spend_the_simulators_epsilon_with_exact_noise(tmp_path, ever
     peers' discrete Gaussian is accounted by zCDP on the integer sensitivity (``plan_exact``), a little more noise
     than the simulator's floating-point Gaussian accounted by the PLD."""
     common = ["--data", "twonorm", "--nodes", "3", "--local-size", "20", "--rounds", "3", "--test-size", "300",
-              "--dp-epsilon", "8", "--clip", "1.5", "--release-every", str(every), "--json"]
+              "--dp-epsilon", "8", "--clip", "1.5", "--release-every", str(every), "--no-rc-converged", "--json"]
     simulated = CliRunner().invoke(main, ["simulate", *common])
     assert simulated.exit_code == 0, simulated.output
     launched = CliRunner().invoke(main, ["launch", *common, "--insecure", "--workdir", str(tmp_path)])
@@ -173,14 +173,16 @@ def test_real_peers_release_sums_carrying_the_distributed_noise_of_the_plan(tmp_
 def test_with_one_dropout_allowed_for_a_dead_member_no_longer_stops_its_neighbourhoods_sums(tmp_path):
     """kill -9 of one of 4 real peers on a complete graph under distributed noise: with ``--dp-dropouts 0`` every
     later round of every survivor falls back to its last aggregate (a sum needs every member's share); with
-    ``--dp-dropouts 1`` the sums of the three left are unmasked (bar, at most, the round it died in after sending)."""
+    ``--dp-dropouts 1`` the sums of the three left are unmasked (bar, at most, the round it died in after sending).
+    Both networks run at once: most of either run is its survivors waiting out timeouts for the dead member."""
     rounds, kill_at = 10, 3
     private = {"dp_epsilon": 8.0, "dp_noise": "distributed", "classifier": "aggregate", "secure_aggregation": True,
                "iters": 1}
+    runs = kill_runs_together([tmp_path / f"dropouts-{dropouts}" for dropouts in (0, 1)], topology="complete", nodes=4,
+                              rounds=rounds, kill_at=kill_at, timeout=1.0,
+                              settings=[{**private, "dp_dropouts": dropouts} for dropouts in (0, 1)])
     fallbacks = {}
-    for dropouts in (0, 1):
-        run = kill_run(tmp_path / f"dropouts-{dropouts}", topology="complete", nodes=4, rounds=rounds, kill_at=kill_at,
-                       timeout=1.0, dp_dropouts=dropouts, **private)
+    for dropouts, run in zip((0, 1), runs):
         assert set(run["codes"].values()) == {0}, run["codes"]
         after = rounds - run["killed_at"]
         for metrics in run["metrics"].values():

@@ -437,7 +437,8 @@ def test_real_peers_with_secure_aggregation_equal_the_simulator(tmp_path, topolo
     settings = {"data": "twonorm", "nodes": 6, "local_size": 30, "rounds": 6, "topology": topology, "loss": loss,
                 "test_size": 300, "secure_aggregation": True, "dp_colluders": colluders}
     arguments = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items() if k != "secure_aggregation"]
-    result = CliRunner().invoke(main, ["launch", *arguments, "--secure-aggregation", "--json", "--workdir", str(tmp_path)])
+    result = CliRunner().invoke(main, ["launch", *arguments, "--secure-aggregation", "--no-rc-converged", "--json",
+                                       "--workdir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     expected = simulated(SimulationConfig.from_settings(**settings))
     summary = json.loads(result.stdout)["secure_aggregation"]

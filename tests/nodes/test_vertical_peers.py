@@ -60,8 +60,10 @@ def no_rejections(peer) -> bool:
                                                  ("german", "qda", 3), ("penbased", "nb", 4), ("wdbc", "pc", 2),
                                                  ("german", "pc", 3)])
 def test_a_vertical_group_equals_the_simulator_pass_by_pass(data, model, blocks):
-    """A mixture of block products (pc) first runs its EM passes: RC's round t is its pass E + t."""
-    ref = reference(data, model, blocks, rounds=ROUNDS)
+    """A mixture of block products (pc) first runs its EM passes: RC's round t is its pass E + t. Penbased (10
+    classes, 4 blocks) trains on 2,000 of its instances: the alignment's private set intersection of all 8,244 was
+    nine tenths of the case's time."""
+    ref = reference(data, model, blocks, rounds=ROUNDS, **({"pooled_size": 2000} if data == "penbased" else {}))
     passes = {}
     bus = run_group(ref, on_pass=lambda address, peer: passes.setdefault(peer.pass_, {}).update({peer.block: peer.stats.copy()}))
     assert not bus.errors and all(peer.done for peer in bus.peers.values())

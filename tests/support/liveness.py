@@ -10,6 +10,7 @@ run with a kill, e.g. from the ``tests`` folder::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import statistics
@@ -43,29 +44,47 @@ def kill_run(directory: Path, *, topology: str, nodes: int = 5, rounds: int = 20
     without the processes' start-up, which varies by seconds on a loaded machine), their exit ``codes``, the
     ``victim`` and its last checkpointed round ``killed_at``, and per survivor its model file's ``metrics`` with its
     neighbours' addresses replaced by their indices."""
-    config, graph, _ = scenario(directory, nodes=nodes, rounds=rounds, topology=topology, **{**SLOW_ROUNDS, **settings})
-    victim = victim_of(graph)
-    with Network(directory, graph, config, timeout=timeout, first_round_timeout=START_S) as net:
+    (run,) = kill_runs_together([directory], topology=topology, nodes=nodes, rounds=rounds, kill_at=kill_at,
+                                timeout=timeout, limit_s=limit_s, settings=[settings])
+    return run
+
+
+def kill_runs_together(directories: list[Path], *, topology: str, nodes: int, rounds: int, kill_at: int | None,
+                       timeout: float = 1.0, limit_s: float = 120.0, settings: list[dict]) -> list[dict]:
+    """``kill_run`` for several deployments at once, one in each of ``directories`` with its own ``settings``: every
+    network started, then each victim killed at its round, then every survivor awaited (their waits overlap).
+    Returns ``kill_run``'s figures for each, in order; ``wall_s`` then counts from the start of the first network."""
+    prepared = [(directory, *scenario(directory, nodes=nodes, rounds=rounds, topology=topology, **{**SLOW_ROUNDS, **own})[:2])
+                for directory, own in zip(directories, settings, strict=True)]
+    with contextlib.ExitStack() as stack:
+        nets = [stack.enter_context(Network(directory, graph, config, timeout=timeout, first_round_timeout=START_S))
+                for directory, config, graph in prepared]
         started = time.monotonic()
-        net.start_all()
-        killed_at = None
+        for net in nets:
+            net.start_all()
+        victims = [victim_of(graph) for _, _, graph in prepared]
+        killed_at = [None] * len(nets)
         if kill_at is not None:
-            net.wait_for_round(victim, kill_at, limit=limit_s)
-            net.signal(victim, signal.SIGKILL)
-            net.processes[victim].wait(timeout=10)
-            killed_at = net.checkpoint_round(victim)
-        survivors = [i for i in range(nodes) if kill_at is None or i != victim]
-        codes = net.wait(survivors, limit=limit_s)
-        wall = time.monotonic() - started
-        index = {address: i for i, address in enumerate(net.addresses)}
-        metrics = {}
-        for i in survivors:
-            found = load_model(net.model_path(i)).metrics
-            metrics[i] = {key: ({index[a]: v for a, v in value.items()} if key in ("missing", "down_rounds", "downtime_s")
-                                else value) for key, value in found.items()}
-    rounds_s = max(sum(m["round_ms"][1:]) for m in metrics.values()) / 1000
-    return {"wall_s": wall, "rounds_s": rounds_s, "codes": codes, "victim": victim, "killed_at": killed_at, "metrics": metrics,
-            "edges": sorted(graph.edges())}
+            for i, (net, victim) in enumerate(zip(nets, victims)):
+                net.wait_for_round(victim, kill_at, limit=limit_s)
+                net.signal(victim, signal.SIGKILL)
+                net.processes[victim].wait(timeout=10)
+                killed_at[i] = net.checkpoint_round(victim)
+        runs = []
+        for net, victim, killed, (_, _, graph) in zip(nets, victims, killed_at, prepared):
+            survivors = [i for i in range(nodes) if kill_at is None or i != victim]
+            codes = net.wait(survivors, limit=limit_s)
+            wall = time.monotonic() - started
+            index = {address: i for i, address in enumerate(net.addresses)}
+            metrics = {}
+            for i in survivors:
+                found = load_model(net.model_path(i)).metrics
+                metrics[i] = {key: ({index[a]: v for a, v in value.items()} if key in ("missing", "down_rounds", "downtime_s")
+                                    else value) for key, value in found.items()}
+            rounds_s = max(sum(m["round_ms"][1:]) for m in metrics.values()) / 1000
+            runs.append({"wall_s": wall, "rounds_s": rounds_s, "codes": codes, "victim": victim, "killed_at": killed,
+                         "metrics": metrics, "edges": sorted(graph.edges())})
+    return runs
 
 
 def summary(run: dict) -> dict:
