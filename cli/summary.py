@@ -14,7 +14,7 @@ from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE
 ABSENT_CLASSES_SHOWN = 10
 """The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
 ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
-        ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
+        ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"), ("majority class", "majority"))
 
 
 def on_graph(topology: str) -> str:
@@ -174,3 +174,14 @@ def warn_absent_classes(results: dict) -> None:
         more = f" and {len(absent) - ABSENT_CLASSES_SHOWN} more" if len(absent) > ABSENT_CLASSES_SHOWN else ""
         warn(f"class(es) {named}{more} had no training instance (in some repeat): they keep the "
              "count floor, are never predicted, and their test instances count as errors")
+
+
+def warn_no_better_than_majority(results: dict) -> None:
+    """Warn (standard error) when CRC's test error is no lower than always predicting the most frequent training class:
+    a figure such as 0.07 looks small, but on a 95/5 data set it is worse than saying 'the common class' every time."""
+    majority = results.get("majority")
+    crc = results["crc"]["test_error"]
+    if majority and 0 < majority["test_error"] <= crc:
+        warn(f"CRC's test error {crc:.4f} is no lower than {majority['test_error']:.4f}, that of always predicting the "
+             "training set's most frequent class (the 'majority class' row): the features tell the classifier little "
+             "of the class here, or the classes are too unbalanced for the error to say much (--json gives test_f1)")

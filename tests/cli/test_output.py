@@ -393,3 +393,16 @@ def test_a_reader_that_left_early_ends_the_command_quietly_with_141():
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_the_majority_class_row_and_its_warning_only_when_crc_does_no_better(capsys):
+    results = {**fake_results(), "majority": {"train_error": 0.3, "test_error": 0.35}}
+    assert "majority class          0.3000      0.3500              –" in summary_lines(results)
+    summary.warn_no_better_than_majority(results)  # CRC's 0.2 beats it
+    assert capsys.readouterr().err == ""
+    summary.warn_no_better_than_majority({**results, "majority": {"train_error": 0.0, "test_error": 0.0}})
+    assert capsys.readouterr().err == ""  # a test set of one class: nothing to beat
+    summary.warn_no_better_than_majority({**results, "majority": {"train_error": 0.1, "test_error": 0.2}})
+    assert capsys.readouterr().err.startswith("Warning: CRC's test error 0.2000 is no lower than 0.2000, that of always "
+                                              "predicting the training set's most frequent class")
+    assert not [line for line in summary_lines(fake_results()) if line.startswith("majority")]  # results written before it
