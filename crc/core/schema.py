@@ -453,7 +453,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
             _refuse_unit_numbers(name, column)
             _refuse_identifier(name, column)
         elif name not in categorical:
-            warn_row_number(name, column)
+            warn_row_number(name, column, label_column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))
