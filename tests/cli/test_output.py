@@ -268,6 +268,25 @@ def test_progress_prints_its_last_line_once_however_often_it_is_told_it_is_done(
     assert lines == ["launching: 100% (16/16 peer-rounds, 6.0 s elapsed)"]
 
 
+def test_progress_that_printed_0_percent_prints_100_percent_when_done_however_soon():
+    """crc launch on a large file: 5 s of set-up printed 'launching: 0% ...', the peers finished half a second later,
+    and the log ended at 0 %."""
+    clock = Clock()
+
+    @click.command()
+    def work():
+        bar = Progress(32, "launching", "peer-rounds", phases=1, terminal=False, enabled=True, clock=clock)
+        bar.phase("preparing the peers' files and starting the peers")
+        clock.now = 5.3
+        bar.update(0)
+        clock.now = 5.8
+        bar.update(32)
+
+    lines = CliRunner().invoke(work, []).stderr.splitlines()
+    assert lines == ["launching: 0% (0/32 peer-rounds, 5.3 s elapsed, 5.3 s of it set-up)",
+                     "launching: 100% (32/32 peer-rounds, 5.8 s elapsed, 5.3 s of it set-up)"]
+
+
 def test_a_long_phase_reports_how_far_it_has_got_at_most_every_five_seconds():
     clock = Clock()
 
