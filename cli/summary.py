@@ -177,11 +177,13 @@ def warn_absent_classes(results: dict) -> None:
 
 
 def warn_no_better_than_majority(results: dict) -> None:
-    """Warn (standard error) when CRC's test error is no lower than always predicting the most frequent training class:
-    a figure such as 0.07 looks small, but on a 95/5 data set it is worse than saying 'the common class' every time."""
+    """Warn (standard error) when CRC's test error (under an attack, the honest peers') is no lower than always
+    predicting the most frequent training class: a figure such as 0.07 looks small, but on a 95/5 data set it is worse
+    than saying 'the common class' every time."""
     majority = results.get("majority")
-    crc = results["crc"]["test_error"]
-    if majority and 0 < majority["test_error"] <= crc:
-        warn(f"CRC's test error {crc:.4f} is no lower than {majority['test_error']:.4f}, that of always predicting the "
-             "training set's most frequent class (the 'majority class' row): the features tell the classifier little "
-             "of the class here, or the classes are too unbalanced for the error to say much (--json gives test_f1)")
+    peers, whose = (results["honest"], "the honest peers'") if "honest" in results else (results["crc"], "CRC's")
+    if majority and 0 < majority["test_error"] <= peers["test_error"]:
+        warn(f"{whose} test error {peers['test_error']:.4f} is no lower than {majority['test_error']:.4f}, that of "
+             "always predicting the training set's most frequent class (the 'majority class' row): features that say "
+             "little of the class, classes too unbalanced for the error to tell much (--json gives test_f1), or peers "
+             "not there yet (too few rounds, too much noise)")

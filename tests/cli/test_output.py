@@ -424,4 +424,9 @@ def test_the_majority_class_row_and_its_warning_only_when_crc_does_no_better(cap
     summary.warn_no_better_than_majority({**results, "majority": {"train_error": 0.1, "test_error": 0.2}})
     assert capsys.readouterr().err.startswith("Warning: CRC's test error 0.2000 is no lower than 0.2000, that of always "
                                               "predicting the training set's most frequent class")
+    attacked = {**results, "crc": {**results["crc"], "test_error": 0.6}, "honest": {"test_error": 0.2}}
+    summary.warn_no_better_than_majority(attacked)  # the Byzantine peers' errors are the attack's, not the data's
+    assert capsys.readouterr().err == ""
+    summary.warn_no_better_than_majority({**attacked, "honest": {"test_error": 0.4}})
+    assert capsys.readouterr().err.startswith("Warning: the honest peers' test error 0.4000 is no lower than 0.3500")
     assert not [line for line in summary_lines(fake_results()) if line.startswith("majority")]  # results written before it
