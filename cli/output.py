@@ -89,13 +89,15 @@ def note(message: str) -> None:
         click.echo(message, err=True)
 
 
-def tiny_test_set_warning(instances: int) -> str | None:
-    """The warning for a test set of ``instances`` instances, or None if it is large enough."""
+def tiny_test_set_warning(instances: int, *, short: bool = False) -> str | None:
+    """The warning for a test set of ``instances`` instances, or None if it is large enough; ``short``: the training
+    set left no more for it (a larger --test-size would not help)."""
     if instances >= TINY_TEST_SET:
         return None
     resolution = f"errors move in steps of 1/{instances} = {1 / instances:.3g}" if instances else "no test error at all"
-    return (f"the test set has only {instances} instance{'s' if instances != 1 else ''} (< {TINY_TEST_SET}): "
-            f"{resolution}; use --test-size 0.25 (a fraction) or a count of a few hundred")
+    remedy = ("fewer training instances (--nodes, --local-size, --train-size) leave more for it" if short else
+              "use --test-size 0.25 (a fraction) or a count of a few hundred")
+    return f"the test set has only {instances} instance{'s' if instances != 1 else ''} (< {TINY_TEST_SET}): {resolution}; {remedy}"
 
 
 def emit_json(obj, *, out: str | None, to_stdout: bool) -> None:

@@ -148,7 +148,7 @@ def print_summary(results: dict) -> None:
 
 def warn_tiny_test_set(results: dict) -> None:
     """Warn (standard error) when the run was tested on too few instances for its test error to mean much."""
-    message = tiny_test_set_warning(results["evaluation"]["test_instances"])
+    message = tiny_test_set_warning(results["evaluation"]["test_instances"], short="short_test_set" in results)
     if message:
         warn(message)
 

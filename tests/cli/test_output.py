@@ -67,6 +67,19 @@ def test_a_tiny_test_set_is_warned_about_once(tmp_path, command):
     assert "Warning: the test set has only 22 instances" in json_too.stderr  # a fraction: 0.003 of twonorm's 7400
 
 
+@pytest.mark.parametrize("command", [["simulate", "--no-rc-converged"], ["split"]])
+def test_a_test_set_the_training_set_left_tiny_is_warned_about_with_the_remedy_that_helps(tmp_path, command):
+    """wine's 178 instances, 170 of them for training: a larger --test-size cannot help, which the warning said."""
+    path = tmp_path / "small.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i % 7},{i * 0.37:.2f},{'pq'[i % 2]}\n" for i in range(60)))
+    extra = ["--out", tmp_path / "out"] if command[0] == "split" else ["--rounds", "2"]
+    result = run(*command, "--data", path, "--label", "y", "--nodes", "5", "--train-size", "50", *extra)
+    assert result.exit_code == 0, result.output
+    assert ("Warning: the test set has only 10 instances (< 30): errors move in steps of 1/10 = 0.1; fewer training "
+            "instances (--nodes, --local-size, --train-size) leave more for it") in result.stderr
+    assert "use --test-size" not in result.stderr
+
+
 def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_json():
     args = ["--data", "optdigits", "--nodes", "10", "--local-size", "30", "--rounds", "4"]
     result = run("simulate", *args)
