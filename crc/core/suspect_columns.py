@@ -19,21 +19,6 @@ ROWS_PER_CATEGORY = 10
 """Fewer values per category than this, on average, in a column of many categories: a warning."""
 
 
-def _distinct_integers(column) -> np.ndarray | None:
-    """``column``'s present values (NaN rows left out) if they are more than ``TOO_FEW`` integers, each in one row;
-    else None."""
-    rows = column.number_rows()[0]
-    present = rows[~np.isnan(rows)]
-    if present.size <= TOO_FEW or not np.array_equal(present, np.round(present)) or np.unique(present).size < present.size:
-        return None
-    return present
-
-
-def _consecutive(distinct: np.ndarray) -> bool:
-    """Whether distinct integers (m,) are lo, lo + 1, ..., hi."""
-    return bool(distinct.max() - (distinct.size - 1) == distinct.min())  # no high - low: it may overflow
-
-
 def warn_row_number(name: str, column, label_column=None) -> None:
     """Warn if ``column`` holds a different integer in each of more than ``TOO_FEW`` rows, and they are the consecutive
     lo, lo + 1, ..., hi (a row number, which tells the class of a file sorted by class) or, given the ``label_column``,
@@ -41,7 +26,8 @@ def warn_row_number(name: str, column, label_column=None) -> None:
     class order: patient numbers 84300903 and up)."""
     rows = column.number_rows()[0]
     present = rows[~np.isnan(rows)]
-    if present.size <= TOO_FEW or not np.array_equal(present, np.round(present)) or np.unique(present).size < present.size:
+    if (present.size <= TOO_FEW or not np.array_equal(present, np.round(present))
+            or np.unique(present).size < present.size):
         return
     low, high = present.min(), present.max()
     if high - (present.size - 1) == low:  # no high - low: it may overflow
