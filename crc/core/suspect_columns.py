@@ -1,7 +1,7 @@
-"""Warnings about columns that are legal but suspect: a row number, an identifier given in class order, a column of
-many rare categories, a copy of the label, a feature missing in every row of a class, values that differ only in letter
-case or spaces, a code for a missing value (-999) among numbers. Each is read as any column is, and named on the
-``crc.data`` logger (``Warning:`` lines on a command's standard error, once per command)."""
+"""Warnings about columns that are legal but suspect: a header that reads as a data row, a row number, an identifier
+given in class order, a column of many rare categories, a copy of the label, a feature missing in every row of a class,
+values that differ only in letter case or spaces, a code for a missing value (-999) among numbers. Each is read as any
+column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per command)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import logging
 import unicodedata
 
 import numpy as np
+
+from crc.core.columns import canonical_value, headerless_hint
 
 LOG = logging.getLogger("crc.data")
 TOO_FEW = 10
@@ -149,3 +151,13 @@ def warn_label_copy(name: str, column, label: str, label_column) -> None:
         LOG.warning(
             f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
             f"of the label column {label!r}? It gives the class away; drop it")
+
+
+def warn_header_of_data(label: str, classes, names) -> None:
+    """Warn if the ``label`` column's name is one of its own ``classes`` (canonical spellings) and the column ``names``
+    are numbers but for it: the first line of a file without a header (``5.1,3.5,1.4,0.2,setosa`` with ``--label
+    setosa``), read as names, its row left out."""
+    hint = headerless_hint(names)
+    if hint and canonical_value(label) in set(classes):
+        LOG.warning(f"the label column's name {label!r} is one of its classes and the other columns are named by numbers"
+                    f"{hint}; crc took that line for the header, leaving its row out")
