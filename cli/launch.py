@@ -25,7 +25,7 @@ from crc.cli.options import (
 )
 from crc.cli.output import Progress, emit_json, log_level, note, tiny_test_set_warning, warn
 from crc.cli.privacy import refuse_idle_privacy_settings, sum_over_option
-from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
+from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_no_better_than_majority, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.errors import CRCError
 from crc.nodes.block_steps import em_passes, rounds_of
@@ -177,6 +177,7 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
         warn_tiny_test_set(results)
     note_short_test_set(results)
     warn_absent_classes(results)
+    warn_no_better_than_majority(results)
     for failed in results["network"]["failed"]:
         click.echo(f"peer {failed['node']} ({failed['bind']}) failed: exit code {failed['exit_code']}, "
                    f"last round {failed['rounds_done']}", err=True)

@@ -89,13 +89,15 @@ def note(message: str) -> None:
         click.echo(message, err=True)
 
 
-def tiny_test_set_warning(instances: int) -> str | None:
-    """The warning for a test set of ``instances`` instances, or None if it is large enough."""
+def tiny_test_set_warning(instances: int, *, short: bool = False) -> str | None:
+    """The warning for a test set of ``instances`` instances, or None if it is large enough; ``short``: the training
+    set left no more for it (a larger --test-size would not help)."""
     if instances >= TINY_TEST_SET:
         return None
     resolution = f"errors move in steps of 1/{instances} = {1 / instances:.3g}" if instances else "no test error at all"
-    return (f"the test set has only {instances} instance{'s' if instances != 1 else ''} (< {TINY_TEST_SET}): "
-            f"{resolution}; use --test-size 0.25 (a fraction) or a count of a few hundred")
+    remedy = ("fewer training instances (--nodes, --local-size, --train-size) leave more for it" if short else
+              "use --test-size 0.25 (a fraction) or a count of a few hundred")
+    return f"the test set has only {instances} instance{'s' if instances != 1 else ''} (< {TINY_TEST_SET}): {resolution}; {remedy}"
 
 
 def emit_json(obj, *, out: str | None, to_stdout: bool) -> None:
@@ -135,6 +137,7 @@ class Progress:
         self._last = self.started
         self._printed_at = self.started
         self._printed_fraction = 0.0
+        self._printed_line = False  # without a terminal: whether a line was printed (then the last one is 100 %)
         self._width = 0
 
     def phase(self, text: str) -> None:
@@ -144,7 +147,7 @@ class Progress:
         if self.enabled and self.terminal:
             self._rewrite(f"{self.label}: {text}")
         elif self.enabled and now - self.started >= PROGRESS_EVERY_S:
-            self._printed_at = now
+            self._printed_at, self._printed_line = now, True
             click.echo(f"{self.label}: {text}", err=True)
 
     def detail(self, text: str) -> None:
@@ -158,6 +161,7 @@ class Progress:
         if self.terminal:
             self._rewrite(line)
         else:
+            self._printed_line = True
             click.echo(line, err=True)
 
     def _end_phase(self, now: float) -> None:
@@ -182,9 +186,9 @@ class Progress:
         elif self._printed_fraction < 1:  # once 100 % is printed, later updates (a caller polling) add nothing
             fraction, since = self.done / self.total, now - self._printed_at
             step = fraction - self._printed_fraction >= PROGRESS_EVERY_FRACTION and since >= PROGRESS_MIN_GAP_S
-            last = self.done == self.total and self._printed_fraction > 0
+            last = self.done == self.total and self._printed_line  # a log that said 0 % ends at 100 %
             if step or since >= PROGRESS_EVERY_S or last:
-                self._printed_fraction, self._printed_at = fraction, now
+                self._printed_fraction, self._printed_at, self._printed_line = fraction, now, True
                 click.echo(self._line_text(now), err=True)
 
     def eta(self, now: float | None = None) -> float | None:

@@ -11,7 +11,7 @@ import click
 from crc.cli.options import check_partition_options, fit_local_size, out_option, plots_option, run_options
 from crc.cli.output import Progress, emit_json, note, tiny_test_set_warning, verbosity, warn
 from crc.cli.privacy import refuse_idle_privacy_settings
-from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_tiny_test_set
+from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_no_better_than_majority, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.protocol import SimulationConfig
 from crc.protocol import simulate as run_simulation
@@ -78,6 +78,7 @@ def simulate(ctx, as_json: bool, out: str | None, plots: str | None, **options):
         warn_tiny_test_set(results)
     note_short_test_set(results)
     warn_absent_classes(results)
+    warn_no_better_than_majority(results)
     if plots:
         draw_run_figures(results, plots)
 

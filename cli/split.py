@@ -210,6 +210,6 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))
-    message = tiny_test_set_warning(len(drawn.test_rows))
+    message = tiny_test_set_warning(len(drawn.test_rows), short=len(drawn.test_rows) < drawn.test_wanted)
     if message:
         warn(message)

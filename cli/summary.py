@@ -14,7 +14,7 @@ from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE
 ABSENT_CLASSES_SHOWN = 10
 """The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
 ROWS = (("ML", "ml"), ("RC", "rc"), ("RC converged", "rc_converged"), ("CRC", "crc"), ("CRC, honest peers", "honest"),
-        ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"))
+        ("mixture of nodes", "mixture_of_nodes"), ("FedPC one-pass", "fedpc"), ("majority class", "majority"))
 
 
 def on_graph(topology: str) -> str:
@@ -148,7 +148,7 @@ def print_summary(results: dict) -> None:
 
 def warn_tiny_test_set(results: dict) -> None:
     """Warn (standard error) when the run was tested on too few instances for its test error to mean much."""
-    message = tiny_test_set_warning(results["evaluation"]["test_instances"])
+    message = tiny_test_set_warning(results["evaluation"]["test_instances"], short="short_test_set" in results)
     if message:
         warn(message)
 
@@ -174,3 +174,16 @@ def warn_absent_classes(results: dict) -> None:
         more = f" and {len(absent) - ABSENT_CLASSES_SHOWN} more" if len(absent) > ABSENT_CLASSES_SHOWN else ""
         warn(f"class(es) {named}{more} had no training instance (in some repeat): they keep the "
              "count floor, are never predicted, and their test instances count as errors")
+
+
+def warn_no_better_than_majority(results: dict) -> None:
+    """Warn (standard error) when CRC's test error (under an attack, the honest peers') is no lower than always
+    predicting the most frequent training class: a figure such as 0.07 looks small, but on a 95/5 data set it is worse
+    than saying 'the common class' every time."""
+    majority = results.get("majority")
+    peers, whose = (results["honest"], "the honest peers'") if "honest" in results else (results["crc"], "CRC's")
+    if majority and 0 < majority["test_error"] <= peers["test_error"]:
+        warn(f"{whose} test error {peers['test_error']:.4f} is no lower than {majority['test_error']:.4f}, that of "
+             "always predicting the training set's most frequent class (the 'majority class' row): features that say "
+             "little of the class, classes too unbalanced for the error to tell much (--json gives test_f1), or peers "
+             "not there yet (too few rounds, too much noise)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from crc.core.data import encode, standardize
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, named_errors
 from crc.core.models import GenerativeModel
 from crc.core.privacy import clip_standardized
 from crc.core.schema import Schema
@@ -30,9 +30,9 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
 
 def feature_map(path, schema: Schema, model: GenerativeModel, x: np.ndarray, *, clip: float | None = None) -> np.ndarray:
     """phi (m, k) of encoded instances ``x`` (m, d) read from ``path``: standardized (clipped to [-clip, clip] with
-    ``clip``); a CRCError naming the file for a value whose features overflow."""
+    ``clip``); a CRCError naming the file for a value whose features overflow, or that the model refuses."""
     x = standardize(schema, x)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), named_errors(path):  # QDA's refusal of a missing value
         phi = model.features(x if clip is None else clip_standardized(schema, x, clip))
     overflowed = np.isinf(phi).any(axis=1)  # NaN is a missing value, not an overflow
     if overflowed.any():

@@ -48,10 +48,12 @@ def separator_hint(names) -> str:
 
 
 def headerless_hint(names) -> str:
-    """A hint for an error about a header whose names are all numbers written as text (a file written without a
-    header), else ""."""
+    """A hint for an error about a header whose names are all numbers written as text, or all but one of two numbers
+    or more (a file written without a header, its first row's class as a name: ``5.1,3.5,1.4,0.2,setosa``), else
+    ""."""
     names = list(names)
-    if not names or not all(isinstance(name, str) and as_number(name) is not None for name in names):
+    numbers = sum(isinstance(name, str) and as_number(name) is not None for name in names)
+    if not names or numbers < len(names) - (1 if numbers >= 2 else 0):
         return ""
     return " (its first line looks like data, not column names: add a header row naming the columns)"
 

@@ -217,7 +217,8 @@ def split_counts(m: int, n_train: int, test_size: float, *, source: str = "") ->
         raise CRCError(f"{source + ': ' if source else ''}data set has {m} instances, fewer than the {n_train} training "
                        f"(nodes x local size) plus "
                        f"{n_test if n_test >= 1 else 'at least 1'} test instance{'s' if n_test > 1 else ''} needed: at "
-                       f"most {m - max(n_test, 1)} training instances fit, so give fewer peers or fewer instances each")
+                       f"most {m - max(n_test, 1)} training instances fit, so give fewer peers or fewer instances each"
+                       + ("" if fraction or m <= n_train else f", or a test size of at most {m - n_train} (it is a count)"))
     return n_test, wanted
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from crc.core.data import encode_features
 from crc.core.errors import CRCError
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.numeric import logsumexp, normalise_exp
@@ -48,7 +47,7 @@ def group_posteriors(blocks: list[TrainedModel], columns, *, source: str = "data
     total = None
     for trained in blocks:
         leaves = getattr(trained.model, "leaves", trained.model)  # a mixture's blocks are models of its (y, k)
-        phi = trained.model.features(encode_features(trained.schema, columns, source=source))
+        phi = trained.features(columns, source=source)
         scores = leaves.log_joint(trained.theta, phi) - trained.theta["log_prior"][None, :]
         total = scores if total is None else total + scores
     total = total + blocks[0].theta["log_prior"][None, :]

@@ -37,6 +37,13 @@ def node_errors(model: GenerativeModel, stats: np.ndarray, phi: np.ndarray, y: n
     return (node_predictions(model, stats, phi) != y[None, :]).mean(axis=1)
 
 
+def majority_errors(y_train: np.ndarray, *evaluated: np.ndarray) -> list[float]:
+    """0-1 error on each of ``evaluated`` (label codes, (m_i,)) of always predicting the most frequent class of
+    ``y_train`` (m,), the smallest code among ties: the trivial baseline a classifier should beat."""
+    majority = int(np.argmax(np.bincount(y_train)))
+    return [float(np.mean(y != majority)) for y in evaluated]
+
+
 def f1_scores(predictions: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """F1 of each row of predicted codes (n, m) against labels (m,), shape (n,): of class 1 for two classes (the
     positive class, as scikit-learn's binary F1), else the mean over classes (macro F1). A class neither

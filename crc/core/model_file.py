@@ -20,7 +20,7 @@ import numpy as np
 from crc.core import fields
 from crc.core.columns import canonical_value
 from crc.core.data import encode_features
-from crc.core.errors import CRCError
+from crc.core.errors import CRCError, named_errors
 from crc.core.files import atomic_write_json, read_json
 from crc.core.models import MODELS, make_model
 from crc.core.schema import Schema
@@ -124,7 +124,14 @@ class TrainedModel:
             LOG.warning(f"this model holds block {self.group_block} of a {self.metrics['partition']} group: it predicts "
                         "from that block's features alone; the group's classifier takes every block's model file "
                         "(crc.load_group, or crc predict with every --model-file)")
-        return self.model.posteriors(self.theta, self.model.features(encode_features(self.schema, columns, source=source)))
+        return self.model.posteriors(self.theta, self.features(columns, source=source))
+
+    def features(self, columns, *, source: str = "data") -> np.ndarray:
+        """The model's features phi (m, k) of ``columns`` (as ``predict_proba`` takes them); a CRCError naming
+        ``source`` for a cell the schema or the model refuses (QDA: a missing continuous value)."""
+        x = encode_features(self.schema, columns, source=source)
+        with named_errors(source):
+            return self.model.features(x)
 
     def predict(self, columns, *, source: str = "data") -> np.ndarray:
         """Predicted class labels (m,) as strings."""

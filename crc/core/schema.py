@@ -24,6 +24,7 @@ from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hin
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 from crc.core.suspect_columns import (
+    warn_header_of_data,
     warn_label_copy,
     warn_missing_code,
     warn_missing_in_class,
@@ -421,6 +422,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
     if len(classes) < 2:
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     warn_values_alike(f"label column {label!r}", classes, "classes")
+    warn_header_of_data(label, classes, columns)
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "
@@ -453,7 +455,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
             _refuse_unit_numbers(name, column)
             _refuse_identifier(name, column)
         elif name not in categorical:
-            warn_row_number(name, column)
+            warn_row_number(name, column, label_column)
         if name in categorical or column.distinct_at_most(max_discrete_distinct) or not column.all_numbers():
             features.append(Feature(name, DISCRETE, categories=tuple(_sorted_values(set(column.canonical)))))
             warn_rare_categories(name, len(features[-1].categories), int((column.codes >= 0).sum()))

@@ -1,8 +1,7 @@
-"""Warnings about columns that are legal but suspect: a row number, a column of many rare categories, a copy of the
-label, a feature missing in every row of a class, values that differ only in letter case or spaces, a code for a missing
-value (-999) among numbers. Each is read as
-any column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per
-command)."""
+"""Warnings about columns that are legal but suspect: a header that reads as a data row, a row number, an identifier
+given in class order, a column of many rare categories, a copy of the label, a feature missing in every row of a class,
+values that differ only in letter case or spaces, a code for a missing value (-999) among numbers. Each is read as any
+column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per command)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,8 @@ import logging
 import unicodedata
 
 import numpy as np
+
+from crc.core.columns import canonical_value, headerless_hint
 
 LOG = logging.getLogger("crc.data")
 TOO_FEW = 10
@@ -20,18 +21,43 @@ ROWS_PER_CATEGORY = 10
 """Fewer values per category than this, on average, in a column of many categories: a warning."""
 
 
-def warn_row_number(name: str, column) -> None:
-    """Warn if ``column`` holds the consecutive integers lo, lo + 1, ..., hi, one per row,
-    in more than ``TOO_FEW`` rows: a row number, which tells the class of a file sorted by class."""
+def warn_row_number(name: str, column, label_column=None) -> None:
+    """Warn if ``column`` holds a different integer in each of more than ``TOO_FEW`` rows, and they are the consecutive
+    lo, lo + 1, ..., hi (a row number, which tells the class of a file sorted by class) or, given the ``label_column``,
+    the rows of each class hold a range of their own, the ranges of two classes or more apart (an identifier given in
+    class order: patient numbers 84300903 and up)."""
     rows = column.number_rows()[0]
     present = rows[~np.isnan(rows)]
-    if present.size <= TOO_FEW or not np.array_equal(present, np.round(present)):
+    if (present.size <= TOO_FEW or not np.array_equal(present, np.round(present))
+            or np.unique(present).size < present.size):
         return
     low, high = present.min(), present.max()
-    if high - (present.size - 1) == low and np.unique(present).size == present.size:  # no high - low: it may overflow
+    if high - (present.size - 1) == low:  # no high - low: it may overflow
         LOG.warning(
             f"feature column {name!r} holds the integers {low:.0f} to {high:.0f}, one per row: a row number or an "
             f"identifier? It is a feature like any other (in a file sorted by class it gives the class away); drop it")
+    elif label_column is not None:
+        _warn_class_ordered(name, rows, present.size, label_column)
+
+
+CLASS_RANGES_SHOWN = 3
+"""The classes whose ranges a warning about an identifier given in class order names."""
+
+
+def _warn_class_ordered(name: str, rows: np.ndarray, distinct: int, label_column) -> None:
+    """``warn_row_number``'s warning of an identifier given in class order, if the ``distinct`` integers of ``rows``
+    (m,) (NaN where missing) fall in a range per class, apart."""
+    codes, spellings = _canonical_values(label_column)
+    valued = ~np.isnan(rows) & (codes >= 0)
+    ranges = sorted((rows[valued & (codes == k)].min(), rows[valued & (codes == k)].max(), spellings[k])
+                    for k in np.unique(codes[valued]))
+    if len(ranges) < 2 or any(high >= next_low for (_, high, _), (next_low, _, _) in zip(ranges, ranges[1:])):
+        return
+    shown = ", ".join(f"{spelling!r} {low:.0f} to {high:.0f}" for low, high, spelling in ranges[:CLASS_RANGES_SHOWN])
+    more = f" and {len(ranges) - CLASS_RANGES_SHOWN} more" if len(ranges) > CLASS_RANGES_SHOWN else ""
+    LOG.warning(
+        f"feature column {name!r} holds a different integer in each of its {distinct} rows, those of each class in a "
+        f"range of its own ({shown}{more}): an identifier given in class order? It gives the class away; drop it")
 
 
 MISSING_CODES = frozenset(float(sign + "9" * digits) for sign in ("", "-") for digits in range(2, 7))
@@ -125,3 +151,13 @@ def warn_label_copy(name: str, column, label: str, label_column) -> None:
         LOG.warning(
             f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
             f"of the label column {label!r}? It gives the class away; drop it")
+
+
+def warn_header_of_data(label: str, classes, names) -> None:
+    """Warn if the ``label`` column's name is one of its own ``classes`` (canonical spellings) and the column ``names``
+    are numbers but for it: the first line of a file without a header (``5.1,3.5,1.4,0.2,setosa`` with ``--label
+    setosa``), read as names, its row left out."""
+    hint = headerless_hint(names)
+    if hint and canonical_value(label) in set(classes):
+        LOG.warning(f"the label column's name {label!r} is one of its classes and the other columns are named by numbers"
+                    f"{hint}; crc took that line for the header, leaving its row out")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from crc.core import metrics
 from crc.core.data import Dataset
 from crc.protocol.config import SimulationConfig
 from crc.protocol.repeat import Repeat
@@ -20,6 +21,7 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
         "ml": central["ml"],
         "rc": central["rc"],
         "crc": _errors(rep, final),
+        "majority": _majority(rep),
         "rounds": [],
         "evaluation": {"nodes": int(len(nodes)), "train_instances": int(len(rep.train_idx)),
                        "test_instances": int(len(rep.test_idx)),
@@ -38,6 +40,13 @@ def repeat_results(rep: Repeat, central: dict, final: np.ndarray, *, ess: float,
         result["rc_converged"] = central["rc_converged"]
         result["test_gap_converged"] = result["crc"]["test_error"] - central["rc_converged"]["test_error"]
     return result
+
+
+def _majority(rep: Repeat) -> dict:
+    """Train and test errors, on the evaluation sample, of always predicting the training set's most frequent class."""
+    split = rep.split
+    train, test = metrics.majority_errors(split.y_train, split.y_train[rep.train_idx], split.y_test[rep.test_idx])
+    return {"train_error": train, "test_error": test}
 
 
 def _errors(rep: Repeat, stats: np.ndarray) -> dict:
@@ -71,6 +80,7 @@ def results_json(config: SimulationConfig, dataset: Dataset, repeats: list[dict]
         "ml": _mean_of([r["ml"] for r in repeats]),
         "rc": _mean_of([r["rc"] for r in repeats]),
         "crc": _mean_of([r["crc"] for r in repeats]),
+        "majority": _mean_of([r["majority"] for r in repeats]),
         "train_gap": float(np.mean([r["train_gap"] for r in repeats])),
         "test_gap": float(np.mean([r["test_gap"] for r in repeats])),
         "rounds": [_mean_of([r["rounds"][t] for r in repeats]) for t in range(len(repeats[0]["rounds"]))],

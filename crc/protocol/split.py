@@ -39,9 +39,19 @@ class Split:
 def warn_singular_qda(dims: int, y_train: np.ndarray, n_classes: int, *, of: str = "") -> None:
     """Warn (``crc.data`` logger) if a class present in ``y_train`` (m,) has no more instances than ``dims``, the
     continuous features one QDA covariance spans (``of``: whose, as the message names them; the schema's by default):
-    that class's covariance is singular, its eigenvalues floored at 1e-9."""
+    that class's covariance is singular, its eigenvalues floored at 1e-9. The message says whether every class is so
+    (QDA as a whole may do little better than chance) or how many of them (a class of 3 rows among hundreds)."""
     counts = np.bincount(y_train, minlength=n_classes)
-    if dims and counts[counts > 0].min() <= dims:
-        logging.getLogger("crc.data").warning(
-            f"QDA: a class has no more training instances than the {dims} continuous features{of}, so its covariance "
-            f"is singular and QDA may do little better than chance: naive Bayes (--model nb), or more training instances")
+    present = counts[counts > 0]
+    few = present[present <= dims]
+    if not dims or not few.size:
+        return
+    if few.size == present.size:
+        which, fate = "every class has", "every covariance is singular and QDA may do little better than chance"
+    else:
+        which = f"{few.size} of {present.size} classes ha{'s' if few.size == 1 else 've'}"
+        fate = (f"{'its covariance is' if few.size == 1 else 'their covariances are'} singular (the fewest instances: "
+                f"{few.min()}) and QDA may do little better than chance on {'it' if few.size == 1 else 'them'}")
+    logging.getLogger("crc.data").warning(
+        f"QDA: {which} no more training instances than the {dims} continuous features{of}, so {fate}: naive Bayes "
+        f"(--model nb), or more training instances")

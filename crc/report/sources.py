@@ -120,8 +120,10 @@ def _run_problem(results: dict) -> str:
         for key in ("train_gap", "test_gap"):
             fields.number(results.get(key), key)
         converged = fields.mapping(results.get("rc_converged", {}), "rc_converged")
+        majority = fields.mapping(results.get("majority", {}), "majority")
         for name, value in (("rc_converged.test_error", converged.get("test_error")),
-                            ("test_gap_converged", results.get("test_gap_converged"))):
+                            ("test_gap_converged", results.get("test_gap_converged")),
+                            ("majority.test_error", majority.get("test_error"))):
             if value is not None:
                 fields.number(value, name)
         _check_curve(results.get("rounds", []), "rounds")

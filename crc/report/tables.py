@@ -20,8 +20,9 @@ def table_csv(table: dict) -> str:
 
 
 RUN_HEADERS = ["data", "model", "topology", "partition", "n", "m_v", "rounds", "ML test", "RC test", "CRC test", "CRC std",
-               "train gap", "test gap", "RC conv. test", "test gap to RC conv."]
-"""The last two are empty for runs recorded before RC to convergence was reported."""
+               "train gap", "test gap", "RC conv. test", "test gap to RC conv.", "majority test"]
+""""RC conv." are empty for runs recorded before RC to convergence was reported, "majority test" (always the training
+set's most frequent class, the trivial baseline) for runs recorded before it was."""
 
 
 def _run_row(results: dict) -> list:
@@ -34,16 +35,17 @@ def _run_row(results: dict) -> list:
     return [config["data"], config["model"], topology, config.get("partition", "iid"), config["nodes"], config["local_size"],
             config["rounds"], results["ml"]["test_error"], results["rc"]["test_error"], results["crc"]["test_error"],
             results["crc"]["test_std"], results["train_gap"], results["test_gap"],
-            results.get("rc_converged", {}).get("test_error"), results.get("test_gap_converged")]
+            results.get("rc_converged", {}).get("test_error"), results.get("test_gap_converged"),
+            results.get("majority", {}).get("test_error")]
 
 
 def runs_markdown(runs: list[dict]) -> str:
     """Simulation (or launch) results, one line each."""
-    lines = [markdown_row(RUN_HEADERS), markdown_row(["---"] * 6 + ["---:"] * 9)]
+    lines = [markdown_row(RUN_HEADERS), markdown_row(["---"] * 6 + ["---:"] * 10)]
     for results in runs:
         row = _run_row(results)
         lines.append(markdown_row([str(v) for v in row[:7]] + [number(v, 3) for v in row[7:11]]
-                                  + [gap(row[11]), gap(row[12]), number(row[13], 3), number(row[14], 3)]))
+                                  + [gap(row[11]), gap(row[12]), number(row[13], 3), number(row[14], 3), number(row[15], 3)]))
     return "\n".join(lines) + "\n\n" + HIGHLIGHTING + ".\n"
 
 

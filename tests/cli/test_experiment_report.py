@@ -44,6 +44,10 @@ def test_report_renders_runs_and_tables_and_draws_figures(tmp_path):
         assert (tmp_path / "png" / name).read_bytes().startswith(PNG_SIGNATURE)
     as_csv = run("report", tmp_path / "run.json", "--format", "csv")
     assert as_csv.stdout.splitlines()[0].startswith("data,model,topology,partition,n,m_v,rounds,ml_test")
+    majority = json.loads(simulated.stdout)["majority"]["test_error"]
+    assert result.stdout.splitlines()[0].endswith("| test gap to RC conv. | majority test |")
+    assert f"| {majority:.3f} |" in result.stdout.splitlines()[2] and 0.3 < majority < 0.7  # twonorm: two even classes
+    assert as_csv.stdout.splitlines()[1].split(",")[-1] == f"{majority:.6g}"
 
 
 def test_a_vertical_run_is_reported_without_a_graph_of_groups(tmp_path):

@@ -68,6 +68,19 @@ def test_a_tiny_test_set_is_warned_about_once(tmp_path, command):
     assert "Warning: the test set has only 22 instances" in json_too.stderr  # a fraction: 0.003 of twonorm's 7400
 
 
+@pytest.mark.parametrize("command", [["simulate", "--no-rc-converged"], ["split"]])
+def test_a_test_set_the_training_set_left_tiny_is_warned_about_with_the_remedy_that_helps(tmp_path, command):
+    """wine's 178 instances, 170 of them for training: a larger --test-size cannot help, which the warning said."""
+    path = tmp_path / "small.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i % 7},{i * 0.37:.2f},{'pq'[i % 2]}\n" for i in range(60)))
+    extra = ["--out", tmp_path / "out"] if command[0] == "split" else ["--rounds", "2"]
+    result = run(*command, "--data", path, "--label", "y", "--nodes", "5", "--train-size", "50", *extra)
+    assert result.exit_code == 0, result.output
+    assert ("Warning: the test set has only 10 instances (< 30): errors move in steps of 1/10 = 0.1; fewer training "
+            "instances (--nodes, --local-size, --train-size) leave more for it") in result.stderr
+    assert "use --test-size" not in result.stderr
+
+
 def test_a_degenerate_log_likelihood_is_marked_and_explained_but_kept_in_the_json():
     args = ["--data", "optdigits", "--nodes", "10", "--local-size", "30", "--rounds", "4", "--no-rc-converged"]
     result = run("simulate", *args)
@@ -269,6 +282,25 @@ def test_progress_prints_its_last_line_once_however_often_it_is_told_it_is_done(
     assert lines == ["launching: 100% (16/16 peer-rounds, 6.0 s elapsed)"]
 
 
+def test_progress_that_printed_0_percent_prints_100_percent_when_done_however_soon():
+    """crc launch on a large file: 5 s of set-up printed 'launching: 0% ...', the peers finished half a second later,
+    and the log ended at 0 %."""
+    clock = Clock()
+
+    @click.command()
+    def work():
+        bar = Progress(32, "launching", "peer-rounds", phases=1, terminal=False, enabled=True, clock=clock)
+        bar.phase("preparing the peers' files and starting the peers")
+        clock.now = 5.3
+        bar.update(0)
+        clock.now = 5.8
+        bar.update(32)
+
+    lines = CliRunner().invoke(work, []).stderr.splitlines()
+    assert lines == ["launching: 0% (0/32 peer-rounds, 5.3 s elapsed, 5.3 s of it set-up)",
+                     "launching: 100% (32/32 peer-rounds, 5.8 s elapsed, 5.3 s of it set-up)"]
+
+
 def test_a_long_phase_reports_how_far_it_has_got_at_most_every_five_seconds():
     clock = Clock()
 
@@ -394,3 +426,21 @@ def test_a_reader_that_left_early_ends_the_command_quietly_with_141():
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_the_majority_class_row_and_its_warning_only_when_crc_does_no_better(capsys):
+    results = {**fake_results(), "majority": {"train_error": 0.3, "test_error": 0.35}}
+    assert "majority class          0.3000      0.3500              –" in summary_lines(results)
+    summary.warn_no_better_than_majority(results)  # CRC's 0.2 beats it
+    assert capsys.readouterr().err == ""
+    summary.warn_no_better_than_majority({**results, "majority": {"train_error": 0.0, "test_error": 0.0}})
+    assert capsys.readouterr().err == ""  # a test set of one class: nothing to beat
+    summary.warn_no_better_than_majority({**results, "majority": {"train_error": 0.1, "test_error": 0.2}})
+    assert capsys.readouterr().err.startswith("Warning: CRC's test error 0.2000 is no lower than 0.2000, that of always "
+                                              "predicting the training set's most frequent class")
+    attacked = {**results, "crc": {**results["crc"], "test_error": 0.6}, "honest": {"test_error": 0.2}}
+    summary.warn_no_better_than_majority(attacked)  # the Byzantine peers' errors are the attack's, not the data's
+    assert capsys.readouterr().err == ""
+    summary.warn_no_better_than_majority({**attacked, "honest": {"test_error": 0.4}})
+    assert capsys.readouterr().err.startswith("Warning: the honest peers' test error 0.4000 is no lower than 0.3500")
+    assert not [line for line in summary_lines(fake_results()) if line.startswith("majority")]  # results written before it

@@ -93,7 +93,7 @@ def test_qda_warns_when_a_class_has_no_more_instances_than_a_blocks_continuous_f
     few, enough = run(*args, "--train-size", "30"), run(*args)
     assert few.exit_code == enough.exit_code == 0, few.output
     assert [line for line in few.stderr.splitlines() if line.startswith("Warning: QDA")] == [
-        "Warning: QDA: a class has no more training instances than the 15 continuous features of the widest block, so "
-        "its covariance is singular and QDA may do little better than chance: naive Bayes (--model nb), or more "
+        "Warning: QDA: every class has no more training instances than the 15 continuous features of the widest block, "
+        "so every covariance is singular and QDA may do little better than chance: naive Bayes (--model nb), or more "
         "training instances"]
     assert "Warning: QDA" not in enough.stderr

@@ -94,8 +94,12 @@ def test_split_is_seeded_disjoint_and_checks_size():
     assert len(train) == 60 and len(test) == 25
     assert not set(train) & set(test)
     assert np.array_equal(train, again)
-    with pytest.raises(CRCError, match="fewer than the 80 training"):
+    with pytest.raises(CRCError, match="fewer than the 80 training .* at most 75 training instances fit, so give fewer "
+                                       "peers or fewer instances each, or a test size of at most 20 \\(it is a count\\)$"):
         split_indices(100, 80, 25, seed=0)  # a count is given in full or refused
+    assert len(split_indices(100, 80, 20, seed=0)[1]) == 20  # the largest count that fits
+    with pytest.raises(CRCError, match="fewer instances each$"):
+        split_indices(100, 100, 5, seed=0)  # no count fits beside that training set
 
 
 def test_a_test_fraction_too_large_for_the_data_gets_the_instances_the_training_set_leaves():

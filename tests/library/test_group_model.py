@@ -78,3 +78,13 @@ def test_one_blocks_model_warns_once_that_it_predicts_from_its_block_alone(caplo
     with caplog.at_level("WARNING", logger="crc.model"):
         alone.predict(columns)
     assert not caplog.records
+
+
+def test_a_qda_groups_refusal_of_a_missing_value_names_the_data():
+    ref = reference("wdbc", "qda", 2, rounds=2)
+    files = block_files(ref, "vertical:2", {})
+    x = load_dataset("wdbc").x[ref.rep.split.test_rows]
+    columns = {name: list(x[:, j]) for j, name in enumerate(ref.model.schema.feature_names)}
+    columns[ref.model.schema.feature_names[0]][1] = ""
+    with pytest.raises(CRCError, match="^holed.csv: QDA does not handle missing continuous values"):
+        group_posteriors(files, columns, source="holed.csv")

@@ -156,3 +156,34 @@ def test_without_rc_to_convergence_the_results_leave_it_out_and_keep_the_rest():
     assert set(calls) == {"RC"}
     for name in ("ml", "rc", "crc", "test_gap"):
         assert short[name] == full[name]
+
+
+def test_the_majority_class_baseline_is_measured_and_a_classifier_no_better_is_a_warning(tmp_path):
+    """95/5 classes and features that say nothing of them: 0.05 looks like a small error, but always answering the
+    common class does as well; the results give that baseline and the run warns."""
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(2000) < 0.05, "pos", "neg")
+    x = rng.normal(size=(len(y), 3))
+    path = tmp_path / "unbalanced.csv"
+    path.write_text("a,b,c,cls\n" + "\n".join(f"{u:.3f},{v:.3f},{w:.3f},{c}" for (u, v, w), c in zip(x, y)) + "\n")
+    result = CliRunner().invoke(main, ["simulate", "--json", "--data", str(path), "--label", "cls", "--nodes", "10",
+                                       "--local-size", "50", "--rounds", "8", "--no-rc-converged"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    from crc.protocol.repeat import prepare_repeat
+    from crc.tables.datasets import load_dataset
+
+    config = SimulationConfig(data=str(path), label="cls", nodes=10, local_size=50, rounds=8)
+    rep = prepare_repeat(load_dataset(str(path), label="cls"), config, 0)
+    common = rep.split.model.schema.classes.index("neg")
+    assert out["majority"]["test_error"] == pytest.approx(np.mean(rep.split.y_test[rep.test_idx] != common))
+    assert out["majority"]["train_error"] == pytest.approx(np.mean(rep.split.y_train[rep.train_idx] != common))
+    assert 0 < out["majority"]["test_error"] <= out["crc"]["test_error"]
+    assert "is no lower than" in result.stderr and "most frequent class" in result.stderr
+
+
+def test_the_majority_baseline_predicts_the_most_frequent_training_class_the_smallest_code_among_ties():
+    from crc.core.metrics import majority_errors
+
+    assert majority_errors(np.array([2, 2, 0]), np.array([2, 1, 2, 2])) == [0.25]
+    assert majority_errors(np.array([1, 0, 0, 1]), np.array([0, 1]), np.array([1, 1])) == [0.5, 1.0]

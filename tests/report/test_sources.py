@@ -55,6 +55,8 @@ def test_tables_and_runs_are_recognised(tmp_path):
     ({**RUN_JSON, "crc": {"test_error": 0.06, "test_std": "x"}}, "run: crc.test_std must be a finite number, got 'x'"),
     ({**RUN_JSON, "test_gap": [1]}, "run: test_gap must be a finite number, got a list of 1 entries"),
     ({**RUN_JSON, "rc_converged": {"test_error": {}}}, "run: rc_converged.test_error must be a finite number"),
+    ({**RUN_JSON, "majority": {"test_error": "x"}}, "run: majority.test_error must be a finite number"),
+    ({**RUN_JSON, "majority": [0.5]}, "run: majority must be an object"),
 ])
 def test_a_damaged_results_file_is_refused_in_one_line_naming_it(tmp_path, broken, problem):
     path = write(tmp_path, broken)
