@@ -114,10 +114,10 @@ def run_repeat(dataset: Dataset, config: SimulationConfig, network: Network, rep
                cache: CentralCache | None = None, central_progress: CentralProgress | None = None) -> dict:
     """One repeat: split, ML, RC, CRC, and its results object."""
     rep = prepare_repeat(dataset, config, repeat)
-    central = central_results(dataset, config, rep, cache, central_progress)
-    graph = network(config.nodes, rep.graph_seed)
+    graph = network(config.nodes, rep.graph_seed)  # a graph the run cannot take is refused before centralized RC
     privacy = config.privacy(rep.split.model, first_graph(graph))
     engine, _ = make_engine(rep, config, lambda n, seed: graph, privacy)
+    central = central_results(dataset, config, rep, cache, central_progress)
     curve = []
     vertical = config.feature_partition is not None and config.feature_partition.kind == "vertical"
     best = BestIterate(rep.split.model, rep.split.phi_train, rep.split.y_train, rep.split.parts, engine.stats) if vertical else None

@@ -84,3 +84,19 @@ def test_graph_counts_its_edges_in_words(nodes, edges):
     result = run("graph", "--nodes", nodes)
     assert result.exit_code == 0, result.output
     assert f"tree on {nodes} nodes: {edges} density" in result.output.splitlines()[0]
+
+
+def test_simulate_refuses_a_graph_before_it_runs_centralized_rc(monkeypatch):
+    """An impossible graph, or one secure aggregation cannot protect, is refused before the centralized references
+    (RC run to convergence takes minutes on a large set: a user waited that long for a one-line refusal)."""
+    import crc.protocol.simulator as simulator
+
+    def central_results(*args, **kwargs):
+        raise AssertionError("centralized RC ran before the graph was checked")
+
+    monkeypatch.setattr(simulator, "central_results", central_results)
+    one_line_failure(run("simulate", "--topology", "regular:60", "--data", "twonorm"), "no connected 60-regular graph")
+    one_line_failure(run("simulate", "--topology", "chain", "--data", "twonorm", "--nodes", "6", "--secure-aggregation",
+                         "--dp-epsilon", "4", "--dp-noise", "distributed", "--dp-dropouts", "2", "--classifier", "aggregate",
+                         "--algorithm", "paper"),
+                     "distributed noise needs every closed neighbourhood to have at least 4 peers")
