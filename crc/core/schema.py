@@ -28,6 +28,7 @@ from crc.core.suspect_columns import (
     warn_label_copy,
     warn_missing_code,
     warn_missing_in_class,
+    warn_numeric_target,
     warn_rare_categories,
     warn_row_number,
     warn_values_alike,
@@ -423,6 +424,7 @@ def infer_schema(columns: dict, label: str, *, max_discrete_distinct: int = MAX_
         raise CRCError(f"label column {label!r} has a single class {classes[0]!r}: nothing to classify")
     warn_values_alike(f"label column {label!r}", classes, "classes")
     warn_header_of_data(label, classes, columns)
+    warn_numeric_target(label, classes, len(label_column), MAX_DISCRETE_DISTINCT)
     rows = len(label_column)
     if rows > MAX_DISCRETE_DISTINCT and len(classes) > rows / 2:
         raise CRCError(f"label column {label!r} has {len(classes)} classes in {rows} rows ({_seen_once(label_column)} "

@@ -1,6 +1,7 @@
 """Warnings about columns that are legal but suspect: a header that reads as a data row, a row number, an identifier
 given in class order, a column of many rare categories, a copy of the label, a feature missing in every row of a class,
-values that differ only in letter case or spaces, a code for a missing value (-999) among numbers. Each is read as any
+values that differ only in letter case or spaces, a code for a missing value (-999) among numbers, a label of many
+fractional numbers. Each is read as any
 column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per command)."""
 
 from __future__ import annotations
@@ -151,6 +152,23 @@ def warn_label_copy(name: str, column, label: str, label_column) -> None:
         LOG.warning(
             f"feature column {name!r} matches the classes one to one (each of its values goes with one class): a copy "
             f"of the label column {label!r}? It gives the class away; drop it")
+
+
+def warn_numeric_target(label: str, classes, rows: int, many: int) -> None:
+    """Warn if the ``label`` column's distinct values ``classes`` (canonical spellings) over ``rows`` rows are more than
+    ``many`` numbers, one of them not whole (``5.1``): a quantity to predict, not a class, which crc reads as that many
+    classes (each value seen a few times; a test value never seen in training is always an error)."""
+    numbers = []
+    for value in classes:
+        try:
+            numbers.append(float(value))
+        except ValueError:
+            return
+    fractional = [value for value, number in zip(classes, numbers) if number != round(number)]
+    if len(classes) > many and fractional:
+        LOG.warning(f"the label column {label!r} holds {len(classes)} different numbers in {rows} rows, such as "
+                    f"{fractional[0]!r}: a quantity rather than a class? crc reads every value as a class of its own; "
+                    f"--label names the class column (a quantity cut into ranges makes one)")
 
 
 def warn_header_of_data(label: str, classes, names) -> None:

@@ -354,3 +354,21 @@ def test_numbers_written_with_a_unit_are_refused_not_made_categories():
     wards = table(ward=[f"{i}{'AB'[i % 2]}" for i in range(12)] * 2, y=list("pq" * 12))
     assert infer_schema(wards, "y").features[0].kind == DISCRETE
     assert infer_schema(table(sat=[f"{90 + i}%" for i in range(10)], y=list("pq" * 5)), "y").features[0].kind == DISCRETE
+
+
+def test_a_label_of_many_fractional_numbers_is_named_in_a_warning(caplog):
+    """iris run with --label 'sepal length (cm)': 12 different lengths over 30 rows, fewer than half the rows, so
+    not refused; each value became a class (test error 0.88 in a run). Whole numbers (class codes 1..12) and ten or
+    fewer numbers are not warned about."""
+    lengths = [f"{4.3 + 0.1 * (i % 12):.1f}" for i in range(30)]
+    features = {"width": [f"{2.0 + 0.05 * i:.2f}" for i in range(30)]}
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema({**features, "length": lengths}, "length")
+    assert caplog.messages == ["the label column 'length' holds 12 different numbers in 30 rows, such as '4.3': a quantity "
+                               "rather than a class? crc reads every value as a class of its own; --label names the class "
+                               "column (a quantity cut into ranges makes one)"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema({**features, "code": [str(1 + i % 12) for i in range(30)]}, "code")
+        infer_schema({**features, "grade": [f"{0.5 * (i % 10):.1f}" for i in range(30)]}, "grade")
+    assert caplog.messages == []
