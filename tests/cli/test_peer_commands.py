@@ -87,27 +87,29 @@ def test_node_refuses_a_value_whose_features_overflow_naming_the_file_and_instan
     assert f"{bad}: instance 2 has a value too large" in result.output
 
 
-def test_a_qda_peer_refuses_missing_continuous_values_naming_its_file(tmp_path):
+def split_with_a_hole(tmp_path, name: str):
+    """``crc split`` of twonorm into ``tmp_path``, and a copy of its ``name`` file whose first data row lacks its first
+    (continuous) value: the copy's path."""
     result = run("split", "--data", "twonorm", "--nodes", "2", "--local-size", "30", "--test-size", "100",
                  "--out", tmp_path)
     assert result.exit_code == 0, result.output
-    lines = (tmp_path / "node-0.csv").read_text().splitlines()
+    lines = (tmp_path / name).read_text().splitlines()
     holed = tmp_path / "holed.csv"
     holed.write_text("\n".join(lines[:2] + ["," + lines[2].split(",", 1)[1]] + lines[3:]) + "\n")
+    return holed
+
+
+def test_a_qda_peer_refuses_missing_continuous_values_naming_its_file(tmp_path):
+    holed = split_with_a_hole(tmp_path, "node-0.csv")
     result = run(*node_args(tmp_path, holed), "--model", "qda")
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{holed}: QDA does not handle missing continuous values (1 missing (NaN) cells" in result.output
 
 
 def test_predict_with_a_qda_model_refuses_missing_continuous_values_naming_the_file(tmp_path):
-    result = run("split", "--data", "twonorm", "--nodes", "2", "--local-size", "30", "--test-size", "100",
-                 "--out", tmp_path)
-    assert result.exit_code == 0, result.output
+    holed = split_with_a_hole(tmp_path, "test.csv")
     schema = Schema.load(tmp_path / "schema.json")
     TrainedModel(schema, "qda", make_model("qda", schema).uniform(100.0)).save(tmp_path / "qda.json")
-    lines = (tmp_path / "test.csv").read_text().splitlines()
-    holed = tmp_path / "holed.csv"
-    holed.write_text("\n".join(lines[:2] + ["," + lines[2].split(",", 1)[1]] + lines[3:]) + "\n")
     result = run("predict", "--model-file", tmp_path / "qda.json", "--data", holed)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{holed}: QDA does not handle missing continuous values (1 missing (NaN) cells" in result.output
