@@ -46,7 +46,7 @@ import zmq
 
 from crc.core.errors import CRCError
 from crc.nodes.peer_checkpoint import SEAL_BYTES
-from crc.nodes.roster import Roster, spanning_tree
+from crc.nodes.roster import Roster
 from crc.nodes.secure_aggregation import derive, from_fixed, mask, shared_secret, to_fixed
 from crc.nodes.wire import Rejected, SumFrame
 
@@ -70,7 +70,7 @@ class NetworkSum:
         self.position = roster.position(me)
         self._index = {address: i for i, address in enumerate(self.members)}
         below: dict[str | None, list[str]] = {}
-        for peer, parent in spanning_tree(self.members, roster.edges).items():
+        for peer, parent in roster.tree.items():
             below.setdefault(parent, []).append(peer)
         self._subtree = {child: _subtree(child, below) for child in self.position.children}
         self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}

@@ -15,6 +15,7 @@ import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from crc.core.errors import CRCError
@@ -61,12 +62,17 @@ class Roster:
                                separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
+    @cached_property
+    def tree(self) -> dict[str, str | None]:
+        """Each member's parent in the spanning tree (``spanning_tree``), found once."""
+        return spanning_tree(self.members, self.edges)
+
     def neighbours(self, address: str) -> frozenset[str]:
         return frozenset(b if a == address else a for a, b in self.edges if address in (a, b))
 
     def position(self, address: str) -> TreePosition:
         """``address``'s place in the spanning tree (``spanning_tree``)."""
-        parents = spanning_tree(self.members, self.edges)
+        parents = self.tree
         children: dict[str, list[str]] = {peer: [] for peer in parents}
         for peer, parent in parents.items():
             if parent is not None:
@@ -191,7 +197,7 @@ def roster_of(raw) -> Roster:
             raise CRCError(f"the edge {edge} is listed twice")
         pairs.add(pair)
     roster = Roster(dict(peers), tuple(sorted(pairs)))
-    spanning_tree(roster.members, roster.edges)
+    _ = roster.tree  # found now, once: a graph that is not connected is refused here
     return roster
 
 
