@@ -28,8 +28,8 @@ from crc.protocol import SimulationConfig
 from crc.protocol.rules import MAX_ROUNDS
 from crc.report.plots import require_matplotlib
 from crc.tables.datasets import BUNDLED, SYNTHETIC
-from crc.topologies import HELP, load_graph, parse
-from crc.topologies.spec import FILE_PREFIX
+from crc.topologies import HELP
+from crc.topologies.syntax import FILE_PREFIX
 
 DEFAULTS = SimulationConfig()
 
@@ -65,6 +65,8 @@ class TopologySpec(click.ParamType):
 
 def _check_topology(ctx, param, value: str) -> str:
     """The spec parses; a graph file (``file:PATH``) is also read now, so that a broken file is one line up front."""
+    from crc.topologies import load_graph, parse  # networkx, when an option is checked: not for --help
+
     try:
         kind, params = parse(value)
     except ValueError as exc:

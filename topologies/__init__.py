@@ -3,8 +3,8 @@
 Layer: installed as ``crc.topologies``; imports networkx, numpy and scipy, and
 of the project only ``crc.core.errors`` (its errors are CRCErrors).
 
-Every name here is imported from its module on first use (``LAZY``): the command line's options read ``HELP`` and
-``parse`` without the diagnostics' and the mixing matrices' scipy.
+Every name here is imported from its module on first use (``LAZY``): the command line's options read ``HELP``
+without networkx, and ``parse`` without the diagnostics' and the mixing matrices' scipy.
 """
 
 import importlib
@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for ty
     from crc.topologies.graph_io import load_graph, save_graph
     from crc.topologies.mixing import averaging_matrix
     from crc.topologies.schedule import Schedule
-    from crc.topologies.spec import HELP, KINDS, build, parse
+    from crc.topologies.spec import KINDS, build, parse
+    from crc.topologies.syntax import HELP
 
 LAZY = {
     **dict.fromkeys(("describe", "describe_schedule", "spectral_gap"), "crc.topologies.diagnostics"),
@@ -38,7 +39,8 @@ LAZY = {
     **dict.fromkeys(("load_graph", "save_graph"), "crc.topologies.graph_io"),
     "averaging_matrix": "crc.topologies.mixing",
     "Schedule": "crc.topologies.schedule",
-    **dict.fromkeys(("HELP", "KINDS", "build", "parse"), "crc.topologies.spec"),
+    **dict.fromkeys(("KINDS", "build", "parse"), "crc.topologies.spec"),
+    "HELP": "crc.topologies.syntax",
 }
 """Names available here, each imported from its module on first use."""
 
