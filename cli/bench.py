@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from crc.bench import REPEATS, VERTICAL_BLOCKS, VERTICAL_DATASETS, engine_versus_loop, models_versus_nb, peers_run, scale_run, vertical_run
-from crc.bench.network import NETWORK_ROUNDS, SCENARIOS, network_run
+from crc.bench import NETWORK_ROUNDS, REPEATS, SCENARIOS, VERTICAL_BLOCKS, VERTICAL_DATASETS
 from crc.cli.model_options import with_model_options
 from crc.cli.options import out_option
 from crc.cli.output import emit_json
@@ -89,6 +88,9 @@ def bench(only, data, repeats, scale_nodes, scale_local_size, vertical_datasets,
     wall time against its bound, messages lost and rounds marked down between
     live peers and on the faulted links, final test gap against the wan run's.
     """
+    from crc.bench import engine_versus_loop, models_versus_nb, peers_run, scale_run, vertical_run  # on use
+    from crc.bench.network import network_run
+
     report = {}
     if only in (None, "engine"):
         report["engine"] = engine_versus_loop(SimulationConfig.from_settings(data=data, seed=seed, algorithm="paper", **model),

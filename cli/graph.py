@@ -10,8 +10,6 @@ import click
 from crc.cli.options import options
 from crc.cli.output import note
 from crc.protocol.neighbourhoods import secure_aggregation_summary
-from crc.protocol.repeat import repeat_seeds
-from crc.topologies import Schedule, averaging_matrix, describe_schedule, save_graph
 
 
 @click.command(short_help="Density, diameter and spectral gap of a communication graph.")
@@ -30,6 +28,9 @@ def graph(topology, period, nodes, rounds, seed, dp_colluders, out, as_json):
     most members a sum may go without: the largest --dp-dropouts the graph
     takes). With --period, the means over the graphs used in --rounds rounds.
     """
+    from crc.protocol.repeat import repeat_seeds  # the engine and the graph libraries: not for --help
+    from crc.topologies import Schedule, averaging_matrix, describe_schedule, save_graph
+
     schedule = Schedule(topology, nodes, period=period or math.inf, seed=repeat_seeds(seed, 0)[1])
     summary = describe_schedule(schedule, rounds)
     secure = secure_aggregation_summary(averaging_matrix(schedule.graph(1)), dp_colluders)

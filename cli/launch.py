@@ -30,13 +30,8 @@ from crc.core.attacks import ATTACK_HELP, PEER_ATTACKS
 from crc.core.errors import CRCError
 from crc.nodes.block_steps import em_passes, rounds_of
 from crc.nodes.checkpoint import completed_round
-from crc.nodes.launcher import check_launch
-from crc.nodes.launcher import launch as run_launch
 from crc.nodes.settings import PeerSettings
-from crc.nodes.vertical_launcher import launch_groups
 from crc.protocol import SimulationConfig
-from crc.protocol.repeat import repeat_seeds
-from crc.topologies import Schedule
 
 LAUNCH_DEFAULTS = replace(DEFAULTS, data="penbased", nodes=10)
 CHECKPOINT_POLL_S = 0.25
@@ -77,6 +72,14 @@ class _RoundsDone:
                 if done is not None:  # None: unreadable right now; keep the last reading
                     self.rounds[index] = max(self.rounds[index], rounds_of(done, self.em, self.cap))
         return sum(self.rounds)
+
+
+def run_launch(config: SimulationConfig, directory: Path, **settings) -> dict:
+    """``crc.nodes.launcher.launch`` (``settings``: its keywords), imported when the peers start: ``--help`` and a
+    usage error stay without the launcher's libraries."""
+    from crc.nodes import launcher
+
+    return launcher.launch(config, directory, **settings)
 
 
 @click.command(cls=ConfigFileCommand, short_help="Run real peers on 127.0.0.1; evaluate them like simulate.")
@@ -122,6 +125,11 @@ def launch(ctx, timeout, workdir, peer_log_level, plaintext, as_json, out, plots
     peer's address and public key and the graph's edges, and each peer is
     given it (`crc node --sum-over network --roster`).
     """
+    from crc.nodes.launcher import check_launch  # the launchers and graph libraries when it runs: not for --help
+    from crc.nodes.vertical_launcher import launch_groups
+    from crc.protocol.repeat import repeat_seeds
+    from crc.topologies import Schedule
+
     refuse_idle_privacy_settings(ctx)
     config = SimulationConfig.from_settings(**settings)
     check_launch(config, plaintext=plaintext)

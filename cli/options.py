@@ -25,12 +25,11 @@ from crc.core.feature_partition import FEATURE_PARTITION_HELP, is_feature_partit
 from crc.core.models import all_options
 from crc.core.partition import PARTITION_HELP, PARTITIONS
 from crc.protocol import SimulationConfig
-from crc.protocol.repeat import load_for
 from crc.protocol.rules import MAX_ROUNDS
 from crc.report.plots import require_matplotlib
 from crc.tables.datasets import BUNDLED, SYNTHETIC
-from crc.topologies import HELP, load_graph, parse
-from crc.topologies.spec import FILE_PREFIX
+from crc.topologies import HELP
+from crc.topologies.syntax import FILE_PREFIX
 
 DEFAULTS = SimulationConfig()
 
@@ -66,6 +65,8 @@ class TopologySpec(click.ParamType):
 
 def _check_topology(ctx, param, value: str) -> str:
     """The spec parses; a graph file (``file:PATH``) is also read now, so that a broken file is one line up front."""
+    from crc.topologies import load_graph, parse  # networkx, when an option is checked: not for --help
+
     try:
         kind, params = parse(value)
     except ValueError as exc:
@@ -150,6 +151,8 @@ def fit_local_size(ctx: click.Context, config: SimulationConfig) -> SimulationCo
              and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
     if config.feature_partition is not None or given or config.pooled_size is not None:
         return config
+    from crc.protocol.repeat import load_for  # the data and its libraries, only when a run needs them
+
     m = len(load_for(config))
     if config.train_size < m or config.test_size >= 1:
         return config  # it fits (perhaps with a short test set, which the split notes), or a test count decides

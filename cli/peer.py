@@ -36,7 +36,6 @@ from crc.core.models import all_options
 from crc.nodes.node import NodeOptions, prepare
 from crc.nodes.settings import PeerSettings
 from crc.protocol.rules import MAX_ROUNDS
-from crc.tables.reader import read_csv
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 ALONE = 3
@@ -269,6 +268,8 @@ def predict(model_paths, old_model_path, data, label, out):
     """Predict classes and class probabilities with a trained peer's model
     (a vertical group's: every block's model file); with labels, report the
     accuracy on standard error."""
+    from crc.tables.reader import read_csv  # pandas, imported on use: `crc node` in this module starts without it
+
     model_paths = list(model_paths) or ([old_model_path] if old_model_path else [])
     if not model_paths:
         raise click.UsageError("Missing option '--model-file'.")

@@ -13,7 +13,6 @@ from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json
 from crc.core.schema import CONTINUOUS, features_to_json, joined, load_features
 from crc.tables.datasets import load_dataset
-from crc.tables.reader import read_csv
 
 
 @click.command(short_help="Write the schema every peer of a deployment must share.")
@@ -74,6 +73,8 @@ def schema(data, label, categorical, id_column, features_only, joins, blocks_out
 
 def _columns(path: str, id_column: str | None) -> dict:
     """The columns of the CSV file ``path``, without ``id_column``."""
+    from crc.tables.reader import read_csv  # pandas, when a file is read: not for `crc --help`
+
     if not os.path.exists(path):
         raise CRCError(f"{path}: no such file (--features-only and --id-column read a CSV file)")
     columns = read_csv(path)

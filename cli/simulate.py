@@ -14,10 +14,17 @@ from crc.cli.privacy import refuse_idle_privacy_settings
 from crc.cli.summary import note_short_test_set, print_summary, warn_absent_classes, warn_no_better_than_majority, warn_tiny_test_set
 from crc.core.attacks import ATTACK_HELP, ATTACKS
 from crc.protocol import SimulationConfig
-from crc.protocol import simulate as run_simulation
 from crc.protocol.known_gaps import far_from_rc_warning, nb_better_warning
 from crc.tables.datasets import BUNDLED, load_bundled
 from crc.topologies import network_factory
+
+
+def run_simulation(config: SimulationConfig, network, **callbacks):
+    """``crc.protocol.simulate`` (``callbacks``: its progress hooks), imported on the first run: ``--help`` and a usage
+    error stay without the simulator and its libraries."""
+    from crc.protocol import simulate
+
+    return simulate(config, network, **callbacks)
 
 
 @click.command(short_help="Simulate CRC on one machine against centralized ML and RC.")

@@ -20,10 +20,8 @@ from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_neighb
 from crc.nodes.node import check_address
 from crc.nodes.roster import ROSTER_FILE, write_network_keys
 from crc.protocol import SimulationConfig
-from crc.protocol.repeat import ess_for, load_for, make_split, repeat_seeds
 from crc.protocol.rules import check_sum_over
 from crc.protocol.vertical import resolve_partition
-from crc.topologies import Schedule
 
 PEER_CONFIG_COMMENT = """crc node --config {name}: peer {index} of a trial deployment written by `crc split --keys-for`.
 Every option of `crc node` can be set here, named without its dashes (rounds = 64, timeout = 5,
@@ -68,6 +66,8 @@ def write_peer_configs(directory, addresses: list[str], *, ess: float, secure_ag
 def written_ess(config: SimulationConfig) -> float:
     """The ESS every peer of ``config``'s deployment shares (``ess_for``) to 12 significant digits, as a peer file
     shows it: 2000.0, not 1999.9999999999998."""
+    from crc.protocol.repeat import ess_for  # the protocol's run-time modules on use: not for --help
+
     return float(f"{ess_for(config):.12g}")
 
 
@@ -136,6 +136,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
     too), and OUT/peer-<gK+b>.toml also names block b's peers in the groups
     next to g on the --topology over the groups, and the ESS.
     """
+    from crc.protocol.repeat import load_for, make_split, repeat_seeds  # the engine on use: not for --help
+
     if secure_aggregation and addresses is None:
         raise click.UsageError("--secure-aggregation is for --keys-for")
     with usage_errors(ctx):
@@ -185,6 +187,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
         if config.feature_partition is not None:
             write_group_configs(out, addresses, config, graph_seed)
         elif network:
+            from crc.topologies import Schedule  # the graph libraries for this graph only: not for --help
+
             graph = Schedule(config.topology, config.nodes, seed=graph_seed).graph(1)
             write_network_keys(out, addresses, graph.edges(), force=True)
             write_peer_configs(out, addresses, ess=written_ess(config), secure_aggregation=True, network=True,

@@ -11,12 +11,13 @@ from crc.core.feature_partition import FeaturePartition
 from crc.nodes.deployment import ID_COLUMN, LABEL_BLOCK, blocks_file, node_file
 from crc.nodes.keys import deployment_run_id, peer_known_peers_file, peer_secret_key_file, write_peer_keys
 from crc.protocol import SimulationConfig
-from crc.topologies import Schedule
 
 
 def group_graph(config: SimulationConfig, graph_seed):
     """The graph over a hybrid partition's groups, drawn as the simulator draws it from ``graph_seed`` (a repeat's);
     None for a vertical partition (one group)."""
+    from crc.topologies import Schedule  # the graph libraries on use: `crc split --help` imports this module
+
     fp = config.feature_partition
     return Schedule(config.topology, fp.groups, seed=graph_seed).graph(1) if fp.kind == "hybrid" else None
 

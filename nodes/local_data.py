@@ -9,7 +9,6 @@ from crc.core.errors import CRCError, named_errors
 from crc.core.models import GenerativeModel
 from crc.core.privacy import clip_standardized
 from crc.core.schema import Schema
-from crc.tables.reader import read_csv
 
 
 def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -19,6 +18,8 @@ def load_local(path, schema: Schema, model: GenerativeModel, *, clip: float | No
     Raises CRCError naming the file for a wrong or missing column, an unknown
     class or category, an unparsable number, a value whose features overflow, or an empty file.
     """
+    from crc.tables.reader import read_csv  # pandas, when the data is read: not at a peer's start-up
+
     columns = read_csv(path)
     if schema.label not in columns:
         raise CRCError(f"{path}: no label column {schema.label!r} (the schema's label)")

@@ -12,8 +12,7 @@ import networkx as nx
 from crc.topologies import generators as g
 from crc.topologies.errors import TopologyError
 from crc.topologies.graph_io import load_graph
-
-FILE_PREFIX = "file:"
+from crc.topologies.syntax import FILE_PREFIX, HELP
 
 KINDS = {
     "tree": (g.random_tree_graph, ()),
@@ -28,8 +27,6 @@ KINDS = {
 }
 PROBABILITY_CHECKS = {("er", 1): g.check_edge_probability, ("small-world", 2): g.check_rewiring_probability}
 """(kind, number of parameters given) -> the check of the last one, a probability."""
-HELP = ("tree, tree+K (K extra random edges), chain, star, ring, complete, grid, "
-        "er[:P] (connected Erdos-Renyi), regular[:D] (random D-regular), small-world[:K[:P]], file:PATH (a graph file)")
 
 
 def parse(spec: str) -> tuple[str, tuple]:

@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from crc.bench import NETWORK_ROUNDS as NETWORK_ROUNDS  # still named here (results/network's scripts)
+from crc.bench import SCENARIOS
 from crc.bench.relay import Relay
 from crc.core.model_file import load_model
 from crc.nodes.checkpoint import completed_round
@@ -57,10 +59,6 @@ FIRST_ROUND_TIMEOUT_S = 2.0
 FAULT_ROUND = 5
 SLACK_S = 2.0
 POLL_S = 0.05
-SCENARIOS = ("loopback", "wan", "partition", "restart", "late")
-NETWORK_ROUNDS = 480
-"""Rounds of the scenarios: some 85 ms each over the relay with 16 peers on 2 cores, so that a run lasts about 40 s
-and outlasts a 30 s partition by some hundred rounds (light rounds: twonorm, a few ms of CPU each)."""
 
 
 def halves(graph) -> tuple[list[int], list[int]]:

@@ -73,7 +73,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
 
 Admit = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """``admit(rows (E,), messages (E, size)) -> (E,) bool``: the receivers' test of what their neighbours sent
@@ -158,6 +157,8 @@ def clipped_average(own: np.ndarray, sent: np.ndarray, rows: np.ndarray, cols: n
     (sent_e - s_i) over the edges within tau_i that ``admit`` (if given) lets in: the share of one left out stays with
     s_i.
     """
+    import scipy.sparse as sp  # on use: importing this module (crc --help does) loads no scipy
+
     own, sent = np.asarray(own, dtype=np.float64), np.asarray(sent, dtype=np.float64)
     rows, cols, weights = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64), np.asarray(weights, dtype=np.float64)
     n, size = own.shape
@@ -252,6 +253,8 @@ def neighbourhood_average(mixing, own: np.ndarray, sent: np.ndarray | None = Non
     ``sent`` (an attacker that sends each neighbour something else). The votes need ``counts``
     (``count_index``); ``screened`` takes the receivers' test ``admit``.
     """
+    import scipy.sparse as sp  # on use: importing this module (crc --help does) loads no scipy
+
     rule = rule_of(rule)
     if rule == "mean" and sent is None and edges is None:
         return np.asarray(mixing @ own)

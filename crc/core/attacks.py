@@ -26,7 +26,6 @@ the wire's plausibility check (``crc.core.plausibility``) and drops what fails i
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from crc.core.models.base import GenerativeModel
 from crc.core.plausibility import MAX_RELATIVE_MAGNITUDE, NEGATIVE_COUNT_MASS
@@ -102,6 +101,8 @@ def byzantine_messages(model: GenerativeModel, nodes: np.ndarray, attack: str, r
     """``messages(stats, rows, cols, weights) -> (E, size)``: what each edge carries, for ``CRCEngine``'s
     ``messages`` hook. Edge e brings node ``rows[e]`` the statistics of ``cols[e]`` with weight ``weights[e]``;
     those of ``nodes`` are poisoned (the same for every receiver, except ``dissensus``)."""
+    import scipy.sparse as sp  # on use: importing this module (crc --help does) loads no scipy
+
     nodes = np.asarray(nodes, dtype=np.int64)
 
     def messages(stats: np.ndarray, rows: np.ndarray, cols: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -59,7 +59,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from crc.core.discrete_gaussian import KeyedRandom, discrete_gaussian_array
 from crc.core.errors import CRCError
@@ -108,6 +107,8 @@ class Neighbourhoods:
     def of(cls, mixing, dropouts: int = 0) -> Neighbourhoods:
         """From a closed-neighbourhood averaging matrix (n, n); with ``dropouts`` (``--dp-dropouts``) > 0 every
         recipient's sum is its own, even where closed neighbourhoods coincide (module docstring)."""
+        import scipy.sparse as sp  # on use: importing this module (crc --help does) loads no scipy
+
         csr = sp.csr_array(mixing)
         members: list[np.ndarray] = []
         index: dict[tuple, int] = {}

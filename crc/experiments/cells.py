@@ -17,8 +17,7 @@ from crc.core.errors import CRCError
 from crc.core.files import atomic_write_json, read_json
 from crc.core.models import all_options
 from crc.experiments.grids import TABLES
-from crc.protocol import SimulationConfig, simulate, simulate_central
-from crc.protocol.repeat import load_for
+from crc.protocol import SimulationConfig
 from crc.tables.datasets import SYNTHETIC, load_dataset
 
 
@@ -82,6 +81,8 @@ def stored_dataset(source: str, label: str | None, categorical=()) -> Dataset:
 
 
 def dataset_for(config: SimulationConfig) -> Dataset:
+    from crc.protocol.repeat import load_for  # the protocol's run-time modules on use: `crc --help` imports this one
+
     return load_for(config) if config.data == SYNTHETIC else stored_dataset(config.data, config.label, config.categorical)
 
 
@@ -97,6 +98,8 @@ def compute_cell(cell: Cell, network_factory: Callable, *, cache, dataset: Datas
     ``dataset`` is the cell's stored data set when the caller has it (a cluster worker is sent a CSV file's),
     else it is read here (or drawn, for 'synthetic').
     """
+    from crc.protocol import simulate, simulate_central  # on use, as load_for above
+
     config = cell.config
     if dataset is None or config.data == SYNTHETIC:
         dataset = dataset_for(config)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from crc.core.errors import CRCError
 
@@ -35,6 +34,8 @@ def droppable(contributors: int, colluders: int = 0) -> int:
 
 def neighbour_counts(mixing) -> np.ndarray:
     """Each peer's number of neighbours (n,) in a closed-neighbourhood averaging matrix (n, n)."""
+    import scipy.sparse as sp  # on use: importing this module (crc --help does) loads no scipy
+
     return np.diff(sp.csr_array(mixing).indptr) - 1
 
 

@@ -1,4 +1,5 @@
-"""Data sets by name: the bundled KEEL copies, a seeded synthetic one, or a CSV path."""
+"""Data sets by name: the bundled KEEL copies, a seeded synthetic one, or a CSV path. The CSV reader (pandas) is
+imported when a file is read: the names here are light for the command line's options."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import numpy as np
 from crc.core.data import MAX_LISTED, Dataset, dataset_from_columns
 from crc.core.errors import CRCError
 from crc.core.schema import CONTINUOUS, Feature, Schema
-from crc.tables.reader import column_names, read_csv
 
 BUNDLED = (
     "banana", "chess", "letter", "magic", "marketing", "mushroom", "optdigits", "penbased",
@@ -33,6 +33,8 @@ def load_bundled(name: str) -> Dataset:
     """Load a bundled KEEL data set; its features are ``x1 … xd``, the label ``class``."""
     if name not in BUNDLED:
         raise CRCError(f"unknown bundled data set {name!r}; known: {', '.join(BUNDLED)}")
+    from crc.tables.reader import read_csv
+
     with resources.as_file(bundled_path(name)) as path:
         columns = read_csv(path, header=False)
     return dataset_from_columns(columns, BUNDLED_LABEL, name)
@@ -78,11 +80,15 @@ def load_dataset(source: str, *, label: str | None = None, categorical=(), synth
                        + (f"(did you mean {close[0]!r}?)" if close else f"({', '.join(BUNDLED)}, {SYNTHETIC})"))
     if label is None:
         raise CRCError(f"{source}: a CSV file needs --label naming its class column{_one_of(source)}")
+    from crc.tables.reader import read_csv
+
     return dataset_from_columns(read_csv(source), label, os.path.basename(source), categorical=categorical)
 
 
 def _one_of(path) -> str:
     """``, one of a, b, ...`` naming the file's columns (at most ``MAX_LISTED``), or "" if its header is unreadable."""
+    from crc.tables.reader import column_names
+
     try:
         names = column_names(path)
     except CRCError:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
 
 from crc.core.errors import CRCError
 from crc.core.models.base import LinearFamilyModel
@@ -252,6 +251,8 @@ def _looped_factors(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     """For covariances (b, d, d): (L^-1)^T (b, d, d), diag L (b, d) and whether the factorisation succeeded (b,),
     with one LAPACK potrf and trtri per matrix, in place (numpy's batched calls copy every matrix in and out:
     1.7 to 2.2 times slower for 250 to 500 matrices of order 51, measured). Where it failed they are 0 and 1."""
+    from scipy.linalg import lapack  # on use: importing this module (crc --help does) loads no scipy
+
     # inverse_t[i].T, Fortran-ordered, becomes L^-1 in place: float64 and C order, or LAPACK would work on a copy
     inverse_t, diagonal = np.array(cov, dtype=np.float64, order="C"), np.ones(cov.shape[:-1])
     factored = np.ones(len(cov), dtype=bool)
