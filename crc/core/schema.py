@@ -24,6 +24,7 @@ from crc.core.columns import MISSING_NAMED, as_column, as_number, headerless_hin
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_text, read_json
 from crc.core.suspect_columns import (
+    median_and_spread,
     warn_header_of_data,
     warn_label_copy,
     warn_missing_code,
@@ -31,6 +32,7 @@ from crc.core.suspect_columns import (
     warn_numeric_target,
     warn_rare_categories,
     warn_row_number,
+    warn_swamping_value,
     warn_values_alike,
 )
 
@@ -312,15 +314,13 @@ def _refuse_far_values(name: str, column) -> None:
     Standardized by a training set without it, its square overflows (an infinite log-likelihood, NaN scores); with it,
     every other value standardizes to about 0."""
     rows = column.number_rows()[0]
-    present = rows[~np.isnan(rows)]
-    values = np.unique(present)
-    if values.size < 2:
+    centre = median_and_spread(rows[~np.isnan(rows)])
+    if centre is None:  # Schema.standardized says if the numbers are too large
         return
+    median, spread = centre
     with np.errstate(all="ignore"):
-        low, median, high = np.percentile(present, [25, 50, 75])
-        spread = (high - low) or np.diff(values).min()
         far = np.flatnonzero(np.abs(rows - median) > MAX_SPREADS * spread)
-    if far.size and np.isfinite([median, spread]).all():  # else Schema.standardized says the numbers are too large
+    if far.size:
         row = int(far[0])
         raise CRCError(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, more than {MAX_SPREADS:.0e} "
                        f"times the spread of its values (interquartile range {spread:.3g}) from their median "
@@ -466,6 +466,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
                 warn_label_copy(name, column, label, label_column)
         else:
             _refuse_far_values(name, column)
+            warn_swamping_value(name, column)
             warn_missing_code(name, column)
             features.append(Feature(name, CONTINUOUS))
         if label_column is not None:

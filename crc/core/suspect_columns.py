@@ -1,7 +1,7 @@
 """Warnings about columns that are legal but suspect: a header that reads as a data row, a row number, an identifier
 given in class order, a column of many rare categories, a copy of the label, a feature missing in every row of a class,
-values that differ only in letter case or spaces, a code for a missing value (-999) among numbers, a label of many
-fractional numbers. Each is read as any
+values that differ only in letter case or spaces, a code for a missing value (-999) among numbers, a value that
+swamps its column's standardization, a label of many fractional numbers. Each is read as any
 column is, and named on the ``crc.data`` logger (``Warning:`` lines on a command's standard error, once per command)."""
 
 from __future__ import annotations
@@ -65,6 +65,44 @@ MISSING_CODES = frozenset(float(sign + "9" * digits) for sign in ("", "-") for d
 """Numbers that data exports write for a missing value: 99, 999, ..., 999999 and their negatives."""
 CODE_GAP = 3
 """A code this many times the spread of a column's other values beyond them is warned about."""
+
+
+SWAMPING_SPREADS = 1e6
+"""Interquartile ranges from the median beyond which one value swamps its column's standardization: divided by a
+standard deviation it makes (about its distance over the square root of the rows), the other values end within about
+1e-4 of each other, and the class variances of the column sit at their floor."""
+
+
+def median_and_spread(present: np.ndarray) -> tuple[float, float] | None:
+    """The median of a continuous column's ``present`` values (m,) and their spread: the interquartile range, or the
+    smallest gap between two values when that range is 0; None for fewer than two different values or a median or
+    spread that is not finite."""
+    values = np.unique(present)
+    if values.size < 2:
+        return None
+    with np.errstate(all="ignore"):
+        low, median, high = np.percentile(present, [25, 50, 75])
+        spread = (high - low) or np.diff(values).min()
+    return (float(median), float(spread)) if np.isfinite([median, spread]).all() else None
+
+
+def warn_swamping_value(name: str, column) -> None:
+    """Warn if a value of the continuous ``column`` lies more than ``SWAMPING_SPREADS`` interquartile ranges from its
+    median (1e12 among lengths of 4 to 8): standardized with it, the other values are all about 0, and the column says
+    nothing of the classes."""
+    rows = column.number_rows()[0]
+    centre = median_and_spread(rows[~np.isnan(rows)])
+    if centre is None:
+        return
+    median, spread = centre
+    with np.errstate(all="ignore"):
+        distance = np.abs(rows - median)
+    if np.nanmax(distance) > SWAMPING_SPREADS * spread:
+        row = int(np.nanargmax(distance))
+        LOG.warning(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, {distance[row] / spread:.1e} times "
+                    f"the spread of its values (interquartile range {spread:.3g}) from their median {median:.3g}: "
+                    "standardized with it, every other value is about 0 and the column tells nothing of the classes; "
+                    "a unit error or a typo? Correct the cell, or leave it missing")
 
 
 def warn_missing_code(name: str, column) -> None:

@@ -372,3 +372,21 @@ def test_a_label_of_many_fractional_numbers_is_named_in_a_warning(caplog):
         infer_schema({**features, "code": [str(1 + i % 12) for i in range(30)]}, "code")
         infer_schema({**features, "grade": [f"{0.5 * (i % 10):.1f}" for i in range(30)]}, "grade")
     assert caplog.messages == []
+
+
+def test_a_value_that_swamps_its_columns_standardization_is_named_in_a_warning(caplog):
+    """1e12 among lengths of 4.3 to 5.4 (a unit error): standardized with it, every other length is about 0 and the
+    class variances of the column sit at their floor (a run's log-likelihood turned positive). A long tail (1e4 among
+    them) is not warned about, nor refused."""
+    lengths = [f"{4.3 + 0.1 * (i % 12):.1f}" for i in range(30)]
+    label = ["a", "b", "c"] * 10
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema({"length": lengths[:7] + ["1e12"] + lengths[8:], "class": label}, "class")
+    assert caplog.messages == ["feature column 'length' holds 1e+12 in data row 8, 1.7e+12 times the spread of its values "
+                               "(interquartile range 0.6) from their median 4.75: standardized with it, every other "
+                               "value is about 0 and the column tells nothing of the classes; a unit error or a typo? "
+                               "Correct the cell, or leave it missing"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crc.data"):
+        infer_schema({"length": lengths[:7] + ["1e4"] + lengths[8:], "class": label}, "class")
+    assert caplog.messages == []
