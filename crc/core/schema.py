@@ -441,6 +441,9 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
     """The features of a table's feature ``columns`` (name -> cells, the label left out), by ``infer_schema``'s rule;
     with the ``label`` and its ``label_column``, a feature that copies the label is warned of. A vertical party
     without the label infers its own columns so (``crc schema --features-only``)."""
+    if label is not None and label in categorical:
+        raise CRCError(f"--categorical names {label!r}, the label column: the classes are categories already; "
+                       "--categorical is for feature columns")
     unknown = [name for name in categorical if name not in columns]
     if unknown:
         raise CRCError(f"categorical feature(s) {', '.join(map(repr, unknown))} not among the feature columns "

@@ -63,7 +63,7 @@ def test_a_member_of_a_vertical_group_names_its_code_columns_too(wards, tmp_path
 
 @pytest.mark.parametrize("args, message", [
     (["--categorical", "wrd"], "categorical feature(s) 'wrd' not among the feature columns (ward, age, score)"),
-    (["--categorical", "sick"], "categorical feature(s) 'sick' not among the feature columns"),
+    (["--categorical", "sick"], "--categorical names 'sick', the label column: the classes are categories already"),
     (["--categorical", "ward,ward"], "names a column twice: ward,ward"),
 ])
 def test_a_name_that_is_no_feature_column_is_one_line(wards, args, message):

@@ -33,7 +33,9 @@ def test_the_limit_of_the_rule_and_the_features_named_categorical():
     schema = infer_schema(cols, "y", max_discrete_distinct=0, categorical=["b"])
     assert [f.kind for f in schema.features] == [CONTINUOUS, DISCRETE, DISCRETE]
     assert schema.features[1].categories == tuple(str(i) for i in range(11))
-    with pytest.raises(CRCError, match="categorical feature\\(s\\) 'y', 'z' not among the feature columns"):
+    with pytest.raises(CRCError, match="categorical feature\\(s\\) 'z', 'w' not among the feature columns"):
+        infer_schema(cols, "y", categorical=["a", "z", "w"])
+    with pytest.raises(CRCError, match="^--categorical names 'y', the label column: the classes are categories already"):
         infer_schema(cols, "y", categorical=["a", "y", "z"])
 
 
