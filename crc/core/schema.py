@@ -308,23 +308,26 @@ def _refuse_non_finite(name: str, column) -> None:
                    f"a finite number: correct the cell, or leave it missing ({MISSING_NAMED})")
 
 
-def _refuse_far_values(name: str, column) -> None:
+def _check_far_values(name: str, column) -> None:
     """Raise if a value of the continuous ``column`` lies more than ``MAX_SPREADS`` interquartile ranges (the smallest
     gap between its values, if that range is 0) from its median: 1e308 among ages, an overflow or a unit error.
     Standardized by a training set without it, its square overflows (an infinite log-likelihood, NaN scores); with it,
-    every other value standardizes to about 0."""
+    every other value standardizes to about 0. Nearer, but still far enough to swamp the standardization, it is warned
+    about (``warn_swamping_value``)."""
     rows = column.number_rows()[0]
     centre = median_and_spread(rows[~np.isnan(rows)])
     if centre is None:  # Schema.standardized says if the numbers are too large
         return
     median, spread = centre
     with np.errstate(all="ignore"):
-        far = np.flatnonzero(np.abs(rows - median) > MAX_SPREADS * spread)
+        distance = np.abs(rows - median)
+    far = np.flatnonzero(distance > MAX_SPREADS * spread)
     if far.size:
         row = int(far[0])
         raise CRCError(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, more than {MAX_SPREADS:.0e} "
                        f"times the spread of its values (interquartile range {spread:.3g}) from their median "
                        f"{median:.3g}: an overflow or a unit error? Correct the cell, or leave it missing")
+    warn_swamping_value(name, rows, distance, median, spread)
 
 
 def _refuse_stray_text(name: str, column) -> None:
@@ -468,8 +471,7 @@ def infer_features(columns: dict, *, label: str | None = None, label_column=None
             if label_column is not None:
                 warn_label_copy(name, column, label, label_column)
         else:
-            _refuse_far_values(name, column)
-            warn_swamping_value(name, column)
+            _check_far_values(name, column)
             warn_missing_code(name, column)
             features.append(Feature(name, CONTINUOUS))
         if label_column is not None:

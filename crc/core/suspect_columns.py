@@ -86,17 +86,11 @@ def median_and_spread(present: np.ndarray) -> tuple[float, float] | None:
     return (float(median), float(spread)) if np.isfinite([median, spread]).all() else None
 
 
-def warn_swamping_value(name: str, column) -> None:
-    """Warn if a value of the continuous ``column`` lies more than ``SWAMPING_SPREADS`` interquartile ranges from its
-    median (1e12 among lengths of 4 to 8): standardized with it, the other values are all about 0, and the column says
-    nothing of the classes."""
-    rows = column.number_rows()[0]
-    centre = median_and_spread(rows[~np.isnan(rows)])
-    if centre is None:
-        return
-    median, spread = centre
-    with np.errstate(all="ignore"):
-        distance = np.abs(rows - median)
+def warn_swamping_value(name: str, rows: np.ndarray, distance: np.ndarray, median: float, spread: float) -> None:
+    """Warn if a value of a continuous column's ``rows`` (m,) (NaN where missing) lies more than ``SWAMPING_SPREADS``
+    times its ``spread`` from its ``median`` (``median_and_spread``; ``distance`` (m,): each row's from it), 1e12 among
+    lengths of 4 to 8: standardized with it, the other values are all about 0, and the column says nothing of the
+    classes."""
     if np.nanmax(distance) > SWAMPING_SPREADS * spread:
         row = int(np.nanargmax(distance))
         LOG.warning(f"feature column {name!r} holds {rows[row]:.3g} in data row {row + 1}, {distance[row] / spread:.1e} times "
