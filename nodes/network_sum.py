@@ -69,10 +69,7 @@ class NetworkSum:
         self.digest = roster.digest
         self.position = roster.position(me)
         self._index = {address: i for i, address in enumerate(self.members)}
-        below: dict[str | None, list[str]] = {}
-        for peer, parent in roster.tree.items():
-            below.setdefault(parent, []).append(peer)
-        self._subtree = {child: _subtree(child, below) for child in self.position.children}
+        self._subtree = {child: _subtree(child, roster.children) for child in self.position.children}
         self._pairs = {other: shared_secret(secret_key, roster.keys[other]) for other in self.members if other != me}
         self._partials: dict[int, dict[str, SumFrame]] = {}
         self._totals: dict[int, SumFrame] = {}
@@ -232,7 +229,7 @@ def _subtree(peer: str, below) -> frozenset[str]:
     """``peer`` and every peer under it, ``below`` giving each peer's children in the tree."""
     found, stack = {peer}, [peer]
     while stack:
-        children = below.get(stack.pop(), [])
+        children = below[stack.pop()]
         found.update(children)
         stack.extend(children)
     return frozenset(found)

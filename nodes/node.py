@@ -177,14 +177,15 @@ class Node:
         rejected = sum(peer.metrics.rejected.values())
         outcome = NodeOutcome(finished=finished, alone=bool(settings.peers) and peer.trained_alone,
                               rounds_done=peer.round, neighbours=len(settings.peers), rejected=rejected,
-                              network=peer.network is not None, absent=most_absent(peer.metrics))
+                              network=peer.network is not None,
+                              absent=most_absent(peer.metrics) if peer.network is not None else ())
         if finished:
             self._write_model()
             unsummed = peer.metrics.unmask_fallbacks  # rounds whose sum nobody could unmask: this peer kept its own
             peer.log.log(logging.WARNING if unsummed else logging.INFO,
                          "done: %d rounds%s, %d missing neighbour messages, %d rejected; model written to %s", peer.round,
                          (f" ({unsummed} without a sum; missing most: {', '.join(outcome.absent)})"
-                          if unsummed and outcome.network and outcome.absent else
+                          if unsummed and outcome.absent else
                           f" ({unsummed} without a sum)" if unsummed else ""),
                          sum(peer.metrics.missing.values()), rejected,
                          self.options.out)

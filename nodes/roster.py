@@ -67,16 +67,21 @@ class Roster:
         """Each member's parent in the spanning tree (``spanning_tree``), found once."""
         return spanning_tree(self.members, self.edges)
 
+    @cached_property
+    def children(self) -> dict[str, list[str]]:
+        """Each member's children in the spanning tree (``tree``)."""
+        children: dict[str, list[str]] = {peer: [] for peer in self.tree}
+        for peer, parent in self.tree.items():
+            if parent is not None:
+                children[parent].append(peer)
+        return children
+
     def neighbours(self, address: str) -> frozenset[str]:
         return frozenset(b if a == address else a for a, b in self.edges if address in (a, b))
 
     def position(self, address: str) -> TreePosition:
         """``address``'s place in the spanning tree (``spanning_tree``)."""
-        parents = self.tree
-        children: dict[str, list[str]] = {peer: [] for peer in parents}
-        for peer, parent in parents.items():
-            if parent is not None:
-                children[parent].append(peer)
+        parents, children = self.tree, self.children
         depth = {}
         for peer in _breadth_first(parents, children):
             depth[peer] = 0 if parents[peer] is None else depth[parents[peer]] + 1
