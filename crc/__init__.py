@@ -17,10 +17,10 @@ Layers, each importing only those before it (``tests/architecture`` checks it):
 ``crc.source_tree`` lets Python run from a checkout's root find ``crc.topologies``, ``crc.nodes`` and ``crc.cli``.
 """
 
-import importlib
 import os
 
 from crc.core.errors import CRCError
+from crc.core.lazy import lazy_names
 from crc.source_tree import find_folders
 
 TYPE_CHECKING = False  # typing's flag without importing typing: the command's Ctrl-C guard comes after this module
@@ -44,11 +44,4 @@ LAZY = {"Schema": "crc.core.schema", "TrainedModel": "crc.core.model_file", "loa
 ``crc`` command can handle Ctrl-C from its first moment (``crc.cli.entry``)."""
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        return getattr(importlib.import_module(LAZY[name]), name)
-    raise AttributeError(f"module 'crc' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(LAZY))
+__getattr__, __dir__ = lazy_names(__name__, LAZY, globals())

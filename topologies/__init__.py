@@ -1,14 +1,16 @@
 """Communication graphs for CRC: generators, specs, schedules over rounds, diagnostics, files.
 
 Layer: installed as ``crc.topologies``; imports networkx, numpy and scipy, and
-of the project only ``crc.core.errors`` (its errors are CRCErrors).
+of the project only ``crc.core.errors`` (its errors are CRCErrors), ``crc.core.files`` (graph files) and
+``crc.core.lazy``.
 
 Every name here is imported from its module on first use (``LAZY``): the command line's options read ``HELP``
 without networkx, and ``parse`` without the diagnostics' and the mixing matrices' scipy.
 """
 
-import importlib
 import math
+
+from crc.core.lazy import lazy_names
 
 TYPE_CHECKING = False  # typing's flag without importing typing
 if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for type checkers and the API reference
@@ -58,14 +60,7 @@ def network_factory(spec: str, period: float = math.inf):
     return network
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        return getattr(importlib.import_module(LAZY[name]), name)
-    raise AttributeError(f"module 'crc.topologies' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(LAZY))
+__getattr__, __dir__ = lazy_names(__name__, LAZY, globals())
 
 
 __all__ = [

@@ -12,7 +12,8 @@ the process CPU time (all its threads) beside the wall time.
 The benchmarks themselves (``crc.bench.suite``, ``crc.bench.network``) are imported on first use (``LAZY``); here
 are only the defaults ``crc bench``'s options show, so that its ``--help`` loads neither the peers nor the simulator.
 """
-import importlib
+
+from crc.core.lazy import lazy_names
 
 TYPE_CHECKING = False  # typing's flag without importing typing
 if TYPE_CHECKING:  # imported on first use instead (``LAZY``); named here for type checkers
@@ -47,11 +48,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        return getattr(importlib.import_module(LAZY[name]), name)
-    raise AttributeError(f"module 'crc.bench' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(LAZY))
+__getattr__, __dir__ = lazy_names(__name__, LAZY, globals())

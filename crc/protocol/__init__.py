@@ -6,8 +6,8 @@ networking, no graph library, no command line). ``crc.experiments``,
 ``crc.nodes`` and ``crc.cli`` build on it.
 """
 
-import importlib
 
+from crc.core.lazy import lazy_names
 from crc.protocol.config import SimulationConfig
 
 TYPE_CHECKING = False  # typing's flag without importing typing
@@ -21,11 +21,4 @@ LAZY = {"simulate": "crc.protocol.simulator", "simulate_central": "crc.protocol.
 baselines) stays out of a command that only needs the configuration, such as ``crc node`` or ``--help``."""
 
 
-def __getattr__(name: str):
-    if name in LAZY:
-        return getattr(importlib.import_module(LAZY[name]), name)
-    raise AttributeError(f"module 'crc.protocol' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(LAZY))
+__getattr__, __dir__ = lazy_names(__name__, LAZY, globals())

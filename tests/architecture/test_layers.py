@@ -22,8 +22,9 @@ ALLOWED = {
     "crc.report": ({"crc.core", "crc.report"}, {"numpy", "matplotlib"}),
     # distributed: only crc.experiments.cluster, only for --cluster (the optional extra 'cluster')
     "crc.experiments": ({"crc.core", "crc.tables", "crc.protocol", "crc.report", "crc.experiments"}, {"numpy", "distributed"}),
-    # crc.core.files: the bounded reader of untrusted files (numpy and crc.core.errors only), for graph files
-    "crc.topologies": ({"crc.core.errors", "crc.core.files", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
+    # crc.core.files: the bounded reader of untrusted files (numpy and crc.core.errors only), for graph files;
+    # crc.core.lazy: names imported on first use (standard library only)
+    "crc.topologies": ({"crc.core.errors", "crc.core.files", "crc.core.lazy", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
     "crc.nodes": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes"},
                   {"numpy", "zmq", "msgpack", "cryptography", "private_set_intersection", "prometheus_client"}),
     "crc.estimators": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
