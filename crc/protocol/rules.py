@@ -11,8 +11,9 @@ from crc.core.errors import OptionConflict
 
 MAX_ROUNDS = 100_000
 """Most communication rounds a run may take. A peer's metrics keep a figure or two per round, which its checkpoint
-writes every round (some 4 MB at this many), and a round number beyond 19 digits would make a checkpoint header that
-the bounded JSON reader refuses, so that the peer could not resume from its own checkpoint."""
+writes every round (1.6 MB at this many, within ``crc.nodes.checkpoint.MAX_SERIES_VALUES``), and a round number
+beyond 19 digits would make a checkpoint header that the bounded JSON reader refuses, so that the peer could not
+resume from its own checkpoint."""
 
 
 def check_secure_aggregation(*, secure_aggregation: bool, aggregate: str, encrypted_transport: bool = True,
