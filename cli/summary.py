@@ -87,9 +87,10 @@ def summary_lines(results: dict) -> list[str]:
     lines.append(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")
     if "rc_converged" in results:
         conv = results["rc_converged"]
-        capped = " (the cap: RC was still improving)" if conv["best_iteration"] >= CONVERGED_MAX_ITERATIONS else ""
-        lines.append(f"gap CRC - RC run to convergence ({conv['iterations']:.0f} iterations, best "
-                     f"{conv['best_iteration']:.0f}{capped}; mean over repeats): test {results['test_gap_converged']:+.4f}")
+        capped = ", the cap: RC was still improving" if conv["best_iteration"] >= CONVERGED_MAX_ITERATIONS else ""
+        means = f"; means over {cfg['repeats']} repeats" if cfg.get("repeats", 1) > 1 and not network else ""
+        lines.append(f"gap CRC - RC run to convergence ({conv['iterations']:.0f} iterations, best at "
+                     f"{conv['best_iteration']:.0f}{capped}{means}): test {results['test_gap_converged']:+.4f}")
     ev = results["evaluation"]
     if ev["sampled"]:
         lines.append(f"(errors on a sample: {ev['nodes']} peers, {ev['train_instances']} train, {ev['test_instances']} test instances)")

@@ -185,9 +185,13 @@ def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_
     lines = summary_lines(results)
     assert "differential privacy: epsilon 4 (spent 4), delta 1e-05, clip 1, noise sigma 72.33 per release" in lines
     assert "secure aggregation: 75% of messages protected (40 messages a round against 8 in plain)" in lines
-    assert "(4096 iterations, best 4096 (the cap: RC was still improving); mean over repeats)" in lines[-1]
+    assert "(4096 iterations, best at 4096, the cap: RC was still improving): test +0.0100" in lines[-1]
     results["rc_converged"]["best_iteration"] = 1200
-    assert "best 1200; mean over repeats" in summary_lines(results)[-1]
+    assert "(4096 iterations, best at 1200): test" in summary_lines(results)[-1]
+    results["config"] = {**results["config"], "repeats": 3}
+    assert "(4096 iterations, best at 1200; means over 3 repeats): test" in summary_lines(results)[-1]
+    launched = summary_lines({**results, "network": NETWORK})  # a launch runs the first repeat only
+    assert "(4096 iterations, best at 1200): test" in next(line for line in launched if line.startswith("gap CRC - RC run"))
     assert not any(line.startswith(("differential privacy", "secure aggregation")) for line in summary_lines(fake_results()))
     results["privacy"] = {**results["privacy"], "rounds": 2, "release_every": 2}
     results["config"] = {**results["config"], "release_every": 2}
