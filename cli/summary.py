@@ -81,7 +81,7 @@ def summary_lines(results: dict) -> list[str]:
         value = row.get("test_loglik")
         mark = degenerate_loglik(value)
         marked |= mark
-        text = "–" if value is None else f"{value:.5g}" + (f" {DEGENERATE_MARK}" if mark else "  ")
+        text = "–" if value is None else f"{value:#.5g}" + (f" {DEGENERATE_MARK}" if mark else "  ")  # #: keeps trailing zeros
         lines.append(f"{title:18}{row['train_error']:>12.4f}{row['test_error']:>12.4f}{text:>15}")
     lines.append(f"CRC std across peers: train {results['crc']['train_std']:.4f}, test {results['crc']['test_std']:.4f}")
     lines.append(f"gap CRC - RC: train {results['train_gap']:+.4f}, test {results['test_gap']:+.4f}")

@@ -173,6 +173,13 @@ def test_one_peer_is_said_to_be_alone():
     assert launched[0].startswith("twonorm: nb on a tree of 1 real peer on 127.0.0.1 (alone: no neighbour to average with), ")
 
 
+def test_the_summary_gives_every_log_likelihood_five_significant_digits_trailing_zeros_kept():
+    results = fake_results()
+    results["rc"] = {**results["rc"], "test_loglik": -27.49}
+    rows = {line[:18].strip(): line[42:].strip() for line in summary_lines(results)[3:6]}
+    assert rows == {"ML": "-20.000", "RC": "-27.490", "CRC": "-20.000"}  # not '-20' and '-27.49' beside '-28.009'
+
+
 def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_its_cap():
     results = fake_results()
     results["privacy"] = {"epsilon": 4.0, "delta": 1e-5, "clip": 1.0, "rounds": 4, "sensitivity": 22.0,
