@@ -181,7 +181,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
     else:
         write_deployment(dataset, drawn, out)
         sizes = [len(p) for p in drawn.parts]
-        summary = (f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
+        each = f"{min(sizes)} instances each" if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)} instances"
+        summary = (f"{out}: {len(sizes)} node files ({each}, {config.partition} partition), "
                    f"test.csv ({len(drawn.test_rows)} instances), schema.json")
     if addresses is not None:
         if config.feature_partition is not None:
