@@ -24,6 +24,11 @@ def on_graph(topology: str) -> str:
     return f"{'an' if topology.startswith('er') else 'a'} {topology} graph"
 
 
+def model_named(cfg: dict) -> str:
+    """The model as a summary names it: 'nb', 'qda', but 'pc (mixture)' and 'pc (region-graph)', whose runs differ."""
+    return cfg["model"] + (f" ({cfg['structure']})" if cfg.get("structure") else "")
+
+
 def summary_lines(results: dict) -> list[str]:
     """The summary of a run (simulator or real peers), line by line."""
     cfg, network = results["config"], results.get("network")
@@ -37,7 +42,7 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
     else:
-        lines = [f"{cfg['data']}: {cfg['model']} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
+        lines = [f"{cfg['data']}: {model_named(cfg)} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
                  f"instances each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
@@ -127,15 +132,15 @@ def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str
     blocks = cfg["block_features"]
     widths = ", ".join(str(len(block)) for block in blocks)
     if cfg["groups"] == 1 and len(blocks) == 1:  # vertical:1, a trial of the machinery: one peer holds everything
-        head = (f"{cfg['data']}: {cfg['model']} over 1 feature block ({cfg['partition']}): 1 peer holds the "
+        head = (f"{cfg['data']}: {model_named(cfg)} over 1 feature block ({cfg['partition']}): 1 peer holds the "
                 f"{per_group} training instances, {widths} features; {cfg['rounds']} rounds of centralized RC run by "
                 f"the peer{repeats}")
     elif cfg["groups"] == 1:
-        head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
+        head = (f"{cfg['data']}: {model_named(cfg)} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
                 f"hold the same {per_group} training instances, {widths} features each; {cfg['rounds']} rounds of "
                 f"centralized RC run by the peers{repeats}")
     else:
-        head = (f"{cfg['data']}: {cfg['model']} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
+        head = (f"{cfg['data']}: {model_named(cfg)} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
                 f"instances ({cfg['partition']}): {cfg['peers']} peers, {widths} features per block; each block's "
                 f"statistics averaged on {on_graph(cfg['topology'])} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
     return textwrap.wrap(head, width=120)

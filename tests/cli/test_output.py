@@ -173,6 +173,17 @@ def test_one_peer_is_said_to_be_alone():
     assert launched[0].startswith("twonorm: nb on a tree of 1 real peer on 127.0.0.1 (alone: no neighbour to average with), ")
 
 
+def test_the_summary_names_the_circuits_structure_whose_runs_differ():
+    def head(**options):
+        results = fake_results()
+        results["config"] = {**SimulationConfig(data="twonorm", nodes=5, rounds=4, **options).to_json(), "ess": 400.0}
+        return summary_lines(results)[0]
+
+    assert head(model="pc").startswith("twonorm: pc (mixture) on a tree of 5 peers,")
+    assert head(model="pc", model_options={"structure": "region-graph"}).startswith("twonorm: pc (region-graph) on a tree")
+    assert head(model="qda").startswith("twonorm: qda on a tree")
+
+
 def test_the_summary_gives_every_log_likelihood_five_significant_digits_trailing_zeros_kept():
     results = fake_results()
     results["rc"] = {**results["rc"], "test_loglik": -27.49}
