@@ -9,7 +9,7 @@ import click
 from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
-from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE_NOTE, degenerate_loglik
+from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE_NOTE, degenerate_loglik, model_named
 
 ABSENT_CLASSES_SHOWN = 10
 """The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
@@ -22,11 +22,6 @@ def on_graph(topology: str) -> str:
     if topology.split("+")[0] in ("tree", "chain", "star", "ring", "grid"):
         return f"a {topology}"
     return f"{'an' if topology.startswith('er') else 'a'} {topology} graph"
-
-
-def model_named(cfg: dict) -> str:
-    """The model as a summary names it: 'nb', 'qda', but 'pc (mixture)' and 'pc (region-graph)', whose runs differ."""
-    return cfg["model"] + (f" ({cfg['structure']})" if cfg.get("structure") else "")
 
 
 def summary_lines(results: dict) -> list[str]:
