@@ -89,4 +89,4 @@ def _labelled(columns: dict, label: str | None, path: str, categorical: tuple[st
     if label is None:
         raise CRCError(f"{path}: a CSV file needs --label naming its class column (a vertical group's member without "
                        "it: --features-only)")
-    return dataset_from_columns(columns, label, os.path.basename(path), categorical=categorical)
+    return dataset_from_columns(columns, label, os.path.basename(path), categorical=categorical, source=str(path))

@@ -181,7 +181,8 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
     else:
         write_deployment(dataset, drawn, out)
         sizes = [len(p) for p in drawn.parts]
-        summary = (f"{out}: {len(sizes)} node files ({min(sizes)}-{max(sizes)} instances, {config.partition} partition), "
+        each = f"{min(sizes)} instances each" if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)} instances"
+        summary = (f"{out}: {len(sizes)} node files ({each}, {config.partition} partition), "
                    f"test.csv ({len(drawn.test_rows)} instances), schema.json")
     if addresses is not None:
         if config.feature_partition is not None:
@@ -209,8 +210,9 @@ def split(ctx, out, addresses, drop_ids, secure_aggregation, sum_over, **setting
     stale = sorted(p.name for pattern in ("checkpoint-*", "model-*.json") for p in Path(out).glob(pattern))
     if stale:
         resumes = "a peer resumes from its checkpoint, and " if any(name.startswith("checkpoint-") for name in stale) else ""
-        warn(f"{out} holds {_first_names(stale)} from an earlier run: {resumes}an old model file does not fit the new "
-             "data; remove them to start afresh")
+        warn(f"{out} holds {_first_names(stale)} from an earlier run: {resumes}a peer replaces its model file only when "
+             "it finishes its rounds (until then, or if it fails, crc predict reads the old one, which may not fit the "
+             "new data); remove them to start afresh")
     if len(drawn.test_rows) < drawn.test_wanted:
         note(short_test_set_note(config.data, {"test": len(drawn.test_rows), "wanted": drawn.test_wanted,
                                                "train": len(drawn.train_rows)}, config.test_size))

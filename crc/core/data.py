@@ -105,11 +105,11 @@ def _codes(column: Column, known: tuple[str, ...], source: str, what: str, fix: 
     return codes
 
 
-def dataset_from_columns(columns: dict, label: str, name: str = "", *, categorical=()) -> Dataset:
+def dataset_from_columns(columns: dict, label: str, name: str = "", *, categorical=(), source: str = "") -> Dataset:
     """Infer the schema of a table (columns as ``encode`` takes them; the features named in ``categorical``
-    discrete whatever their values) and encode it."""
+    discrete whatever their values) and encode it; a CRCError names ``source`` (the path given), else ``name``."""
     columns = {key: as_column(cells) for key, cells in columns.items()}
-    source = name or "data"
+    source = source or name or "data"
     with named_errors(source):
         schema = infer_schema(columns, label, categorical=categorical)
     x, y = encode(schema, columns, source=source)

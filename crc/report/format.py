@@ -27,6 +27,12 @@ CSV_DIGITS = 6
 LEGEND = f"{HIGHLIGHTING}; n/a: cell not run (reason below)."
 
 
+def model_named(config: dict) -> str:
+    """The model of a results JSON's ``config`` as summaries and reports name it: 'nb', 'qda', but 'pc (mixture)' and
+    'pc (region-graph)', whose runs differ."""
+    return config["model"] + (f" ({config['structure']})" if config.get("structure") else "")
+
+
 def number(value, digits: int = 2) -> str:
     """A figure with ``digits`` decimals, never '-0.00'; '–' for None."""
     if value is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from crc.core import fields
 from crc.core.errors import CRCError
 from crc.core.files import read_json
+from crc.report.format import model_named
 from crc.report.kinds import KINDS
 
 RUN, TABLE = "run", "table"
@@ -108,7 +109,7 @@ def _run_problem(results: dict) -> str:
     ``crc.report.tables``) has its type."""
     try:
         config = fields.mapping(results["config"], "config")
-        for key in ("data", "model", "topology", *(["partition"] if "partition" in config else [])):
+        for key in ("data", "model", "topology", *(key for key in ("partition", "structure") if config.get(key) is not None)):
             fields.string(config.get(key), f"config.{key}")
         for key in ("nodes", "local_size", "rounds"):
             fields.integer(config.get(key), f"config.{key}", low=1)
@@ -135,7 +136,7 @@ def _run_problem(results: dict) -> str:
 def run_name(results: dict) -> str:
     config = results["config"]
     partition = config.get("partition", "iid")
-    return (f"{config['data']} {config['model']} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
+    return (f"{config['data']} {model_named(config)} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
             + (" network sum" if config.get("sum_over") == "network" else ""))
 
 

@@ -82,7 +82,7 @@ def load_dataset(source: str, *, label: str | None = None, categorical=(), synth
         raise CRCError(f"{source}: a CSV file needs --label naming its class column{_one_of(source)}")
     from crc.tables.reader import read_csv
 
-    return dataset_from_columns(read_csv(source), label, os.path.basename(source), categorical=categorical)
+    return dataset_from_columns(read_csv(source), label, os.path.basename(source), categorical=categorical, source=source)
 
 
 def _one_of(path) -> str:

@@ -53,6 +53,12 @@ def test_split_writes_one_config_file_per_peer_that_crc_node_reads(deploy):
         assert got["run-id"] == deployment_run_id(deploy) != PeerSettings.run  # a run of its own: its keys are new
 
 
+def test_split_says_each_node_files_size_without_a_range_that_reads_as_fifty_fifty(tmp_path):
+    result = run("split", "--data", "twonorm", "--nodes", "3", "--local-size", "50", "--test-size", "100", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert f"{tmp_path}: 3 node files (50 instances each, iid partition), test.csv (100 instances)" in result.output
+
+
 def test_split_gives_peers_of_unequal_sizes_one_ess(tmp_path):
     """Each peer's default ESS is its local size / lr: peers of unequal sizes would refuse each other's statistics, so
     the files give every peer the run's (the simulator's ``ess_for``)."""
@@ -61,6 +67,7 @@ def test_split_gives_peers_of_unequal_sizes_one_ess(tmp_path):
     assert result.exit_code == 0, result.output
     sizes = {len((tmp_path / f"node-{index}.csv").read_text().splitlines()) - 1 for index in range(3)}
     assert len(sizes) > 1 and sum(sizes) > 0
+    assert f"3 node files ({min(sizes)} to {max(sizes)} instances, iid partition)" in result.output
     given = {tomllib.loads((tmp_path / f"peer-{index}.toml").read_text())["ess"] for index in range(3)}
     assert given == {800.0}  # m / (lr n) = 120 / (0.05 x 3), written to 12 significant digits
 

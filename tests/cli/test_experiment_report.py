@@ -71,6 +71,22 @@ def test_a_network_sum_run_is_reported_as_one_on_its_graph(tmp_path):
     assert run_name(json.loads(simulated.stdout)) == "twonorm nb tree network sum"  # its curve's name in a figure
 
 
+def test_a_circuit_run_is_reported_with_its_structure(tmp_path):
+    simulated = run("simulate", "--data", "wdbc", "--model", "pc", "--structure", "region-graph", "--nodes", "3",
+                    "--local-size", "20", "--rounds", "2", "--no-rc-converged", "--json")
+    assert simulated.exit_code == 0, simulated.output
+    (tmp_path / "run.json").write_text(simulated.stdout)
+    result = run("report", tmp_path / "run.json")
+    assert result.exit_code == 0, result.output
+    assert "| wdbc | pc (region-graph) | tree | iid | 3 | 20 | 2 |" in result.stdout
+    assert run_name(json.loads(simulated.stdout)) == "wdbc pc (region-graph) tree"  # its curve's name in a figure
+    damaged = json.loads(simulated.stdout)
+    damaged["config"]["structure"] = ["region-graph"]
+    (tmp_path / "damaged.json").write_text(json.dumps(damaged))
+    result = run("report", tmp_path / "damaged.json")
+    assert result.exit_code == 1 and "config.structure" in result.output and "Traceback" not in result.output
+
+
 def test_report_rejects_files_that_are_not_results(tmp_path):
     (tmp_path / "bad.json").write_text('{"hello": 1}')
     (tmp_path / "broken.json").write_text("[1, 2")

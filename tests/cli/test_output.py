@@ -173,6 +173,24 @@ def test_one_peer_is_said_to_be_alone():
     assert launched[0].startswith("twonorm: nb on a tree of 1 real peer on 127.0.0.1 (alone: no neighbour to average with), ")
 
 
+def test_the_summary_names_the_circuits_structure_whose_runs_differ():
+    def head(**options):
+        results = fake_results()
+        results["config"] = {**SimulationConfig(data="twonorm", nodes=5, rounds=4, **options).to_json(), "ess": 400.0}
+        return summary_lines(results)[0]
+
+    assert head(model="pc").startswith("twonorm: pc (mixture) on a tree of 5 peers,")
+    assert head(model="pc", model_options={"structure": "region-graph"}).startswith("twonorm: pc (region-graph) on a tree")
+    assert head(model="qda").startswith("twonorm: qda on a tree")
+
+
+def test_the_summary_gives_every_log_likelihood_five_significant_digits_trailing_zeros_kept():
+    results = fake_results()
+    results["rc"] = {**results["rc"], "test_loglik": -27.49}
+    rows = {line[:18].strip(): line[42:].strip() for line in summary_lines(results)[3:6]}
+    assert rows == {"ML": "-20.000", "RC": "-27.490", "CRC": "-20.000"}  # not '-20' and '-27.49' beside '-28.009'
+
+
 def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_its_cap():
     results = fake_results()
     results["privacy"] = {"epsilon": 4.0, "delta": 1e-5, "clip": 1.0, "rounds": 4, "sensitivity": 22.0,
@@ -185,9 +203,13 @@ def test_the_summary_says_privacy_and_secure_aggregation_are_on_and_when_rc_hit_
     lines = summary_lines(results)
     assert "differential privacy: epsilon 4 (spent 4), delta 1e-05, clip 1, noise sigma 72.33 per release" in lines
     assert "secure aggregation: 75% of messages protected (40 messages a round against 8 in plain)" in lines
-    assert "(4096 iterations, best 4096 (the cap: RC was still improving); mean over repeats)" in lines[-1]
+    assert "(4096 iterations, best at 4096, the cap: RC was still improving): test +0.0100" in lines[-1]
     results["rc_converged"]["best_iteration"] = 1200
-    assert "best 1200; mean over repeats" in summary_lines(results)[-1]
+    assert "(4096 iterations, best at 1200): test" in summary_lines(results)[-1]
+    results["config"] = {**results["config"], "repeats": 3}
+    assert "(4096 iterations, best at 1200; means over 3 repeats): test" in summary_lines(results)[-1]
+    launched = summary_lines({**results, "network": NETWORK})  # a launch runs the first repeat only
+    assert "(4096 iterations, best at 1200): test" in next(line for line in launched if line.startswith("gap CRC - RC run"))
     assert not any(line.startswith(("differential privacy", "secure aggregation")) for line in summary_lines(fake_results()))
     results["privacy"] = {**results["privacy"], "rounds": 2, "release_every": 2}
     results["config"] = {**results["config"], "release_every": 2}

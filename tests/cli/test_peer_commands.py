@@ -266,6 +266,11 @@ def test_split_into_a_directory_with_an_earlier_runs_checkpoints_and_models_warn
     result = run(*args)
     assert result.exit_code == 0 and (f"Warning: {tmp_path} holds checkpoint-0, model-1.json from an earlier run: a "
                                       "peer resumes from its checkpoint") in " ".join(result.output.split())
+    (tmp_path / "checkpoint-0").rmdir()
+    assert (f"Warning: {tmp_path} holds model-1.json from an earlier run: a peer replaces its model file only when it "
+            "finishes its rounds (until then, or if it fails, crc predict reads the old one, which may not fit the new "
+            "data)") in " ".join(
+        run(*args).output.split())
 
 
 def test_split_with_new_keys_removes_the_checkpoints_of_the_earlier_run_its_peers_could_not_resume_from(tmp_path):

@@ -139,6 +139,10 @@ def test_load_dataset_errors(tmp_path):
     path = write(tmp_path / "t.csv", "a,cls\n1,p\n2,q\n")
     with pytest.raises(CRCError, match="needs --label naming its class column, one of a, cls$"):
         load_dataset(str(path))
+    with pytest.raises(CRCError) as wrong_label:  # named by the path given, as the error above: not 't.csv' alone
+        load_dataset(str(path), label="y")
+    assert str(wrong_label.value).startswith(f"{path}: label column 'y' not found")
+    assert load_dataset(str(path), label="cls").name == "t.csv"  # the data set's name in a summary stays the file's
     wide = write(tmp_path / "w.csv", ",".join(f"f{j}" for j in range(20)) + "\n" + ",".join(["1"] * 20) + "\n")
     with pytest.raises(CRCError, match=r"one of f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, \.\.\. \(20 in all\)$"):
         load_dataset(str(wide))
