@@ -9,7 +9,7 @@ import click
 from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.core.acceleration import describe
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS
-from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE_NOTE, degenerate_loglik, model_named
+from crc.report.format import DEGENERATE_MARK, DEGENERATE_NOISE_NOTE, DEGENERATE_NOTE, degenerate_loglik, model_of
 
 ABSENT_CLASSES_SHOWN = 10
 """The absent classes a warning names; more are counted (a data set may have hundreds of classes)."""
@@ -37,7 +37,7 @@ def summary_lines(results: dict) -> list[str]:
     if cfg.get("block_features"):
         lines = _feature_partition_head(cfg, per_peer, repeats)
     else:
-        lines = [f"{cfg['data']}: {model_named(cfg)} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
+        lines = [f"{cfg['data']}: {model_of(cfg)} on {on_graph(cfg['topology'])} of {cfg['nodes']} {peers}{dynamic}, {per_peer} "
                  f"instances each ({cfg['partition']} partition), {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}"]
     if cfg.get("byzantine"):
         lines.append(f"attack: {cfg['byzantine']} Byzantine peer(s) sending '{cfg['attack']}' statistics; "
@@ -127,15 +127,15 @@ def _feature_partition_head(cfg: dict, per_group: str, repeats: str) -> list[str
     blocks = cfg["block_features"]
     widths = ", ".join(str(len(block)) for block in blocks)
     if cfg["groups"] == 1 and len(blocks) == 1:  # vertical:1, a trial of the machinery: one peer holds everything
-        head = (f"{cfg['data']}: {model_named(cfg)} over 1 feature block ({cfg['partition']}): 1 peer holds the "
+        head = (f"{cfg['data']}: {model_of(cfg)} over 1 feature block ({cfg['partition']}): 1 peer holds the "
                 f"{per_group} training instances, {widths} features; {cfg['rounds']} rounds of centralized RC run by "
                 f"the peer{repeats}")
     elif cfg["groups"] == 1:
-        head = (f"{cfg['data']}: {model_named(cfg)} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
+        head = (f"{cfg['data']}: {model_of(cfg)} over {len(blocks)} feature blocks ({cfg['partition']}): {cfg['peers']} peers "
                 f"hold the same {per_group} training instances, {widths} features each; {cfg['rounds']} rounds of "
                 f"centralized RC run by the peers{repeats}")
     else:
-        head = (f"{cfg['data']}: {model_named(cfg)} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
+        head = (f"{cfg['data']}: {model_of(cfg)} over {len(blocks)} feature blocks x {cfg['groups']} groups of {per_group} "
                 f"instances ({cfg['partition']}): {cfg['peers']} peers, {widths} features per block; each block's "
                 f"statistics averaged on {on_graph(cfg['topology'])} of the groups, {cfg['rounds']} rounds, m0 = {cfg['ess']:g}{repeats}")
     return textwrap.wrap(head, width=120)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from crc.core.acceleration import model_key
+from crc.core.models.options import model_named
 from crc.protocol.config import SimulationConfig
 
 FAR = 0.02
@@ -82,11 +83,6 @@ def _measured(table: dict, config: SimulationConfig):
     return entry
 
 
-def _named(config: SimulationConfig) -> str:
-    """The model as a warning names it: ``pc (region-graph)``, ``qda``."""
-    return config.model + (f" ({config.model_options['structure']})" if "structure" in config.model_options else "")
-
-
 def known_gap(config: SimulationConfig) -> float | None:
     """The measured gap of ``config``'s data set, model and algorithm in the default setting, when it is above ``FAR``
     and ``config`` is that setting; else None."""
@@ -98,7 +94,7 @@ def far_from_rc_warning(config: SimulationConfig) -> str | None:
     gap = known_gap(config)
     if gap is None:
         return None
-    model = _named(config)
+    model = model_named(config.model, config.model_options.get("structure"))
     better = "" if config.algorithm == "accelerated" else "; the accelerated algorithm (the default) does better"
     return (f"{model} on {config.data} under the {config.algorithm} algorithm ends about {gap:+.3f} above centralized RC's "
             f"test error in this setting (the mean of 3 repeats, results/models/gaps.md: one run's gap varies around "
@@ -110,7 +106,7 @@ def nb_better_warning(config: SimulationConfig) -> str | None:
     errors = _measured(NB_BETTER, config)
     if errors is None:
         return None
-    model = _named(config)
+    model = model_named(config.model, config.model_options.get("structure"))
     accelerated = (config.data, model_key(config.model, config.model_options.get("structure")), "accelerated")
     advice = ("under the accelerated algorithm (the default) it is not" if accelerated not in NB_BETTER
               else "--model nb is the better choice here")

@@ -6,6 +6,8 @@ below ``NEAR``, both on the unrounded gap.
 
 from __future__ import annotations
 
+from crc.core.models.options import model_named
+
 CONVERGED = 0.01
 """The paper's threshold: CRC has converged to RC when the gap (an error rate difference) is below 0.01."""
 NEAR = 0.05
@@ -27,10 +29,9 @@ CSV_DIGITS = 6
 LEGEND = f"{HIGHLIGHTING}; n/a: cell not run (reason below)."
 
 
-def model_named(config: dict) -> str:
-    """The model of a results JSON's ``config`` as summaries and reports name it: 'nb', 'qda', but 'pc (mixture)' and
-    'pc (region-graph)', whose runs differ."""
-    return config["model"] + (f" ({config['structure']})" if config.get("structure") else "")
+def model_of(config: dict) -> str:
+    """The model of a results JSON's ``config`` as it is named (``crc.core.models.options.model_named``)."""
+    return model_named(config["model"], config.get("structure"))
 
 
 def number(value, digits: int = 2) -> str:

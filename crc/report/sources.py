@@ -5,7 +5,7 @@ from __future__ import annotations
 from crc.core import fields
 from crc.core.errors import CRCError
 from crc.core.files import read_json
-from crc.report.format import model_named
+from crc.report.format import model_of
 from crc.report.kinds import KINDS
 
 RUN, TABLE = "run", "table"
@@ -136,7 +136,7 @@ def _run_problem(results: dict) -> str:
 def run_name(results: dict) -> str:
     config = results["config"]
     partition = config.get("partition", "iid")
-    return (f"{config['data']} {model_named(config)} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
+    return (f"{config['data']} {model_of(config)} {config['topology']}" + ("" if partition == "iid" else f" {partition}")
             + (" network sum" if config.get("sum_over") == "network" else ""))
 
 

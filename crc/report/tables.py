@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from crc.report.format import HIGHLIGHTING, csv_number, gap, markdown_row, model_named, number
+from crc.report.format import HIGHLIGHTING, csv_number, gap, markdown_row, model_of, number
 from crc.report.kinds import kind_of
 
 
@@ -32,7 +32,7 @@ def _run_row(results: dict) -> list:
         topology += " (network sum)"
     if str(config.get("partition", "")).startswith("vertical"):
         topology = "–"  # one group, whose members all talk to its label holder: no graph of groups
-    return [config["data"], model_named(config), topology, config.get("partition", "iid"), config["nodes"], config["local_size"],
+    return [config["data"], model_of(config), topology, config.get("partition", "iid"), config["nodes"], config["local_size"],
             config["rounds"], results["ml"]["test_error"], results["rc"]["test_error"], results["crc"]["test_error"],
             results["crc"]["test_std"], results["train_gap"], results["test_gap"],
             results.get("rc_converged", {}).get("test_error"), results.get("test_gap_converged"),

@@ -48,6 +48,12 @@ class Option:
         return value
 
 
+def model_named(model: str, structure: str | None) -> str:
+    """A model as summaries, reports and warnings name it: 'nb', 'qda', but 'pc (mixture)' and 'pc (region-graph)',
+    whose runs differ."""
+    return model + (f" ({structure})" if structure else "")
+
+
 def select(options: tuple[Option, ...], settings: Mapping) -> dict:
     """The values of ``options`` in ``settings`` (which may hold other settings too), defaults where absent, checked."""
     return {option.name: option.check(settings.get(option.name, option.default)) for option in options}
