@@ -80,9 +80,10 @@ class GroupMember(VerticalPeer):
         self.liveness.end_round(set())
         if self.liveness.down:
             what = "group id list" if self.rows is None else f"weights of pass {self._awaited()}"
+            silent_s = self.liveness.silent_s(self.liveness.down)
             raise GroupStopped(f"the label holder {self.holder} sent no {what} this peer could take in "
-                               f"{self.settings.down_after} wait(s) of {self.liveness.wait_s:.3g} s (nothing, repeats, "
-                               "notices or frames rejected: see the log): the group stops")
+                               f"{self.settings.down_after} wait(s) ({silent_s:.3g} s in all; nothing, repeats, notices "
+                               "or frames rejected: see the log): the group stops")
         self.wait_from_now()
         if self.pass_ is None or self._scored != self.pass_ + 1:
             return []

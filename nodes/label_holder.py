@@ -90,8 +90,8 @@ class LabelHolder(VerticalPeer):
         self.liveness.end_round(received)
         if self.liveness.down:
             raise GroupStopped(f"{', '.join(sorted(self.liveness.down))} sent no {what} in {self.settings.down_after} "
-                               f"wait(s) of {self.liveness.wait_s:.3g} s: a vertical group needs every block every "
-                               "round, so the group stops")
+                               f"wait(s) ({self.liveness.silent_s(self.liveness.down):.3g} s in all): a vertical group "
+                               "needs every block every round, so the group stops")
         self.wait_from_now()
         return []
 

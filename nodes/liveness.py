@@ -40,6 +40,7 @@ class Liveness:
         self.latest: dict[str, int] = {}
         """Each neighbour's round of its last statistics that arrived (frames of one sender arrive in order)."""
         self._silent = dict.fromkeys(peers, 0)  # rounds in a row without anything from the neighbour
+        self._silent_s = dict.fromkeys(peers, 0.0)  # the seconds those rounds waited (notices may have extended them)
         self._heard: set[str] = set()  # neighbours heard from since the last round ended
         self._waiting_until: dict[str, float] = {}  # a neighbour's notice: its next statistics are waited for until then
         self._fresh_run = False
@@ -104,7 +105,7 @@ class Liveness:
             return
         down_s = self.clock() - self.down.pop(peer)
         self.metrics.downtime_s[peer] = self.metrics.downtime_s.get(peer, 0.0) + down_s
-        self._silent[peer] = 0
+        self._silent[peer], self._silent_s[peer] = 0, 0.0
         self.log.info("round %d: %s sent again after %.1f s down; waiting for it again", self._round + 1, peer, down_s)
 
     def statistics_from(self, peer: str, round_: int) -> None:
@@ -127,6 +128,7 @@ class Liveness:
         self.complete_rounds = self.complete_rounds + 1 if all(peer in received for peer in self.peers) else 0
         for peer in self.peers:
             self._silent[peer] = 0 if peer in self._heard else self._silent[peer] + 1
+            self._silent_s[peer] = 0.0 if peer in self._heard else self._silent_s[peer] + waited_s
             if peer in received:
                 continue
             self.metrics.missing[peer] = self.metrics.missing.get(peer, 0) + 1
@@ -139,6 +141,10 @@ class Liveness:
                 self.log.warning("round %d: nothing from %s in %d rounds in a row: marked down, no longer waited for "
                                  "until it sends again", self._round + 1, peer, self._silent[peer])
         self._heard = set()
+
+    def silent_s(self, peers) -> float:
+        """The longest that any of ``peers`` has been silent, in seconds of the rounds' waits up to the last ended."""
+        return max((self._silent_s[peer] for peer in peers), default=0.0)
 
     def close(self) -> None:
         """At the end of a run: the neighbours still down count their time down until now."""

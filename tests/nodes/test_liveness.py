@@ -72,6 +72,23 @@ def test_a_neighbour_silent_k_rounds_in_a_row_is_down_until_anything_arrives_fro
     assert "sent again after 3.5 s down" in caplog.text
 
 
+def test_the_seconds_a_neighbour_was_silent_are_those_its_waits_took_extended_or_not(clock):
+    """What a stop message names ('3 wait(s) (7 s in all)'): the waits as they were, the first round's window and a
+    notice's extension included, counted again from 0 once anything arrives."""
+    live = liveness(clock)
+    round_without(live, clock, 0, received=(B, C))  # the first round's window
+    live.begin_round(1)
+    clock.now += 0.5
+    live.waiting(B, 0)  # B's notice extends the round for B's statistics
+    live.statistics_from(C, 1)
+    clock.now = live.deadline()
+    live.end_round({C})
+    assert live.silent_s([A]) == pytest.approx(FIRST_ROUND_S + 0.5 + TIMEOUT_S)
+    assert live.silent_s([B]) == 0.0 and live.silent_s([A, B]) == live.silent_s([A])
+    round_without(live, clock, 2, heard=(A,))
+    assert live.silent_s([A]) == 0.0 and live.silent_s([B, C]) == pytest.approx(TIMEOUT_S)
+
+
 def test_a_living_neighbour_is_never_marked_down_however_late_its_statistics(clock):
     live = liveness(clock, fresh=False)
     for round_ in range(3 * K):
