@@ -197,7 +197,7 @@ def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START,
 
 def _check_metrics(metrics: dict, round_: int) -> None:
     """Metrics hold finite numbers (not booleans) and strings, in lists and objects; ``rounds_done`` is the round."""
-    if "rounds_done" in metrics and fields.integer(metrics["rounds_done"], "metrics.rounds_done") != round_:
+    if fields.integer(metrics.get("rounds_done"), "metrics.rounds_done") != round_:
         raise CRCError(f"metrics.rounds_done is {metrics['rounds_done']}, the round {round_}")
     pending = [("metrics", metrics)]
     while pending:  # an entry is named only when it is a list or an object, or refused: naming each took 200 B

@@ -80,6 +80,7 @@ def test_each_round_replaces_the_last_and_the_newest_wins_over_a_leftover(tmp_pa
     ({"metrics": METRICS | {"soft_loss": [0.5, True]}}, r"metrics.soft_loss\[1\] must be a number or a string, got true"),
     ({"metrics": METRICS | {"missing": {"a": None}}}, "metrics.missing.a must be a number or a string, got null"),
     ({"metrics": 7}, "metrics must be an object"),
+    ({"metrics": {"soft_loss": []}}, "metrics.rounds_done must be an integer, got null"),  # resumed, it was saved as 0
 ])
 def test_a_well_formed_but_wrong_checkpoint_is_refused_in_one_line(tmp_path, change, message):
     round_ = change.get("round", 4)
