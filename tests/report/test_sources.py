@@ -71,3 +71,12 @@ def test_a_damaged_results_file_is_refused_in_one_line_naming_it(tmp_path, broke
         load_results(path)
     assert str(refused.value).startswith(f"{path}: not a valid ") and "\n" not in str(refused.value)
     assert run("report", path).exit_code == 1
+
+
+def test_a_name_with_a_bar_or_a_line_break_stays_in_its_markdown_cell(tmp_path):
+    """A data set named 'a|b' and a line break split its row into more cells and a line of its own."""
+    path = write(tmp_path, {**RUN_JSON, "config": {**RUN_JSON["config"], "data": "a|b\n# c\r"}})
+    result = run("report", path)
+    assert result.exit_code == 0
+    row = next(line for line in result.output.splitlines() if "nb" in line)
+    assert row.startswith(r"| a\|b # c  | nb |") and row.count(" | ") == 15
