@@ -76,6 +76,22 @@ def test_a_cell_file_of_its_configuration_but_damaged_otherwise_is_run_again(tmp
     assert repaired["pending"] == [(table, "twonorm", column)]
 
 
+@pytest.mark.parametrize("damage", [lambda entry: [1], lambda entry: {**entry, "value": {"x": 1}},
+                                    lambda entry: {**entry, "value": {"ml": "x", "rc": 1}},
+                                    lambda entry: {**entry, "value": {**entry["value"], "rc": {"test_error": None}}}])
+def test_a_damaged_entry_of_the_central_cache_is_computed_again(tmp_path, damage):
+    """Each ended ``crc experiment`` in a traceback (AttributeError, KeyError, TypeError)."""
+    run(["table12"], tmp_path)
+    path = tmp_path / "cells" / "table12" / "twonorm" / "period2.json"
+    before = json.loads(path.read_text())
+    for entry in (tmp_path / ".cache" / "central").glob("*.json"):
+        entry.write_text(json.dumps(damage(json.loads(entry.read_text()))))
+    path.unlink()
+    _, again = run(["table12"], tmp_path)
+    assert again["pending"] == [("table12", "twonorm", "period2")]
+    assert json.loads(path.read_text())["results"]["rc"] == before["results"]["rc"]
+
+
 def test_parallel_workers_give_the_same_cells(tmp_path):
     """The workers run BLAS on one thread (the runner's SINGLE_THREAD_ENV): cells run in this process under the same
     limit are the same bits. Not under BLAS's default threads, which may split a reduction and move a last bit
