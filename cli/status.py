@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import click
 
+from crc.cli.finite import FiniteFloatRange
+
 MAX_RESPONSE_BYTES = 1 << 20
 """Largest answer read from an endpoint: a peer's metrics take a few kilobytes (more with many neighbours)."""
 DEFAULT_TIMEOUT_S = 2.0
@@ -186,7 +188,7 @@ def _status_line(target: str, url: str, timeout_s: float) -> tuple[str, bool]:
 
 @click.command(short_help="Show running peers' round, neighbours and messages.")
 @click.argument("targets", nargs=-1, required=True, metavar=TARGETS)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
+@click.option("--timeout", "timeout_s", type=FiniteFloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds each peer's endpoint has to answer.")
 def status(targets, timeout_s):
     """Read the metrics endpoint of each peer (`crc node --metrics-port PORT`,
