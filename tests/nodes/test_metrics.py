@@ -144,8 +144,9 @@ def test_a_copy_does_not_change_with_the_peer(metrics):
 
 @pytest.mark.parametrize("name", ["round_ms", "soft_loss"])
 def test_a_checkpoint_s_metrics_list_longer_than_its_rounds_is_refused(name):
-    """A peer adds at most one entry a round: a checkpoint whose header held 3 million round times made a peer resumed
-    from it take 660 MB and write them into every checkpoint and its model file."""
-    assert Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0]}).rounds_done == 2
-    with pytest.raises(CRCError, match=f"metric '{name}' holds 3 entries, more than the 2 rounds done"):
-        Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0, 3.0]})
+    """A peer adds at most one entry a round (and a vertical group's peer one for its start): a checkpoint whose header
+    held 3 million round times made a peer resumed from it take 660 MB and write them into every checkpoint and its
+    model file."""
+    assert Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0, 3.0]}).rounds_done == 2  # a vertical peer's start
+    with pytest.raises(CRCError, match=f"metric '{name}' holds 4 entries, more than the 2 rounds done and the start"):
+        Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0, 3.0, 4.0]})
