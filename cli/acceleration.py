@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.finite import FiniteFloatRange
 from crc.core.acceleration import ACCELERATED, ALGORITHMS, CLASSIFIERS, DEFAULT_ALGORITHM, MODEL_SETTINGS, PAPER_SETTINGS, STARTS
 
 _CHANGES = " ".join(f"--{name.replace('_', '-')} {value}" if not isinstance(value, bool) else f"--{name.replace('_', '-')}"
@@ -33,7 +34,7 @@ def acceleration_options() -> dict:
                                       "supports: --momentum, --safeguard, --classifier aggregate, --dp-epsilon, "
                                       "--release-every above 1"),
         "momentum": click.option(
-            "--momentum", type=click.FloatRange(min=0, max=1, max_open=True), default=None,
+            "--momentum", type=FiniteFloatRange(min=0, max=1, max_open=True), default=None,
             help="Heavy-ball memory β through the mixing: a peer calibrates from A(t) + β (A(t) - A(t-1)), A its "
                  "neighbourhood average; no extra messages; not with exact diffusion [default: 0]."),
         "start": click.option(
@@ -66,7 +67,7 @@ def acceleration_options() -> dict:
 
 def loss_option():
     """``--loss P``: each message is lost independently with probability P."""
-    return click.option("--loss", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
+    return click.option("--loss", type=FiniteFloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
                         help="Message loss: each statistics message of a round is dropped independently with this "
                              "probability (seeded); a peer averages what arrived (under exact diffusion from a start "
                              "that is not uniform, with the last heard in place of a lost message).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crc.bench import NETWORK_ROUNDS, REPEATS, SCENARIOS, VERTICAL_BLOCKS, VERTICAL_DATASETS
+from crc.cli.finite import FiniteFloatRange
 from crc.cli.model_options import with_model_options
 from crc.cli.options import out_option
 from crc.cli.output import emit_json
@@ -46,7 +47,7 @@ def _group_sizes(ctx, param, value: str) -> tuple[int, ...]:
 @click.option("--network-topology", default="regular:4", show_default=True, help="Graph of the network part's 16 peers.")
 @click.option("--network-algorithm", type=click.Choice(["accelerated", "paper"]), default="accelerated", show_default=True,
               help="Algorithm of the network part's peers (the peers' default: accelerated).")
-@click.option("--partition-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True,
+@click.option("--partition-seconds", type=FiniteFloatRange(min=0), default=30.0, show_default=True,
               help="How long the network part's partition lasts.")
 @click.option("--network-scenarios", default=",".join(SCENARIOS), show_default=True,
               help="Comma-separated scenarios of the network part (loopback and wan always run: the bounds need them).")

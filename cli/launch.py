@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from crc.cli.config_file import ConfigFileCommand
+from crc.cli.finite import FiniteFloatRange
 from crc.cli.options import (
     ACCELERATION,
     DEFAULTS,
@@ -94,7 +95,7 @@ def run_launch(config: SimulationConfig, directory: Path, **settings) -> dict:
                    "the results add the honest peers' errors ('honest').")
 @click.option("--attack", type=click.Choice(PEER_ATTACKS), default=SimulationConfig.attack, show_default=True,
               help=f"What the --byzantine peers send: {ATTACK_HELP}.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True,
               help=f"Seconds each peer waits for its neighbours per round; the first round waits up to "
                    f"{PeerSettings.first_round_timeout_s:g} s, for the peers' start-up.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.finite import FiniteFloatRange
 from crc.core.models import MODELS, Option, all_options
 
 
@@ -16,7 +17,7 @@ def _click_type(option: Option):
     if option.kind is int:
         return click.IntRange(min=option.low, max=option.high)
     if option.kind is float:
-        return click.FloatRange(min=option.low, max=option.high)
+        return FiniteFloatRange(min=option.low, max=option.high)
     return click.STRING
 
 

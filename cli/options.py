@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
+from crc.cli.finite import FiniteFloatRange
 from crc.cli.model_options import model_choice, option_decorators
 from crc.cli.output import note
 from crc.cli.privacy import (
@@ -229,9 +230,9 @@ def _all_options(base: SimulationConfig) -> dict:
         click.option("--blocks", "feature_blocks", type=click.Path(dir_okay=False), default=None, callback=_read_blocks,
                      help='Vertical and hybrid partitions: a JSON file {"blocks": [[names of block 0], ...]} naming '
                           "each block's features [default: a seeded cut into blocks of near-equal size]."),
-        click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=base.alpha, show_default=True,
+        click.option("--alpha", type=FiniteFloatRange(min=0, min_open=True), default=base.alpha, show_default=True,
                      help="Dirichlet concentration of --partition dirichlet (small = more skewed)."),
-        click.option("--size-skew", type=click.FloatRange(min=0), default=base.size_skew, show_default=True,
+        click.option("--size-skew", type=FiniteFloatRange(min=0), default=base.size_skew, show_default=True,
                      help="Unequal local sizes: proportional to exp(N(0, SKEW^2)), at least 1 each; 0 = equal."),
         click.option("--rounds", type=click.IntRange(min=1, max=MAX_ROUNDS), default=base.rounds, show_default=True,
                      help="Communication rounds."),
@@ -249,11 +250,11 @@ def _all_options(base: SimulationConfig) -> dict:
         *privacy_options().values(),
         *distributed_noise_options().values(),
         release_every_option(),
-        click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
+        click.option("--lr", type=FiniteFloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
                      help="Learning rate of centralized RC."),
-        click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--ess", type=FiniteFloatRange(min=0, min_open=True), default=None,
                      help="Equivalent sample size m0 of every peer [default: m / (lr * n), Eq. 5]."),
-        click.option("--test-size", type=click.FloatRange(min=0, min_open=True), default=base.test_size, show_default=True,
+        click.option("--test-size", type=FiniteFloatRange(min=0, min_open=True), default=base.test_size, show_default=True,
                      help="Test set: a fraction of the data if below 1, else a count."),
         click.option("--seed", type=click.IntRange(min=0), default=base.seed, show_default=True,
                      help="Seed of splits, graphs and sampling."),

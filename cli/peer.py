@@ -11,6 +11,7 @@ import numpy as np
 
 from crc.cli.acceleration import acceleration_options, iters_option, loss_option
 from crc.cli.config_file import ConfigFileCommand, StringList
+from crc.cli.finite import FiniteFloatRange
 from crc.cli.model_options import with_model_options
 from crc.cli.options import usage_errors
 from crc.cli.output import log_level as default_log_level
@@ -137,15 +138,15 @@ def option_list(options: dict):
                    "--rounds times it [default: this peer's own count, right on a graph where all peers have it].")
 @click.option("--loss-seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,
               help="Seed of --loss (crc launch passes the simulator's seed of this node, so that both lose the same messages).")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
+@click.option("--lr", type=FiniteFloatRange(min=0, min_open=True), default=DEFAULT_LR, show_default=True,
               help="Only used for the default ESS.")
-@click.option("--ess", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--ess", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Equivalent sample size m0, the same on every peer [default: local size / lr, which is "
                    "m / (lr n) when all peers hold equally many instances].")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
+@click.option("--timeout", "timeout_s", type=FiniteFloatRange(min=0, min_open=True), default=PeerSettings.timeout_s,
               show_default=True, help="Seconds each round waits for the neighbours' statistics (longer for a neighbour "
                                       "that says it is itself still waiting).")
-@click.option("--first-round-timeout", "first_round_timeout_s", type=click.FloatRange(min=0, min_open=True),
+@click.option("--first-round-timeout", "first_round_timeout_s", type=FiniteFloatRange(min=0, min_open=True),
               default=PeerSettings.first_round_timeout_s, show_default=True,
               help="Seconds the first round waits, from the peer's start (or --start-at): covers the other peers' start-up "
                    "(that round only; a resumed peer uses --timeout only).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from crc.cli.finite import FiniteFloatRange
 from crc.core.privacy import DEFAULT_CLIP, DEFAULT_DELTA, NOISES
 from crc.protocol.rules import SUM_SCOPES
 
@@ -13,16 +14,16 @@ def privacy_options() -> dict:
     """``--dp-epsilon``, ``--dp-delta`` and ``--clip`` by parameter name."""
     return {
         "dp_epsilon": click.option(
-            "--dp-epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
+            "--dp-epsilon", type=FiniteFloatRange(min=0, min_open=True), default=None,
             help="Differential privacy: every peer adds Gaussian noise to each statistics release (every message and "
                  "its final model) so that all its releases together are (ε, δ)-DP for its local instances; the noise "
                  "is solved for from ε, δ and the run's rounds by the accountant (the privacy loss distribution of the "
                  "composed Gaussians) [default: off, no noise]."),
         "dp_delta": click.option(
-            "--dp-delta", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=DEFAULT_DELTA,
+            "--dp-delta", type=FiniteFloatRange(min=0, max=1, min_open=True, max_open=True), default=DEFAULT_DELTA,
             show_default=True, help="δ of --dp-epsilon."),
         "clip": click.option(
-            "--clip", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CLIP, show_default=True,
+            "--clip", type=FiniteFloatRange(min=0, min_open=True), default=DEFAULT_CLIP, show_default=True,
             help="With --dp-epsilon: a peer clips its standardized continuous values to [-CLIP, CLIP] before learning; "
                  "the noise grows with CLIP (naive Bayes: about CLIP^2)."),
     }

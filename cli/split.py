@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from crc.cli.config_file import toml_text
+from crc.cli.finite import FiniteFloatRange
 from crc.cli.options import check_partition_options, fit_local_size, options, usage_errors
 from crc.cli.output import note, tiny_test_set_warning, warn
 from crc.cli.privacy import sum_over_option
@@ -92,7 +93,7 @@ def write_group_configs(directory, addresses: list[str], config: SimulationConfi
 @click.command(short_help="Write a trial deployment's files: node CSVs, schema, keys.")
 @options("data", "label", "categorical", "nodes", "local_size", "pooled_size", "partition", "feature_blocks", "alpha", "size_skew",
          "topology", "test_size", "seed")
-@click.option("--drop-ids", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
+@click.option("--drop-ids", type=FiniteFloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True,
               help="Vertical and hybrid partitions: leave this fraction of the rows out of each peer's file (at random, "
                    "seeded), a trial of the alignment: a group learns from the ids every one of its peers keeps.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the files into.")

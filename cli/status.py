@@ -8,6 +8,7 @@ like an unreachable peer.
 from __future__ import annotations
 
 import math
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -16,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import click
+
+from crc.cli.finite import FiniteFloatRange
 
 MAX_RESPONSE_BYTES = 1 << 20
 """Largest answer read from an endpoint: a peer's metrics take a few kilobytes (more with many neighbours)."""
@@ -85,7 +88,31 @@ def metrics_url(target: str) -> str:
 
 
 def fetch(url: str, *, timeout_s: float, max_bytes: int = MAX_RESPONSE_BYTES) -> str:
-    """The text ``url`` answers within ``timeout_s`` (give or take one socket timeout) and ``max_bytes``."""
+    """The text ``url`` answers within ``timeout_s`` (give or take one socket timeout) and ``max_bytes``.
+
+    It is read in a daemon thread given up at ``2 * timeout_s``, which the process's exit ends: headers that arrive a
+    byte at a time, each within the socket timeout, are read by ``urllib`` before any deadline of ours is looked at
+    (a status line and 200 header bytes at 0.05 s each held ``crc status --timeout 0.5`` 11 s)."""
+    answer: list = []
+
+    def read() -> None:
+        try:
+            answer.append(_read(url, timeout_s=timeout_s, max_bytes=max_bytes))
+        except BaseException as exc:  # raised again in the caller's thread
+            answer.append(exc)
+
+    reader = threading.Thread(target=read, name=f"crc-status {url}", daemon=True)
+    reader.start()
+    reader.join(2 * timeout_s)
+    if not answer:
+        raise Unreachable(f"no complete answer within {timeout_s:g} s")
+    if isinstance(answer[0], BaseException):
+        raise answer[0]
+    return answer[0]
+
+
+def _read(url: str, *, timeout_s: float, max_bytes: int) -> str:
+    """``fetch``'s reading, in the reader's thread."""
     deadline = time.monotonic() + timeout_s
     try:
         with _OPENER.open(url, timeout=timeout_s) as answer:
@@ -161,7 +188,7 @@ def _status_line(target: str, url: str, timeout_s: float) -> tuple[str, bool]:
 
 @click.command(short_help="Show running peers' round, neighbours and messages.")
 @click.argument("targets", nargs=-1, required=True, metavar=TARGETS)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
+@click.option("--timeout", "timeout_s", type=FiniteFloatRange(min=0, min_open=True, max=60), default=DEFAULT_TIMEOUT_S,
               show_default=True, help="Seconds each peer's endpoint has to answer.")
 def status(targets, timeout_s):
     """Read the metrics endpoint of each peer (`crc node --metrics-port PORT`,

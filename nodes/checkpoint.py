@@ -224,14 +224,18 @@ def load(directory, *, identity: dict, size: int, remedy: str = FRESH_START,
 
 def _check_metrics(metrics: dict, round_: int) -> None:
     """Metrics hold finite numbers (not booleans) and strings, in lists and objects; ``rounds_done`` is the round."""
-    if "rounds_done" in metrics and fields.integer(metrics["rounds_done"], "metrics.rounds_done") != round_:
+    if fields.integer(metrics.get("rounds_done"), "metrics.rounds_done") != round_:
         raise CRCError(f"metrics.rounds_done is {metrics['rounds_done']}, the round {round_}")
     pending = [("metrics", metrics)]
-    while pending:
+    while pending:  # an entry is named only when it is a list or an object, or refused: naming each took 200 B
         name, value = pending.pop()
-        if isinstance(value, dict):
-            pending.extend((f"{name}.{key}", item) for key, item in value.items())
-        elif isinstance(value, list):
-            pending.extend((f"{name}[{index}]", item) for index, item in enumerate(value))
-        elif not (fields.is_number(value) or isinstance(value, str)):
-            raise CRCError(f"{name} must be a number or a string, got {fields.shown(value)}")
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if isinstance(item, (dict, list)):
+                pending.append((_entry(name, value, key), item))
+            elif not (fields.is_number(item) or isinstance(item, str)):
+                raise CRCError(f"{_entry(name, value, key)} must be a number or a string, got {fields.shown(item)}")
+
+
+def _entry(name: str, container: dict | list, key) -> str:
+    """The name of ``container[key]``, ``container`` being named ``name``."""
+    return f"{name}.{key}" if isinstance(container, dict) else f"{name}[{key}]"

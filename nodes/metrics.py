@@ -103,13 +103,19 @@ class Metrics:
 
     @classmethod
     def from_json(cls, obj: dict) -> Metrics:
-        """Metrics from a checkpoint; a known field of another type than its default's is a CRCError."""
+        """Metrics from a checkpoint; a known field of another type than its default's, or a list of more entries than
+        the rounds done and one (a peer adds one a round at most, a vertical group's peer one for its start too), is a
+        CRCError."""
         metrics = cls()
         for key, value in obj.items():
             if hasattr(metrics, key):
                 if not _same_kind(getattr(metrics, key), value, seconds=key == "downtime_s"):
                     raise CRCError(f"metric {key!r} is not what a peer writes there")
                 setattr(metrics, key, value)
+        for key, value in metrics.__dict__.items():
+            if isinstance(value, list) and len(value) > metrics.rounds_done + 1:
+                raise CRCError(f"metric {key!r} holds {len(value)} entries, more than the {metrics.rounds_done} rounds "
+                               "done and the start")
         return metrics
 
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from crc.core.errors import CRCError
+from crc.core.feature_partition import parse_feature_partition
 from crc.core.model_file import TrainedModel, load_model
 from crc.core.numeric import logsumexp, normalise_exp
 
 
 def check_group(blocks: list[TrainedModel], sources: list[str]) -> None:
     """A CRCError unless ``blocks`` (read from ``sources``) are the block models of one group: each written by a
-    group's peer, distinct blocks with disjoint features, the same model, options and classes."""
+    group's peer, distinct blocks with disjoint features, the same model, options, classes and partition, and every
+    block of that partition."""
     first = blocks[0]
     seen: dict[int, str] = {}
     features: dict[str, str] = {}
@@ -38,6 +40,17 @@ def check_group(blocks: list[TrainedModel], sources: list[str]) -> None:
             if name in features:
                 raise CRCError(f"feature {name!r} is in {features[name]} and in {source}: a group's blocks are disjoint")
             features[name] = source
+        if trained.metrics["partition"] != first.metrics["partition"]:
+            raise CRCError(f"{source}: block {block} of a {trained.metrics['partition']} partition, {sources[0]}: of "
+                           f"{first.metrics['partition']}: give the model files of one group's peers")
+    try:
+        partition = parse_feature_partition(first.metrics["partition"])
+    except CRCError as exc:
+        raise CRCError(f"{sources[0]}: {exc}") from None
+    missing = [block for block in range(partition.blocks) if block not in seen]
+    if missing or len(seen) != partition.blocks:
+        what = f"no model file of block {missing[0]}" if missing else f"{len(seen)} blocks"
+        raise CRCError(f"{what} of the {partition.spec} group: give every block's model file, one each")
 
 
 def group_posteriors(blocks: list[TrainedModel], columns, *, source: str = "data") -> np.ndarray:

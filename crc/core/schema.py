@@ -144,6 +144,8 @@ class Schema:
             raise CRCError(f"malformed schema: {exc}") from None
         if len(classes) < 2 or len(set(classes)) != len(classes):
             raise CRCError("malformed schema: need at least two distinct classes")
+        if not features:  # as ``infer_schema`` refuses a table without one: the rows could not even be counted
+            raise CRCError("malformed schema: no feature (a classifier needs one at least)")
         names = [f.name for f in features]
         if len(set(names)) != len(names) or label in names:
             raise CRCError("malformed schema: feature names must be distinct and differ from the label")

@@ -68,8 +68,11 @@ class DirectoryCache:
         path = self._path(key)
         if not path.exists():
             return None
-        stored = read_json(path)
-        return stored["value"] if stored.get("key") == key else None
+        try:
+            stored = read_json(path)
+        except CRCError:
+            return None  # damaged: computed again, and written anew
+        return stored.get("value") if isinstance(stored, dict) and stored.get("key") == key else None
 
     def put(self, key: dict, value: dict) -> None:
         atomic_write_json(self._path(key), {"key": key, "value": value})

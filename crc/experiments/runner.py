@@ -84,14 +84,22 @@ def plan(table: Table, datasets, *, repeats: int, seed: int, model: str = "nb", 
 
 
 def _is_done(cell: Cell, out: Path) -> bool:
+    """Whether ``cell``'s file holds its results: its configuration is the cell's, and its table's row of it alone
+    assembles and renders (a file of the right configuration but a field of another type, or none, ended
+    ``write_table`` in a traceback). A damaged file is simply run again."""
     path = cell.path(out)
     if not path.exists():
         return False
     try:
-        stored = read_json(path)["results"]["config"]
-        return isinstance(stored, dict) and cell.matches(stored)
-    except (CRCError, KeyError, TypeError):
-        return False  # a damaged file is simply run again
+        record = read_json(path)
+        stored = record["results"]["config"]
+        if not (isinstance(stored, dict) and cell.matches(stored)):
+            return False
+        alone = assemble(TABLES[cell.table], [cell.data], {(cell.data, cell.column): record})
+        table_markdown(alone), table_csv(alone)
+    except (CRCError, KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return False
+    return True
 
 
 def run_cell(cell: Cell, out: Path, network_factory: Callable) -> dict:

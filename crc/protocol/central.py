@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Protocol
 
+from crc.core import fields
 from crc.core.calibration import CONVERGED_MAX_ITERATIONS, CONVERGED_PATIENCE, rc
 from crc.core.data import Dataset
 from crc.core.threads import single_threaded_blas
@@ -36,6 +38,24 @@ CentralProgress = Callable[[str, int, int], None]
 ``RC to convergence``)."""
 
 
+FIGURES = ("train_error", "test_error", "test_loglik", "test_f1")
+"""What ``central_results`` records of each run."""
+
+
+def _is_central(value, *, converged: bool) -> bool:
+    """Whether ``value`` (from a cache: a file) is what ``central_results`` records: each run's ``FIGURES`` as finite
+    numbers, ``rc_converged`` (with ``converged``) also its whole numbers of iterations."""
+    runs = ("ml", "rc", "rc_converged") if converged else ("ml", "rc")
+    if not (isinstance(value, dict) and set(value) == set(runs)):
+        return False
+    for name in runs:
+        run, counts = value[name], ("iterations", "best_iteration") if name == "rc_converged" else ()
+        if not (isinstance(run, dict) and all(fields.is_number(run.get(f)) and math.isfinite(run[f]) for f in FIGURES)
+                and all(type(run.get(count)) is int and run[count] >= 0 for count in counts)):
+            return False
+    return True
+
+
 def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cache: CentralCache | None = None,
                     progress: CentralProgress | None = None) -> dict:
     """``{"ml": ..., "rc": ..., "rc_converged": ...}``: train/test errors and test log-likelihood of centralized
@@ -45,7 +65,7 @@ def central_results(dataset: Dataset, config: SimulationConfig, rep: Repeat, cac
     ``iterations`` it ran and its ``best_iteration``."""
     key = central_key(dataset, config, rep.index)
     central = cache.get(key) if cache is not None else None
-    if central is None:
+    if not _is_central(central, converged=config.rc_converged):  # none, or a damaged entry: computed again
         split = rep.split
 
         def reporting(what: str, at_most: int):

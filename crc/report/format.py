@@ -74,7 +74,8 @@ def csv_number(value) -> str:
 
 
 def markdown_row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+    """A Markdown table row; a cell's bars are escaped and its line breaks become spaces (names come from files)."""
+    return "| " + " | ".join(cell.replace("|", "\\|").replace("\r", " ").replace("\n", " ") for cell in cells) + " |"
 
 
 def heading(table: dict) -> list[str]:

@@ -115,18 +115,18 @@ def _run_problem(results: dict) -> str:
             fields.integer(config.get(key), f"config.{key}", low=1)
         if config.get("period") is not None:
             fields.integer(config["period"], "config.period", low=1)
-        for method in METHODS:
-            fields.number(fields.mapping(results[method], method).get("test_error"), f"{method}.test_error")
-        fields.number(results["crc"].get("test_std"), "crc.test_std")
+        for method in METHODS:  # error rates and their deviations are fractions, gaps their differences
+            fields.number(fields.mapping(results[method], method).get("test_error"), f"{method}.test_error", low=0, high=1)
+        fields.number(results["crc"].get("test_std"), "crc.test_std", low=0, high=1)
         for key in ("train_gap", "test_gap"):
-            fields.number(results.get(key), key)
+            fields.number(results.get(key), key, low=-1, high=1)
         converged = fields.mapping(results.get("rc_converged", {}), "rc_converged")
         majority = fields.mapping(results.get("majority", {}), "majority")
-        for name, value in (("rc_converged.test_error", converged.get("test_error")),
-                            ("test_gap_converged", results.get("test_gap_converged")),
-                            ("majority.test_error", majority.get("test_error"))):
+        for name, value, low in (("rc_converged.test_error", converged.get("test_error"), 0),
+                                 ("test_gap_converged", results.get("test_gap_converged"), -1),
+                                 ("majority.test_error", majority.get("test_error"), 0)):
             if value is not None:
-                fields.number(value, name)
+                fields.number(value, name, low=low, high=1)
         _check_curve(results.get("rounds", []), "rounds")
     except CRCError as exc:
         return str(exc)

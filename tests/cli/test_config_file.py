@@ -164,6 +164,7 @@ def test_a_peer_runs_from_a_config_file_in_another_directory(tmp_path, monkeypat
     ("timeout = \"5\"\n", "timeout: expected a number, got a string '5'"),
     ("timeout = 0\n", "timeout: 0.0 is not in the range x>0"),
     ("timeout = nan\n", "timeout: expected a number, got a number nan"),
+    ("timeout = inf\n", "timeout: inf is not a finite number"),
     ("rounds = 2.5\n", "rounds: expected a whole number, got a number 2.5"),
     ("rounds = true\n", "rounds: expected a whole number, got a boolean True"),
     ("model = \"svm\"\n", "model: 'svm' is not one of"),

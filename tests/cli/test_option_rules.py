@@ -108,3 +108,11 @@ def test_options_each_valid_alone_that_cannot_go_together_are_a_usage_error(tmp_
 ])
 def test_a_network_sum_without_what_it_needs_is_one_refusal(given, refused):
     assert refusal("simulate", "--data", "twonorm", "--sum-over", "network", *given).startswith(f"Error: {refused}")
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--first-round-timeout", "--ess", "--lr"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
+def test_a_peer_s_numbers_must_be_finite(option, value):
+    """click's ranges let nan and infinity through: --timeout nan ended in a traceback, --first-round-timeout nan and
+    --timeout inf waited for a silent neighbour forever, --ess inf was refused only by the starting statistics."""
+    assert refusal(*NODE, option, value).endswith(f"Invalid value for '{option}': {float(value)} is not a finite number.")

@@ -51,11 +51,17 @@ def peer_endpoint():
 
 class _Answers(http.server.BaseHTTPRequestHandler):
     """Answers by path: /big (too large), /junk (not Prometheus text), /other (another program's metrics),
-    /slow (later than the timeout), /moved (a redirect)."""
+    /slow (later than the timeout), /drip (headers a byte at a time, never done), /moved (a redirect)."""
 
     def do_GET(self):
         if self.path == "/slow":
             time.sleep(1.5)
+        if self.path == "/drip":  # each byte within any socket timeout, the headers never done
+            for byte in b"HTTP/1.0 200 OK\r\nX-Wait: " + b"w" * 200:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
+            return
         if self.path == "/moved":
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.1:1/metrics")
@@ -111,6 +117,7 @@ def test_an_unreachable_peer_is_shown_as_such_and_exits_1(peer_endpoint):
     ("/junk", "not Prometheus text"),
     ("/other", "no crc_peer_round metric: not a crc peer's endpoint"),
     ("/slow", "within 0.5 s"),
+    ("/drip", "within 0.5 s"),  # it waited for the headers 10 s, and hours for a slower drip
     ("/moved", "HTTP 302"),
 ])
 def test_an_answer_that_is_not_a_peers_metrics_is_refused(odd_server, path, problem):

@@ -59,6 +59,39 @@ def test_finished_cells_are_not_run_again_and_damaged_or_changed_ones_are(tmp_pa
     assert len(changed["pending"]) == len(TABLES["table12"].columns)
 
 
+@pytest.mark.parametrize("table, column, damage", [
+    ("table12", "period2", lambda r: r["results"].update(test_gap="x")),
+    ("table12", "period2", lambda r: r["results"].pop("rc")),
+    ("table12", "period2", lambda r: r.update(seconds="x")),
+    ("table11", "iter2", lambda r: r["results"].update(rounds="x")),  # the first-round table reads the curve
+])
+def test_a_cell_file_of_its_configuration_but_damaged_otherwise_is_run_again(tmp_path, table, column, damage):
+    """Such a file ended ``crc experiment`` in a traceback (ValueError, KeyError, TypeError) while writing the table."""
+    run([table], tmp_path, defaults={**TINY, **UNCONVERGED})
+    path = tmp_path / "cells" / table / "twonorm" / f"{column}.json"
+    record = json.loads(path.read_text())
+    damage(record)
+    path.write_text(json.dumps(record))
+    _, repaired = run([table], tmp_path, defaults={**TINY, **UNCONVERGED})
+    assert repaired["pending"] == [(table, "twonorm", column)]
+
+
+@pytest.mark.parametrize("damage", [lambda entry: [1], lambda entry: {**entry, "value": {"x": 1}},
+                                    lambda entry: {**entry, "value": {"ml": "x", "rc": 1}},
+                                    lambda entry: {**entry, "value": {**entry["value"], "rc": {"test_error": None}}}])
+def test_a_damaged_entry_of_the_central_cache_is_computed_again(tmp_path, damage):
+    """Each ended ``crc experiment`` in a traceback (AttributeError, KeyError, TypeError)."""
+    run(["table12"], tmp_path)
+    path = tmp_path / "cells" / "table12" / "twonorm" / "period2.json"
+    before = json.loads(path.read_text())
+    for entry in (tmp_path / ".cache" / "central").glob("*.json"):
+        entry.write_text(json.dumps(damage(json.loads(entry.read_text()))))
+    path.unlink()
+    _, again = run(["table12"], tmp_path)
+    assert again["pending"] == [("table12", "twonorm", "period2")]
+    assert json.loads(path.read_text())["results"]["rc"] == before["results"]["rc"]
+
+
 def test_parallel_workers_give_the_same_cells(tmp_path):
     """The workers run BLAS on one thread (the runner's SINGLE_THREAD_ENV): cells run in this process under the same
     limit are the same bits. Not under BLAS's default threads, which may split a reduction and move a last bit

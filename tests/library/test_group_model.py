@@ -43,6 +43,19 @@ def test_files_that_are_not_one_groups_blocks_are_refused():
         check_group([alone, second], ["a", "b"])
 
 
+def test_a_group_missing_a_block_or_mixing_partitions_is_refused():
+    """Without the check, blocks 0 and 2 of a vertical:3 group predicted as a classifier nobody learned."""
+    ref = reference("wdbc", "nb", 3, rounds=2)
+    first, second, third = block_files(ref, "vertical:3", {})
+    with pytest.raises(CRCError, match=r"no model file of block 1 of the vertical:3 group: give every block's"):
+        check_group([first, third], ["a", "c"])
+    with pytest.raises(CRCError, match=r"no model file of block 2 of the vertical:3 group"):
+        check_group([first, second], ["a", "b"])
+    other = TrainedModel(second.schema, "nb", second.stats, {"partition": "hybrid:2x3", "block": 1})
+    with pytest.raises(CRCError, match=r"b: block 1 of a hybrid:2x3 partition, a: of vertical:3"):
+        check_group([first, other, third], ["a", "b", "c"])
+
+
 def test_load_group_reads_every_blocks_file_in_any_order_and_predicts_as_the_group(tmp_path):
     ref = reference("wdbc", "nb", 3, rounds=4)
     files = block_files(ref, "vertical:3", {})

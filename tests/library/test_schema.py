@@ -69,6 +69,7 @@ def test_json_round_trip_and_stable_fingerprint(tmp_path):
           "features": [{"name": "f", "kind": "continuous", "mean": 0, "std": 0}]}, "positive std"),
         ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": [{"name": "f", "kind": "weird"}]}, "feature kind"),
         ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"]}, "missing or invalid"),
+        ({"format": "crc-schema/1", "label": "y", "classes": ["a", "b"], "features": []}, "no feature"),
     ],
 )
 def test_malformed_schema_rejected(obj, message):

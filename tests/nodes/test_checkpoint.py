@@ -1,6 +1,7 @@
 import json
 import os
 import struct
+import tracemalloc
 import zlib
 
 import numpy as np
@@ -115,6 +116,7 @@ def test_each_round_replaces_the_last_and_the_newest_wins_over_a_leftover(tmp_pa
     ({"metrics": METRICS | {"soft_loss": [0.5, True]}}, r"metrics.soft_loss\[1\] must be a number or a string, got true"),
     ({"metrics": METRICS | {"missing": {"a": None}}}, "metrics.missing.a must be a number or a string, got null"),
     ({"metrics": 7}, "metrics must be an object"),
+    ({"metrics": {"soft_loss": []}}, "metrics.rounds_done must be an integer, got null"),  # resumed, it was saved as 0
 ])
 def test_a_well_formed_but_wrong_checkpoint_is_refused_in_one_line(tmp_path, change, message):
     round_ = change.get("round", 4)
@@ -125,6 +127,17 @@ def test_a_well_formed_but_wrong_checkpoint_is_refused_in_one_line(tmp_path, cha
     with pytest.raises(CRCError, match=message) as raised:
         checkpoint.load(tmp_path, identity=IDENTITY, size=STATS.size)
     assert str(raised.value).startswith(str(tmp_path)) and "\n" not in str(raised.value)
+
+
+def test_checking_a_long_metrics_list_takes_no_memory_per_entry(tmp_path):
+    """The metrics' check named every entry before looking at it: a header of 3 million numbers took 660 MB to check
+    (a 64 MiB header would have taken 3.5 GB)."""
+    metrics = {"rounds_done": 4, "soft_loss": [0.5] * 200_000, "missing": {f"tcp://10.0.{i}.1:7000": i for i in range(9)}}
+    tracemalloc.start()
+    checkpoint._check_metrics(metrics, 4)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20
 
 
 def test_statistics_that_are_not_finite_or_of_another_model_are_refused(tmp_path):

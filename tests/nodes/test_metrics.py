@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from crc.core.errors import CRCError
 from crc.nodes.launcher import free_ports
 from crc.nodes.metrics import Metrics, MetricsEndpoint, Reading
 from crc.nodes.wire import CAUSES as WIRE_CAUSES
@@ -139,3 +140,13 @@ def test_a_copy_does_not_change_with_the_peer(metrics):
     metrics.missing[A] = 9
     assert copy.rejected["stale"] == 2 and len(copy.round_ms) == 3 and copy.missing[A] == 0
     assert copy.to_json() != metrics.to_json() and Metrics.from_json(copy.to_json()) == copy
+
+
+@pytest.mark.parametrize("name", ["round_ms", "soft_loss"])
+def test_a_checkpoint_s_metrics_list_longer_than_its_rounds_is_refused(name):
+    """A peer adds at most one entry a round (and a vertical group's peer one for its start): a checkpoint whose header
+    held 3 million round times made a peer resumed from it take 660 MB and write them into every checkpoint and its
+    model file."""
+    assert Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0, 3.0]}).rounds_done == 2  # a vertical peer's start
+    with pytest.raises(CRCError, match=f"metric '{name}' holds 4 entries, more than the 2 rounds done and the start"):
+        Metrics.from_json({"rounds_done": 2, name: [1.0, 2.0, 3.0, 4.0]})

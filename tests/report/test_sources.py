@@ -57,6 +57,13 @@ def test_tables_and_runs_are_recognised(tmp_path):
     ({**RUN_JSON, "rc_converged": {"test_error": {}}}, "run: rc_converged.test_error must be a finite number"),
     ({**RUN_JSON, "majority": {"test_error": "x"}}, "run: majority.test_error must be a finite number"),
     ({**RUN_JSON, "majority": [0.5]}, "run: majority must be an object"),
+    # errors are fractions and gaps their differences: these were rendered as -5.000 and a number of 300 digits
+    ({**RUN_JSON, "crc": {"test_error": -5, "test_std": 0.01}}, "run: crc.test_error must be from 0 to 1, got -5"),
+    ({**RUN_JSON, "ml": {"test_error": 1e300}}, "run: ml.test_error must be from 0 to 1, got 1e[+]300"),
+    ({**RUN_JSON, "crc": {"test_error": 0.06, "test_std": 2}}, "run: crc.test_std must be from 0 to 1, got 2"),
+    ({**RUN_JSON, "test_gap": -1.5}, "run: test_gap must be from -1 to 1, got -1.5"),
+    ({**RUN_JSON, "test_gap_converged": 3}, "run: test_gap_converged must be from -1 to 1, got 3"),
+    ({**RUN_JSON, "majority": {"test_error": 1.5}}, "run: majority.test_error must be from 0 to 1, got 1.5"),
 ])
 def test_a_damaged_results_file_is_refused_in_one_line_naming_it(tmp_path, broken, problem):
     path = write(tmp_path, broken)
@@ -64,3 +71,12 @@ def test_a_damaged_results_file_is_refused_in_one_line_naming_it(tmp_path, broke
         load_results(path)
     assert str(refused.value).startswith(f"{path}: not a valid ") and "\n" not in str(refused.value)
     assert run("report", path).exit_code == 1
+
+
+def test_a_name_with_a_bar_or_a_line_break_stays_in_its_markdown_cell(tmp_path):
+    """A data set named 'a|b' and a line break split its row into more cells and a line of its own."""
+    path = write(tmp_path, {**RUN_JSON, "config": {**RUN_JSON["config"], "data": "a|b\n# c\r"}})
+    result = run("report", path)
+    assert result.exit_code == 0
+    row = next(line for line in result.output.splitlines() if "nb" in line)
+    assert row.startswith(r"| a\|b # c  | nb |") and row.count(" | ") == 15

@@ -5,6 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import crc.topologies.graph_io as graph_io
 from crc.topologies import (
     Schedule,
     chain_graph,
@@ -99,6 +100,24 @@ def test_graph_files_validated(tmp_path, name, text, message):
     with pytest.raises(ValueError, match=message) as error:
         load_graph(tmp_path / name)
     assert str(error.value).startswith(f"{tmp_path / name}: ") and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name, text", [("g.edges", "0 1\n" * 5), ("g.json", '{"nodes": 2, "edges": ' + str([[0, 1]] * 5) + "}")])
+def test_a_graph_file_of_too_many_edges_is_refused_before_the_graph_is_built(tmp_path, monkeypatch, name, text):
+    """A 60 MB file of one edge 15 million times took more than a minute and 3 GB (networkx adds them one by one)."""
+    monkeypatch.setattr(graph_io, "MAX_GRAPH_EDGES", 4, raising=False)
+    monkeypatch.setattr(graph_io.nx, "empty_graph", None)  # building it would fail otherwise than with the refusal
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=f"{name}: more than 4 edges"):
+        load_graph(tmp_path / name)
+
+
+def test_a_node_number_of_thousands_of_digits_is_not_written_out(tmp_path):
+    for text in ("0 " + "7" * 4000 + "\n", "0 " + "7" * 5000 + "\n", "# nodes: " + "7" * 4000 + "\n"):
+        (tmp_path / "g.edges").write_text(text)
+        with pytest.raises(ValueError, match="g.edges: ") as error:
+            load_graph(tmp_path / "g.edges")
+        assert len(str(error.value)) < 200
 
 
 def test_a_fifo_in_a_graph_file_s_place_is_not_waited_for(tmp_path):
