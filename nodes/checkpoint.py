@@ -41,6 +41,7 @@ import numpy as np
 from crc.core import fields
 from crc.core.errors import CRCError
 from crc.core.files import atomic_write_bytes, parse_json, read_bytes
+from crc.protocol.rules import MAX_ROUNDS
 
 NAME = re.compile(r"checkpoint\.(\d{1,12})\.bin")
 """File name of the checkpoint of a round."""
@@ -52,9 +53,9 @@ PREFIX = struct.Struct("<8sII")
 MAX_HEADER_BYTES = 64 * 2**20
 MAX_STATISTICS = 2**28
 """Largest statistics vector a checkpoint may hold (2 GiB of float64)."""
-MAX_SERIES_VALUES = 2**23
-"""Most values all the metrics series of a checkpoint may hold together (64 MiB of float64; a peer writes two a
-round, at most ``crc.protocol.rules.MAX_ROUNDS`` rounds)."""
+MAX_SERIES_VALUES = 4 * (MAX_ROUNDS + 1)
+"""Most values all the metrics series of a checkpoint may hold together (3.2 MB of float64; a peer writes two a round
+and one at its start, at most ``MAX_ROUNDS`` rounds)."""
 DURABLE = False
 """No fsync per round: it cost about 5 ms of a peer's round (measured, 2-core VM). A crash of the peer
 loses nothing; after a power cut the newest checkpoint may be torn, which the length and CRC checks
