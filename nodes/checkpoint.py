@@ -50,7 +50,10 @@ OLD_FILE_NAME = "checkpoint.json"
 MAGIC = b"CRCckpt\x03"
 OLD_MAGIC = b"CRCckpt\x02"
 PREFIX = struct.Struct("<8sII")
-MAX_HEADER_BYTES = 64 * 2**20
+MAX_HEADER_BYTES = 8 * 2**20
+"""Longest header: its identity and counts take kilobytes (a few maps of one entry per neighbour); a version-2
+checkpoint of ``MAX_ROUNDS`` rounds held its series there too, about 4 MB. Parsing takes some 20 times a header's
+bytes, which this bounds (about 160 MB)."""
 MAX_STATISTICS = 2**28
 """Largest statistics vector a checkpoint may hold (2 GiB of float64)."""
 MAX_SERIES_VALUES = 4 * (MAX_ROUNDS + 1)
