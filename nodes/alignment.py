@@ -1,9 +1,18 @@
 """Aligning the instances of a vertical group by their ids, with a private set intersection (PSI) and no coordinator.
 
-The peers of a group each hold some instance ids. The label holder runs an ECDH-based PSI (OpenMined's
-``openmined.psi``: both sides blind hashed ids with secret exponents on an elliptic curve) as the client with every
+The peers of a group each hold some instance ids. The label holder runs an ECDH-based PSI as the client with every
 other member, over their encrypted channels, and learns its overlap with each; it intersects those overlaps, and
 sends the group's ids, sorted, to every member. Then every member orders its rows by that list.
+
+The PSI blinds on Curve25519 with X25519 (``cryptography``): an id is hashed to a u-coordinate (``hashed``), and a
+party blinds a u-coordinate with its secret scalar ``k`` as ``X25519(k, u)``. Blindings commute,
+``X25519(a, X25519(b, u)) == X25519(b, X25519(a, u))``, so the label holder's ids blinded by it and then by a member
+equal the member's ids blinded by the member and then by it exactly where the ids are the same; without the scalars
+a blinded id is a pseudorandom point (decisional Diffie-Hellman, hashing as a random oracle). The label holder sends
+its ids blinded (the request); the member sends them back blinded again, in the request's order (the response), and
+its own ids blinded once, sorted (the setup); the label holder blinds the setup with its scalar and finds which of
+the response's elements are among them. Every message is the concatenation of its 32-byte elements; a point of low
+order (whose blinding is 0) is refused.
 
 What is revealed: each member learns the size of the label holder's id set and the group's intersection (ids it
 holds itself); the label holder learns, for every member, which of its own ids that member holds (with three or
@@ -14,52 +23,63 @@ guesses in its request (as many as it announces, at most ``ID_RATIO`` times the 
 another member before the label holder's, unless that member names its label holder (``--label-holder``,
 ``crc.nodes.group_member``); a deviating member can answer for guessed ids and learn which of them the group holds.
 
-The messages are protobuf bytes of ``openmined.psi``; they are size-checked before parsing, must be about no more
-ids than their sender announced, a member's setup must be the raw set (a filter can be filled to match every id),
-and its response in order (``LabelHolderPSI`` blinds every id twice to check it). A message that does not parse
-or does not fit is an ``AlignmentError``: one line, and the peer stops (the group cannot align).
+A message must hold exactly as many elements as its sender's announced count of ids says (``BLINDINGS`` times it for
+a request and a response), and a response must be in the request's order (``LabelHolderPSI`` blinds every id twice
+to check it). A message that does not fit is an ``AlignmentError``: one line, and the peer stops (the group cannot
+align).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from crc.core.errors import CRCError
 
 BLINDINGS = 2
-"""Times the label holder's request blinds each id (with a key and in an order of each time's own)."""
-PSI_FALSE_POSITIVE_RATE = 0.0
-"""The server's setup is sent raw (no Bloom or Golomb filter): the intersection is exact. The label holder takes no
-other: a filter can be filled to match every id, which would make a member look as if it held them all."""
-BYTES_PER_ID = 80
-"""Bound on a PSI message's bytes per id (a compressed curve point is 33 bytes; protobuf adds a few)."""
-MESSAGE_OVERHEAD = 4096
+"""Times the label holder's request blinds each id (with a scalar and in an order of each time's own)."""
+BYTES_PER_ID = 32
+"""Bytes of a blinded id in a PSI message (an X25519 u-coordinate)."""
 MAX_ID_BYTES = 256
 """Longest instance id accepted (UTF-8 bytes)."""
-
-
-class PSIUnavailable(CRCError):
-    """The PSI library is not installed."""
-
-
-def require_psi() -> None:
-    """A PSIUnavailable (one line naming the extra) unless the PSI library can be imported: checked before a vertical
-    peer or group starts, so that none waits for a peer that could not align."""
-    _psi()
-
-
-def _psi():
-    try:
-        import private_set_intersection.python as psi
-    except ModuleNotFoundError:
-        raise PSIUnavailable("aligning a vertical group's ids needs OpenMined's PSI library: "
-                             "pip install 'crc-p2p[vertical]' (or '.[vertical]' from a clone)") from None
-    return psi
+HASH_DOMAIN = b"crc-psi-x25519-v1\x00"
+"""Prefix of every hashed id, so that the hashes are this protocol's own."""
 
 
 class AlignmentError(CRCError):
     """A PSI message that does not parse or fit (one line: who sent what)."""
+
+
+def hashed(ids: list[str]) -> list[bytes]:
+    """Each id as a u-coordinate of Curve25519: SHA-256 of ``HASH_DOMAIN`` and its UTF-8 bytes, the top bit cleared
+    (X25519 ignores it, RFC 7748)."""
+    points = []
+    for value in ids:
+        digest = bytearray(hashlib.sha256(HASH_DOMAIN + value.encode()).digest())
+        digest[31] &= 0x7F
+        points.append(bytes(digest))
+    return points
+
+
+def _blinded(key: X25519PrivateKey, points: list[bytes], what: str) -> list[bytes]:
+    """``points`` (32-byte u-coordinates) blinded with ``key``; an AlignmentError naming ``what`` for a point of low
+    order, whose blinding is 0 (X25519 refuses it)."""
+    try:
+        return [key.exchange(X25519PublicKey.from_public_bytes(point)) for point in points]
+    except ValueError:
+        raise AlignmentError(f"{what}: a PSI message with a point of low order (no id hashes to one)") from None
+
+
+def _elements(raw: bytes, count: int, what: str) -> list[bytes]:
+    """The ``count`` 32-byte elements of the PSI message ``raw``; an AlignmentError naming ``what`` if it holds
+    another number of bytes."""
+    if not isinstance(raw, bytes) or len(raw) != BYTES_PER_ID * count:
+        size = f"{len(raw)} bytes" if isinstance(raw, bytes) else "no bytes"
+        raise AlignmentError(f"{what}: a PSI message of {size}, not the {BYTES_PER_ID} x {count} of the ids announced")
+    return [raw[i:i + BYTES_PER_ID] for i in range(0, len(raw), BYTES_PER_ID)]
 
 
 def check_ids(ids: list[str], what: str) -> list[str]:
@@ -77,36 +97,14 @@ def check_ids(ids: list[str], what: str) -> list[str]:
     return list(ids)
 
 
-def _limit(n_ids: int) -> int:
-    return MESSAGE_OVERHEAD + BYTES_PER_ID * n_ids
-
-
-def _parse(kind, raw: bytes, n_ids: int, what: str, elements=lambda message: message.encrypted_elements,
-           blindings: int = 1):
-    """The PSI message ``kind`` from ``raw``, about at most ``n_ids`` ids (the sender's announced count), each
-    ``blindings`` times: its bytes bound before parsing, its ``elements`` (the blinded ids) after."""
-    if not isinstance(raw, bytes) or len(raw) > _limit(blindings * n_ids):
-        raise AlignmentError(f"{what}: a PSI message of {len(raw) if isinstance(raw, bytes) else '?'} bytes, more than "
-                             f"{n_ids} ids need")
-    message = kind()
-    try:
-        message.ParseFromString(raw)
-    except Exception as exc:  # protobuf's DecodeError and its kin: anything that does not parse
-        raise AlignmentError(f"{what}: a PSI message that does not parse ({type(exc).__name__})") from None
-    held = len(elements(message))
-    if held > blindings * n_ids:
-        raise AlignmentError(f"{what}: a PSI message about {held / blindings:g} ids, more than the {n_ids} announced")
-    return message
-
-
 @dataclass
 class LabelHolderPSI:
-    """The label holder's side: ``BLINDINGS`` PSI clients (fresh secret keys), each blinding every id, in an order of
-    its own (the first the ids' order, the others shuffled), and one request of all their blinded ids, sent to every
-    member. A member's response is the request's elements blinded again, in the request's order, and the order is what
-    maps a match to an id: a member answering out of order would be taken as holding ids it does not hold (which the
-    group's id list would then name to it). It cannot tell which elements of the blindings are the same id, so such
-    an answer gives the blindings different overlaps, which is refused.
+    """The label holder's side: ``BLINDINGS`` fresh secret scalars, each blinding every id, in an order of its own
+    (the first the ids' order, the others shuffled), and one request of all their blinded ids, sent to every member.
+    A member's response is the request's elements blinded again, in the request's order, and the order is what maps a
+    match to an id: a member answering out of order would be taken as holding ids it does not hold (which the group's
+    id list would then name to it). It cannot tell which elements of the blindings are the same id, so such an answer
+    gives the blindings different overlaps, which is refused.
 
     ``request`` -> bytes for each member; ``overlap(setup, response, member_size, member)`` -> the label holder's
     ids that member holds; ``intersection(overlaps)`` -> the group's ids, sorted.
@@ -115,36 +113,22 @@ class LabelHolderPSI:
     ids: list[str]
 
     def __post_init__(self):
-        self._psi = _psi()
-        self._clients = [self._psi.client.CreateWithNewKey(True) for _ in range(BLINDINGS)]
+        self._keys = [X25519PrivateKey.generate() for _ in range(BLINDINGS)]
         self._orders = [list(range(len(self.ids)))]
         for _ in range(BLINDINGS - 1):
             self._orders.append(random.SystemRandom().sample(range(len(self.ids)), len(self.ids)))
-        request = self._psi.Request(reveal_intersection=True)
-        for client, order in zip(self._clients, self._orders):
-            request.encrypted_elements.extend(client.CreateRequest([self.ids[i] for i in order]).encrypted_elements)
-        self.request = request.SerializeToString()
+        points = hashed(self.ids)
+        self.request = b"".join(b"".join(_blinded(key, [points[i] for i in order], "the label holder's ids"))
+                                for key, order in zip(self._keys, self._orders))
 
     def overlap(self, setup: bytes, response: bytes, member_size: int, member: str) -> set[str]:
-        psi, n = self._psi, len(self.ids)
-        parsed_setup = _parse(psi.ServerSetup, setup, member_size, f"PSI setup from {member}",
-                              lambda message: message.raw.encrypted_elements)
-        if parsed_setup.WhichOneof("data_structure") != "raw":  # a filter of all ones would match every id
-            raise AlignmentError(f"PSI setup from {member} is not the raw set of blinded ids this group aligns with")
-        elements = _parse(psi.Response, response, n, f"PSI response from {member}", blindings=BLINDINGS).encrypted_elements
-        if len(elements) != BLINDINGS * n:
-            raise AlignmentError(f"PSI response from {member} answers {len(elements)} blinded ids, the request has "
-                                 f"{BLINDINGS * n}")
+        n = len(self.ids)
+        theirs = _elements(setup, member_size, f"PSI setup from {member}")
+        answered = _elements(response, BLINDINGS * n, f"PSI response from {member}")
         found = []
-        for k, (client, order) in enumerate(zip(self._clients, self._orders)):
-            part = psi.Response(encrypted_elements=elements[k * n:(k + 1) * n])
-            try:
-                indices = client.GetIntersection(parsed_setup, part)
-            except Exception as exc:  # the library raises its own errors on inconsistent messages
-                raise AlignmentError(f"PSI answer from {member} is inconsistent ({type(exc).__name__})") from None
-            if any(not 0 <= i < n for i in indices):
-                raise AlignmentError(f"PSI answer from {member} names rows the label holder does not have")
-            found.append({self.ids[order[i]] for i in indices})
+        for k, (key, order) in enumerate(zip(self._keys, self._orders)):
+            held = set(_blinded(key, theirs, f"PSI setup from {member}"))
+            found.append({self.ids[order[i]] for i, element in enumerate(answered[k * n:(k + 1) * n]) if element in held})
         if any(each != found[0] for each in found[1:]):
             raise AlignmentError(f"PSI answer from {member} is out of order: two blindings of the same ids give "
                                  "different overlaps (a member answering out of order would be taken as holding ids it "
@@ -159,17 +143,14 @@ class LabelHolderPSI:
 
 
 def answer_request(ids: list[str], request: bytes, holder_size: int, holder: str) -> tuple[bytes, bytes]:
-    """A member's side: (setup, response) bytes answering the label holder's request, with a fresh secret key.
-    ``holder_size`` bounds the request (the label holder's number of ids, which it announces)."""
-    psi = _psi()
-    server = psi.server.CreateWithNewKey(True)
-    parsed = _parse(psi.Request, request, holder_size, f"PSI request from {holder}", blindings=BLINDINGS)
-    try:
-        response = server.ProcessRequest(parsed)
-    except Exception as exc:
-        raise AlignmentError(f"PSI request from {holder} is malformed ({type(exc).__name__})") from None
-    setup = server.CreateSetupMessage(PSI_FALSE_POSITIVE_RATE, holder_size, ids, psi.DataStructure.RAW)
-    return setup.SerializeToString(), response.SerializeToString()
+    """A member's side: (setup, response) bytes answering the label holder's request, with a fresh secret scalar.
+    ``holder_size`` fixes the request's size (the label holder's number of ids, which it announces)."""
+    what = f"PSI request from {holder}"
+    asked = _elements(request, BLINDINGS * holder_size, what)
+    key = X25519PrivateKey.generate()
+    response = b"".join(_blinded(key, asked, what))
+    setup = b"".join(sorted(_blinded(key, hashed(ids), "this peer's ids")))
+    return setup, response
 
 
 def rows_in_order(ids: list[str], group_ids: list[str], what: str) -> list[int]:

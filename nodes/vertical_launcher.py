@@ -20,7 +20,6 @@ import numpy as np
 from crc.core.errors import CRCError
 from crc.core.model_file import load_model
 from crc.core.models import all_options
-from crc.nodes.alignment import require_psi
 from crc.nodes.block_steps import em_passes, rounds_of
 from crc.nodes.checkpoint import completed_round
 from crc.nodes.deployment import write_vertical_deployment
@@ -63,7 +62,6 @@ def launch_groups(config: SimulationConfig, workdir, *, timeout: float = PeerSet
     finished (a group with a peer that did not finish has no classifier); none: a CRCError naming the peers and the
     work directory."""
     workdir = Path(workdir)
-    require_psi()
     with PeerProcesses(ready_timeout=first_round_timeout) as peers:
         dataset = load_for(config)
         config = resolve_partition(config, dataset)

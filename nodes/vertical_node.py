@@ -21,7 +21,7 @@ from crc.core.model_file import TrainedModel
 from crc.core.models import ModelTooLarge, model_options
 from crc.core.models.blocks import block_model
 from crc.core.schema import Schema
-from crc.nodes.alignment import check_ids, require_psi
+from crc.nodes.alignment import check_ids
 from crc.nodes.block_steps import BlockSteps
 from crc.nodes.group_member import GroupMember
 from crc.nodes.keys import PeerKeys
@@ -140,7 +140,6 @@ def prepare_vertical(options: NodeOptions, keys: PeerKeys | None, log: logging.L
                        f"{partition.groups} groups, so at most {partition.groups - 1} other peers hold this block")
     if set(options.block_peers) & {options.bind, *options.peers}:
         raise CRCError("--block-peers names this peer or a member of its own group")
-    require_psi()
     structure = model_options(options.model, options.model_options)
     with named_errors(options.schema, ModelTooLarge):  # the schema file made it too large
         model = block_model(options.model, shared, blocks, **structure)

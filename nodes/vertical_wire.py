@@ -5,7 +5,7 @@ Every message has ``v`` (protocol version), ``type``, ``run`` (run id), ``from``
 ``round`` and ``schema`` (the schema id of the whole block model, which every member builds from the shared schema
 and blocks file). Then, by type::
 
-    psi-request  ids (int: the label holder's id count), request (bin: an OpenMined PSI request)     round 0
+    psi-request  ids (int: the label holder's id count), request (bin: its blinded ids)              round 0
     psi-answer   ids (int: the member's id count), block (int: the block it holds), setup, response   round 0
     psi-ids      ids (array of str: the group's instance ids, sorted)                                round 0
     scores       n, data (n raw little-endian float64: the block's scores, m rows x width, by row)    round t >= 1
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import msgpack
 import numpy as np
 
-from crc.nodes.alignment import BYTES_PER_ID, MAX_ID_BYTES, MESSAGE_OVERHEAD
+from crc.nodes.alignment import BLINDINGS, BYTES_PER_ID, MAX_ID_BYTES
 from crc.nodes.wire import (
     ENVELOPE_BYTES,
     MAX_TEXT,
@@ -145,7 +145,7 @@ class GroupExpectation:
 
     @property
     def max_frame_bytes(self) -> int:
-        psi = 2 * (MESSAGE_OVERHEAD + BYTES_PER_ID * self.max_ids)
+        psi = (1 + BLINDINGS) * BYTES_PER_ID * self.max_ids  # an answer: its setup and the request blinded again
         id_list = self.rows * (MAX_ID_BYTES + 5)
         return ENVELOPE_BYTES + max(psi, id_list, 8 * self.rows * self.width)
 

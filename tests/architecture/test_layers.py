@@ -26,7 +26,7 @@ ALLOWED = {
     # crc.core.lazy: names imported on first use (standard library only)
     "crc.topologies": ({"crc.core.errors", "crc.core.files", "crc.core.lazy", "crc.topologies"}, {"numpy", "scipy", "networkx"}),
     "crc.nodes": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes"},
-                  {"numpy", "zmq", "msgpack", "cryptography", "private_set_intersection", "prometheus_client"}),
+                  {"numpy", "zmq", "msgpack", "cryptography", "prometheus_client"}),
     "crc.estimators": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.estimators"}, {"numpy", "sklearn"}),
     "crc.bench": ({"crc.core", "crc.tables", "crc.protocol", "crc.topologies", "crc.nodes", "crc.bench"}, {"numpy"}),
     "crc.keel": (set(), set()),

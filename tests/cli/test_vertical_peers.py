@@ -191,12 +191,6 @@ def test_options_that_do_not_fit_a_vertical_peer_are_one_line(group, extra, stat
     one_line(node(group, 0, *args), status, message)
 
 
-def test_without_the_psi_library_a_peer_and_a_launch_stop_at_once_naming_the_extra(group, monkeypatch):
-    monkeypatch.setitem(sys.modules, "private_set_intersection.python", None)  # an import of it now fails
-    message = "aligning a vertical group's ids needs OpenMined's PSI library: pip install 'crc-p2p[vertical]'"
-    one_line(node(group, 1), 1, message)
-    one_line(run("launch", "--data", "wdbc", "--partition", "vertical:2"), 1, message)
-
 
 def test_blocks_without_a_vertical_partition_are_refused(group):
     one_line(run("node", "--blocks", group / "blocks.json", "--bind", "tcp://127.0.0.1:1", "--data", group / "node-0.csv",
