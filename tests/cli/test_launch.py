@@ -52,7 +52,7 @@ def test_progress_counts_the_rounds_in_the_peers_checkpoints(tmp_path, monkeypat
     rounds_done = _RoundsDone(tmp_path, 3, 8)
     assert rounds_done() == 0
     for index, round_ in ((0, 5), (2, 7)):
-        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=round_, stats=[0.0], metrics={})
+        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=round_, stats=[0.0], metrics={"rounds_done": round_})
     assert rounds_done() == 12
     (tmp_path / "checkpoint-2" / checkpoint.file_name(7)).write_text("{broken")  # unreadable for a moment: keep 7
     assert rounds_done() == 12
@@ -65,9 +65,9 @@ def test_progress_of_a_vertical_group_counts_its_rounds_not_its_passes(tmp_path,
     monkeypatch.setattr("crc.cli.launch.CHECKPOINT_POLL_S", 0.0)
     rounds_done = _RoundsDone(tmp_path, 2, 8, em)
     for index, pass_ in enumerate(passes):
-        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=pass_, stats=[0.0], metrics={})
+        checkpoint.save(tmp_path / f"checkpoint-{index}", identity={}, round_=pass_, stats=[0.0], metrics={"rounds_done": pass_})
     assert rounds_done() == rounds
-    checkpoint.save(tmp_path / "checkpoint-0", identity={}, round_=em + 8 + 1, stats=[0.0], metrics={})
+    checkpoint.save(tmp_path / "checkpoint-0", identity={}, round_=em + 8 + 1, stats=[0.0], metrics={"rounds_done": em + 8 + 1})
     assert rounds_done() == 16
 
 
