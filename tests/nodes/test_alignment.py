@@ -239,3 +239,12 @@ def test_a_deviating_label_holder_learns_which_of_its_blindings_times_its_count_
     setup, response = answer_request(held + ["other"], request, announced, "holder")
     theirs = set(_blinded(key, elements(setup), "setup"))
     assert {guess for guess, each in zip(guesses, elements(response)) if each in theirs} == set(held)
+
+
+def test_the_setup_is_sorted_so_it_says_nothing_of_the_members_rows_order():
+    """The setup's elements are fresh pseudorandom points, sent sorted: in the member's rows' order they would tell
+    the label holder, with the matches, the row of each id it holds."""
+    holder = LabelHolderPSI([f"p{i}" for i in range(40)])
+    ids = [f"p{i}" for i in range(60)][::-1]
+    setup, _ = answer_request(ids, holder.request, 40, "holder")
+    assert elements(setup) == sorted(elements(setup)) and len(set(elements(setup))) == len(ids)
