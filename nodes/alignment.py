@@ -4,11 +4,16 @@ The peers of a group each hold some instance ids. The label holder runs an ECDH-
 other member, over their encrypted channels, and learns its overlap with each; it intersects those overlaps, and
 sends the group's ids, sorted, to every member. Then every member orders its rows by that list.
 
-The PSI blinds on Curve25519 with X25519 (``cryptography``): an id is hashed to a u-coordinate (``hashed``), and a
-party blinds a u-coordinate with its secret scalar ``k`` as ``X25519(k, u)``. Blindings commute,
-``X25519(a, X25519(b, u)) == X25519(b, X25519(a, u))``, so the label holder's ids blinded by it and then by a member
-equal the member's ids blinded by the member and then by it exactly where the ids are the same; without the scalars
-a blinded id is a pseudorandom point (decisional Diffie-Hellman, hashing as a random oracle). The label holder sends
+The PSI blinds on Curve25519 with X25519 (``cryptography``): an id is hashed to the u-coordinate of a point of the
+curve (``hashed``: never of its twist, which X25519 would keep it on, telling a bit of the id), and a party blinds a
+u-coordinate with its secret scalar ``k`` as ``X25519(k, u)``, the u-coordinate of ``[k] P``. Blindings commute,
+``X25519(a, X25519(b, u)) == X25519(b, X25519(a, u))`` (``[a][b] P == [b][a] P``, and ``u`` names ``P`` up to its sign,
+which scalar multiples keep), so the label holder's ids blinded by it and then by a member equal the member's ids
+blinded by the member and then by it exactly where the ids are the same. X25519's scalars are multiples of 8, the
+curve's cofactor (the twist's is 4), so a blinding lands in a subgroup of prime order whatever point it is given: a
+part of small order in a chosen point changes nothing of its blinding, so tells nothing of the scalar. Without the
+scalars a blinded id is a pseudorandom point of the curve's subgroup (decisional Diffie-Hellman, hashing as a random
+oracle). The label holder sends
 its ids blinded (the request); the member sends them back blinded again, in the request's order (the response), and
 its own ids blinded once, sorted (the setup); the label holder blinds the setup with its scalar and finds which of
 the response's elements are among them. Every message is the concatenation of its 32-byte elements; a point of low
@@ -18,8 +23,9 @@ What is revealed: each member learns the size of the label holder's id set and t
 holds itself); the label holder learns, for every member, which of its own ids that member holds (with three or
 more members this can be more than the group's intersection). Nobody learns an id it does not hold, as long as
 everyone follows the protocol. PSI cannot tell an id guessed from an id held: a deviating label holder can put
-guesses in its request (as many as it announces, at most ``ID_RATIO`` times the member's ids,
-``crc.nodes.vertical_wire``) and learn which of them a member holds. So could a member whose PSI request reaches
+guesses in its request (``BLINDINGS`` times as many as it announces, which the member cannot tell from its
+blindings; it announces at most ``ID_RATIO`` times the member's ids, ``crc.nodes.vertical_wire``) and learn which of
+them a member holds. So could a member whose PSI request reaches
 another member before the label holder's, unless that member names its label holder (``--label-holder``,
 ``crc.nodes.group_member``); a deviating member can answer for guessed ids and learn which of them the group holds.
 
@@ -32,6 +38,7 @@ align).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -45,22 +52,54 @@ BYTES_PER_ID = 32
 """Bytes of a blinded id in a PSI message (an X25519 u-coordinate)."""
 MAX_ID_BYTES = 256
 """Longest instance id accepted (UTF-8 bytes)."""
-HASH_DOMAIN = b"crc-psi-x25519-v1\x00"
+HASH_DOMAIN = b"crc-psi-x25519-v2\x00"
 """Prefix of every hashed id, so that the hashes are this protocol's own."""
+FIELD = 2**255 - 19
+"""The prime of Curve25519's field."""
+CURVE_A = 486662
+"""The A of Curve25519, v^2 = u^3 + A u^2 + u (RFC 7748)."""
 
 
 class AlignmentError(CRCError):
     """A PSI message that does not parse or fit (one line: who sent what)."""
 
 
+def _jacobi(a: int, n: int) -> int:
+    """The Jacobi symbol (a / n) of an odd n > 0: for a prime n, 1 if ``a`` is a non-zero square mod n, -1 if not, 0
+    if n divides it."""
+    a %= n
+    sign = 1
+    while a:
+        while not a & 1:
+            a >>= 1
+            if n & 7 in (3, 5):
+                sign = -sign
+        a, n = n, a
+        if a & 3 == 3 and n & 3 == 3:
+            sign = -sign
+        a %= n
+    return sign if n == 1 else 0
+
+
+def on_curve(u: int) -> bool:
+    """Whether the u-coordinate ``u`` (0 <= u < FIELD) is of a point of Curve25519 of order more than 2, not of its
+    twist: ``u^3 + A u^2 + u`` a non-zero square."""
+    return _jacobi(u * (u * (u + CURVE_A) + 1), FIELD) == 1
+
+
 def hashed(ids: list[str]) -> list[bytes]:
-    """Each id as a u-coordinate of Curve25519: SHA-256 of ``HASH_DOMAIN`` and its UTF-8 bytes, the top bit cleared
-    (X25519 ignores it, RFC 7748)."""
+    """Each id as the 32-byte u-coordinate of a point of Curve25519 (not of its twist): the first of SHA-256 of
+    ``HASH_DOMAIN``, a 4-byte counter 0, 1, ... and its UTF-8 bytes, the top bit cleared (X25519 ignores it, RFC 7748),
+    that is below FIELD and ``on_curve`` (two tries on average). X25519 keeps a point on the curve or on the twist, so
+    an id hashed to either would have its blindings tell which, a bit of the id to whoever holds them."""
     points = []
     for value in ids:
-        digest = bytearray(hashlib.sha256(HASH_DOMAIN + value.encode()).digest())
-        digest[31] &= 0x7F
-        points.append(bytes(digest))
+        for counter in itertools.count():
+            digest = hashlib.sha256(HASH_DOMAIN + counter.to_bytes(4, "little") + value.encode()).digest()
+            u = int.from_bytes(digest, "little") & ((1 << 255) - 1)
+            if u < FIELD and on_curve(u):
+                points.append(u.to_bytes(BYTES_PER_ID, "little"))
+                break
     return points
 
 

@@ -3,7 +3,19 @@
 import pytest
 
 from crc.core.errors import CRCError
-from crc.nodes.alignment import BYTES_PER_ID, AlignmentError, LabelHolderPSI, answer_request, check_ids, hashed, rows_in_order
+from crc.nodes.alignment import (
+    BLINDINGS,
+    BYTES_PER_ID,
+    FIELD,
+    AlignmentError,
+    LabelHolderPSI,
+    _blinded,
+    answer_request,
+    check_ids,
+    hashed,
+    on_curve,
+    rows_in_order,
+)
 
 
 def _align(holder_ids, members):
@@ -127,3 +139,112 @@ def test_a_member_that_answers_out_of_order_learns_no_id_it_does_not_hold(deviat
         assert "out of order" in str(error)
         taken = None
     assert (taken is None) if refused else taken <= held
+
+
+def u_of(element: bytes) -> int:
+    return int.from_bytes(element, "little")
+
+
+def element(u: int) -> bytes:
+    return u.to_bytes(BYTES_PER_ID, "little")
+
+
+def test_every_hashed_and_blinded_id_is_of_the_curve_so_that_no_message_tells_a_bit_of_an_id():
+    """X25519 keeps a point on the curve or on its twist: with ids hashed to either (about half each), a member read,
+    of every element of the request, on which its id was hashed, a bit of each of the label holder's ids, in its rows'
+    order (and the label holder a bit of each of the member's). Every id is hashed to the curve: the bit is the same
+    for all."""
+    ids = [f"patient-{i:05d}" for i in range(0, 600, 3)]
+    assert [on_curve(u_of(point)) for point in hashed(ids)] == [True] * len(ids)
+    assert all(u_of(point) < FIELD for point in hashed(ids))
+    holder = LabelHolderPSI(ids)
+    setup, response = answer_request([f"patient-{i:05d}" for i in range(300)], holder.request, len(ids), "holder")
+    for message in (holder.request, setup, response):
+        assert all(on_curve(u_of(each)) for each in elements(message))
+    assert holder.overlap(setup, response, 300, "member") == {f"patient-{i:05d}" for i in range(0, 300, 3)}
+
+
+def test_the_twist_is_of_about_half_the_u_coordinates():
+    """What ``on_curve`` tells apart: u-coordinates of the twist are as common as the curve's (the bit above was
+    random), and points the tests below use are where they say."""
+    import hashlib
+
+    coordinates = [u_of(hashlib.sha256(bytes([i])).digest()) % FIELD for i in range(256)]
+    assert 90 < sum(map(on_curve, coordinates)) < 166
+    assert on_curve(9) and not on_curve(2)  # the base point of X25519, a point of the twist
+
+
+LOW_ORDER = (0, 1, 325606250916557431795983626356110631294008115727848805560023387167927233504,
+             39382357235489614581723060781553021112529911719440698176882885853963445705823, FIELD - 1, FIELD, FIELD + 1)
+"""The u-coordinates of points of order 1, 2, 4 and 8 of the curve and the twist, and the non-canonical encodings
+of 0 and 1 (RFC 7748's caveat, libsodium's list)."""
+
+
+@pytest.mark.parametrize("u", [*LOW_ORDER, *(u + 2**255 for u in LOW_ORDER[:5])])
+def test_every_point_of_low_order_is_refused_in_any_encoding_on_either_side(u):
+    """A point of low order blinds to 0 whatever the scalar: in a request it would make the member's response say
+    nothing, in a setup it would match a response of 0. Each of them, also with the top bit set (X25519 ignores it),
+    is refused."""
+    holder = LabelHolderPSI(["a", "b"])
+    setup, response = answer_request(["b", "c"], holder.request, 2, "holder")
+    with pytest.raises(AlignmentError, match="point of low order"):
+        holder.overlap(element(u) + setup[BYTES_PER_ID:], response, 2, "member")
+    with pytest.raises(AlignmentError, match="point of low order"):
+        answer_request(["a"], holder.request[:BYTES_PER_ID] + element(u) + holder.request[2 * BYTES_PER_ID:], 2,
+                       "holder")
+
+
+@pytest.mark.parametrize("u", [u_of(hashed(["a"])[0]), 2, 5])
+def test_a_part_of_small_order_in_a_request_tells_nothing_of_the_members_scalar(u):
+    """A deviating label holder may send a point plus one of order 2, T = (0, 0), whose u-coordinate is 1/u, on the
+    curve (a hashed id) or on the twist (2, 5). A scalar k blinds it to the u of [k] P + [k] T: [k] P's if k is even,
+    1 / that if k is odd, a bit of k. X25519's scalars are multiples of 8: the two blind alike, whatever the key."""
+    assert on_curve(u) == (u != 2 and u != 5)
+    for _ in range(4):
+        holder = LabelHolderPSI(["a"])
+        request = element(u) + element(pow(u, -1, FIELD))
+        _, response = answer_request(["a"], request, len(request) // (BLINDINGS * BYTES_PER_ID), "holder")
+        first, second = elements(response)
+        assert first == second and u_of(first) != 0
+        assert holder.request != request
+
+
+def test_a_member_that_echoes_or_repeats_elements_is_taken_as_holding_no_id_it_did_not_guess():
+    """A deviating member without the label holder's scalars: echoing the request as its response and the request's
+    elements as its setup matches nothing; its setup of one blinded id many times, or with the top bit set (the same
+    point to X25519), is at most that id; echoing the request with hashed guesses as its setup (a member of scalar 1)
+    is the guesses the label holder holds, as the docs say: an answer for guessed ids, no more of them than announced."""
+    ids = [f"p{i}" for i in range(50)]
+    holder = LabelHolderPSI(ids)
+    n = len(ids)
+    assert holder.overlap(holder.request[:n * BYTES_PER_ID], holder.request, n, "member") == set()
+    setup, response = answer_request(["p7"], holder.request, n, "holder")
+    assert holder.overlap(setup * 5, response, 5, "member") == {"p7"}
+    top_bit = setup[:-1] + bytes([setup[-1] | 0x80])
+    assert holder.overlap(setup + top_bit, response, 2, "member") == {"p7"}
+    guesses = [f"p{i}" for i in range(40, 60)]
+    assert holder.overlap(b"".join(hashed(guesses)), holder.request, len(guesses), "member") == set(guesses) & set(ids)
+
+
+def test_a_deviating_label_holder_learns_which_of_its_blindings_times_its_count_of_guesses_a_member_holds():
+    """The bound the docs give: the member cannot tell the label holder's blindings apart, so a label holder
+    announcing n ids may send BLINDINGS x n guesses in one blinding and learns which of them the member holds (and
+    ``test_a_psi_message_about_more_ids_than_announced_is_refused``: no more)."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    announced, guesses = 10, [f"g{i}" for i in range(BLINDINGS * 10)]
+    key = X25519PrivateKey.generate()
+    request = b"".join(_blinded(key, hashed(guesses), "guesses"))
+    held = guesses[3:17:2]
+    setup, response = answer_request(held + ["other"], request, announced, "holder")
+    theirs = set(_blinded(key, elements(setup), "setup"))
+    assert {guess for guess, each in zip(guesses, elements(response)) if each in theirs} == set(held)
+
+
+def test_the_setup_is_sorted_so_it_says_nothing_of_the_members_rows_order():
+    """The setup's elements are fresh pseudorandom points, sent sorted: in the member's rows' order they would tell
+    the label holder, with the matches, the row of each id it holds."""
+    holder = LabelHolderPSI([f"p{i}" for i in range(40)])
+    ids = [f"p{i}" for i in range(60)][::-1]
+    setup, _ = answer_request(ids, holder.request, 40, "holder")
+    assert elements(setup) == sorted(elements(setup)) and len(set(elements(setup))) == len(ids)
