@@ -50,37 +50,34 @@ def test_report_renders_runs_and_tables_and_draws_figures(tmp_path):
     assert as_csv.stdout.splitlines()[1].split(",")[-1] == f"{majority:.6g}"
 
 
-def test_a_vertical_run_is_reported_without_a_graph_of_groups(tmp_path):
-    simulated = run("simulate", "--data", "wdbc", "--partition", "vertical:2", "--rounds", "2", "--no-rc-converged",
-                    "--json")
+def simulated_and_reported(tmp_path, *options) -> tuple[dict, str]:
+    """(the results JSON, ``crc report``'s output) of a short ``crc simulate`` run with ``options``."""
+    simulated = run("simulate", *options, "--no-rc-converged", "--json")
     assert simulated.exit_code == 0, simulated.output
     (tmp_path / "run.json").write_text(simulated.stdout)
     result = run("report", tmp_path / "run.json")
     assert result.exit_code == 0, result.output
-    assert "| wdbc | nb | – | vertical:2 | 1 |" in result.stdout
+    return json.loads(simulated.stdout), result.stdout
+
+
+def test_a_vertical_run_is_reported_without_a_graph_of_groups(tmp_path):
+    _, report = simulated_and_reported(tmp_path, "--data", "wdbc", "--partition", "vertical:2", "--rounds", "2")
+    assert "| wdbc | nb | – | vertical:2 | 1 |" in report
 
 
 def test_a_network_sum_run_is_reported_as_one_on_its_graph(tmp_path):
-    simulated = run("simulate", "--data", "twonorm", "--nodes", "5", "--local-size", "20", "--rounds", "2",
-                    "--secure-aggregation", "--sum-over", "network", "--no-rc-converged", "--json")
-    assert simulated.exit_code == 0, simulated.output
-    (tmp_path / "run.json").write_text(simulated.stdout)
-    result = run("report", tmp_path / "run.json")
-    assert result.exit_code == 0, result.output
-    assert "| twonorm | nb | tree (network sum) | iid | 5 | 20 | 2 |" in result.stdout
-    assert run_name(json.loads(simulated.stdout)) == "twonorm nb tree network sum"  # its curve's name in a figure
+    results, report = simulated_and_reported(tmp_path, "--data", "twonorm", "--nodes", "5", "--local-size", "20",
+                                             "--rounds", "2", "--secure-aggregation", "--sum-over", "network")
+    assert "| twonorm | nb | tree (network sum) | iid | 5 | 20 | 2 |" in report
+    assert run_name(results) == "twonorm nb tree network sum"  # its curve's name in a figure
 
 
 def test_a_circuit_run_is_reported_with_its_structure(tmp_path):
-    simulated = run("simulate", "--data", "wdbc", "--model", "pc", "--structure", "region-graph", "--nodes", "3",
-                    "--local-size", "20", "--rounds", "2", "--no-rc-converged", "--json")
-    assert simulated.exit_code == 0, simulated.output
-    (tmp_path / "run.json").write_text(simulated.stdout)
-    result = run("report", tmp_path / "run.json")
-    assert result.exit_code == 0, result.output
-    assert "| wdbc | pc (region-graph) | tree | iid | 3 | 20 | 2 |" in result.stdout
-    assert run_name(json.loads(simulated.stdout)) == "wdbc pc (region-graph) tree"  # its curve's name in a figure
-    damaged = json.loads(simulated.stdout)
+    results, report = simulated_and_reported(tmp_path, "--data", "wdbc", "--model", "pc", "--structure", "region-graph",
+                                             "--nodes", "3", "--local-size", "20", "--rounds", "2")
+    assert "| wdbc | pc (region-graph) | tree | iid | 3 | 20 | 2 |" in report
+    assert run_name(results) == "wdbc pc (region-graph) tree"  # its curve's name in a figure
+    damaged = results
     damaged["config"]["structure"] = ["region-graph"]
     (tmp_path / "damaged.json").write_text(json.dumps(damaged))
     result = run("report", tmp_path / "damaged.json")
