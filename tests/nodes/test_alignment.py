@@ -1,11 +1,14 @@
 """Aligning a vertical group's instances by a private set intersection (crc.nodes.alignment), in-process."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crc.core.errors import CRCError
 from crc.nodes.alignment import (
     BLINDINGS,
     BYTES_PER_ID,
+    CURVE_A,
     FIELD,
     AlignmentError,
     LabelHolderPSI,
@@ -162,6 +165,13 @@ def test_every_hashed_and_blinded_id_is_of_the_curve_so_that_no_message_tells_a_
     for message in (holder.request, setup, response):
         assert all(on_curve(u_of(each)) for each in elements(message))
     assert holder.overlap(setup, response, 300, "member") == {f"patient-{i:05d}" for i in range(0, 300, 3)}
+
+
+@given(u=st.integers(0, FIELD - 1))
+def test_on_curve_is_euler_s_criterion(u):
+    """The Jacobi symbol behind ``on_curve`` against the plain definition: u^3 + A u^2 + u a non-zero square mod p
+    when its (p - 1) / 2 power is 1."""
+    assert on_curve(u) == (pow((u**3 + CURVE_A * u**2 + u) % FIELD, (FIELD - 1) // 2, FIELD) == 1)
 
 
 def test_the_twist_is_of_about_half_the_u_coordinates():
