@@ -11,7 +11,7 @@ import unicodedata
 
 import numpy as np
 
-from crc.core.columns import canonical_value, headerless_hint
+from crc.core.columns import as_number, canonical_value, headerless_hint
 
 LOG = logging.getLogger("crc.data")
 TOO_FEW = 10
@@ -190,12 +190,9 @@ def warn_numeric_target(label: str, classes, rows: int, many: int) -> None:
     """Warn if the ``label`` column's distinct values ``classes`` (canonical spellings) over ``rows`` rows are more than
     ``many`` numbers, one of them not whole (``5.1``): a quantity to predict, not a class, which crc reads as that many
     classes (each value seen a few times; a test value never seen in training is always an error)."""
-    numbers = []
-    for value in classes:
-        try:
-            numbers.append(float(value))
-        except ValueError:
-            return
+    numbers = [as_number(value) for value in classes]
+    if None in numbers:  # a class that is text, or a number that is not finite ('inf'): not a quantity's values
+        return
     fractional = [value for value, number in zip(classes, numbers) if number != round(number)]
     if len(classes) > many and fractional:
         LOG.warning(f"the label column {label!r} holds {len(classes)} different numbers in {rows} rows, such as "

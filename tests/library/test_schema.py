@@ -374,6 +374,7 @@ def test_a_label_of_many_fractional_numbers_is_named_in_a_warning(caplog):
     with caplog.at_level("WARNING", logger="crc.data"):
         infer_schema({**features, "code": [str(1 + i % 12) for i in range(30)]}, "code")
         infer_schema({**features, "grade": [f"{0.5 * (i % 10):.1f}" for i in range(30)]}, "grade")
+        infer_schema({**features, "reading": lengths[:-1] + ["inf"]}, "reading")  # was an OverflowError (round(inf))
     assert caplog.messages == []
 
 
