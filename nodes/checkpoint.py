@@ -147,8 +147,9 @@ def decode(data: bytes, *, source, remedy: str = DAMAGED) -> tuple[dict, np.ndar
                    for name, length in fields.mapping(header.get("series", {}), "series").items()}
         if sum(lengths.values()) > MAX_SERIES_VALUES:
             raise CRCError(f"its series hold more than {MAX_SERIES_VALUES} values")
-        if set(lengths) & set(metrics):
-            raise CRCError(f"series {sorted(set(lengths) & set(metrics))[0]!r} is among the metrics too")
+        twice = sorted(set(lengths) & set(metrics))
+        if twice:
+            raise CRCError(f"series {twice[0]!r} is among the metrics too")
         expected = 8 * (size + sum(lengths.values()))
         if len(body) - header_bytes != expected:
             raise CRCError(f"holds {len(body) - header_bytes} bytes of statistics and series, not the {expected} its "
