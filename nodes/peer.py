@@ -561,14 +561,14 @@ class Peer:
                 return None
             total = network.total(wanted)
             self._note_silence([position.parent], () if total is None else (position.parent,))
-            if total is not None:
-                self._note_absent(total)
             if total is None:
                 ahead = network.latest(wanted)
                 if ahead is not None:  # left behind (restarted, joined late): the parent has gone on to that round
                     self._skip_to(ahead, transport)
                     return None
                 total = SumFrame("total", self.settings.bind, wanted, None, network.bitmap(contributors))
+            else:  # the parent's total counts the absent; the one made up above for a silent parent does not
+                self._note_absent(total)
         for child in position.children:  # passed down as it came; a round that failed says so at once
             frames[child] = self._sum_frame("total", wanted, total.words, total.contributors)
             self._send_to(transport, child, frames[child])
